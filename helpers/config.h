@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * /etc/mdev-hooks/mdev-hooks.conf (DESIGN.md §3), parsed with inih.
+ *
+ * Reads Nova's own sections ([devices] enabled_mdev_types, [mdev_<type>];
+ * the old names enabled_vgpu_types and [vgpu_<type>] too) plus [hooks] and
+ * [sriov]. A config with any error is refused whole; every error names the
+ * file, the line and the reason.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "util.h"
+
+#define CONFIG_DEFAULT_PATH "etc/mdev-hooks/mdev-hooks.conf" /* under the root */
+
+typedef enum ConfigRelease {
+        CONFIG_RELEASE_REMOVE, /* default */
+        CONFIG_RELEASE_KEEP,
+} ConfigRelease;
+
+typedef enum ConfigPlacement {
+        CONFIG_PLACEMENT_PACK, /* default */
+        CONFIG_PLACEMENT_SPREAD,
+} ConfigPlacement;
+
+typedef enum ConfigRecreate {
+        CONFIG_RECREATE_LAZY, /* default */
+        CONFIG_RECREATE_EAGER,
+} ConfigRecreate;
+
+typedef struct ConfigType {
+        char *name;           /* the mdev type, e.g. "nvidia-35" */
+        char **addresses;     /* device_addresses, sorted; NULL or empty: the default type */
+        unsigned max_instances; /* 0: no cap */
+        char *mdev_class;     /* "VGPU" or "CUSTOM_..." */
+        unsigned line;        /* line of its [mdev_<type>] section, or of enabled_mdev_types */
+} ConfigType;
+
+typedef struct ConfigSriovPf {
+        char *address;        /* PCI address of the physical function */
+        unsigned numvfs;      /* ignored when max is set */
+        bool max;             /* "max": sriov_totalvfs */
+} ConfigSriovPf;
+
+typedef struct Config {
+        char *path;           /* as given, for messages */
+
+        ConfigType *types;    /* in the order of enabled_mdev_types */
+        size_t n_types;
+        const ConfigType *default_type; /* the one without device_addresses, or NULL */
+
+        ConfigRelease release;
+        ConfigPlacement placement;
+        ConfigRecreate recreate;
+        unsigned lock_timeout; /* seconds, default 30 */
+        unsigned parent_wait;  /* seconds, default 0 */
+
+        ConfigSriovPf *sriov;
+        size_t n_sriov;
+        char *sriov_command;  /* NULL: write sriov_numvfs */
+} Config;
+
+/* Loads and validates the config. path NULL means CONFIG_DEFAULT_PATH under
+ * rootfd; otherwise path is opened as given (relative to the cwd).
+ *
+ * A missing default config is not an error: it yields an empty config (no
+ * types enabled), so that a host without one still starts guests without
+ * mdevs. A missing explicit path is an error.
+ *
+ * On failure returns -EINVAL (or -errno for I/O), leaves *ret untouched, and
+ * fills *ret_errors (if not NULL) with one line per problem, each of the form
+ * "<file>:<line>: <reason>", sorted by line. */
+int config_load(int rootfd, const char *path, Config **ret, char ***ret_errors);
+void config_free(Config *c);
+static inline void config_freep(Config **c) {
+        config_free(*c);
+}
+#define _cleanup_config_free_ _cleanup_(config_freep)
+
+/* The type a parent serves: the type listing it in device_addresses, else the
+ * default type, else NULL. */
+const ConfigType *config_parent_type(const Config *c, const char *parent);
+/* An enabled type by name, or NULL. */
+const ConfigType *config_find_type(const Config *c, const char *type);
+/* True when a parent is named explicitly under some type. */
+bool config_parent_is_listed(const Config *c, const char *parent);
+
+/* Strings for the enums, for messages and JSON. */
+const char *config_release_to_string(ConfigRelease r);
+const char *config_placement_to_string(ConfigPlacement p);
+const char *config_recreate_to_string(ConfigRecreate r);
+
+/* A PCI address "dddd:bb:dd.f" (hex, domain 4 digits). */
+bool config_pci_address_is_valid(const char *s);

@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The record of who holds which mdev (DESIGN.md §4): one small INI file per
+ * mdev UUID under var/lib/mdev-hooks/ (relative to the root), written to a
+ * temporary file, fsynced, renamed over the old one, and the directory
+ * fsynced. Parsed with inih.
+ *
+ *   [mdev]
+ *   uuid = b1ae8bf6-38b0-4c81-9d44-78ce2e5d2b9d
+ *   parent = 0000:84:00.0
+ *   type = nvidia-35
+ *   state = assigned
+ *   origin = created
+ *   guest = web1
+ *   guest_uuid = 8d5e...            (empty when unknown)
+ *   boot_id = 1a2b...               (the boot in which the mdev was seen to exist)
+ *   since = 1732245600              (unix time of the last state change)
+ *   remove_pending = no             (a remove that failed busy; retried later)
+ *
+ * Changes happen only under the host-wide lock (lock.h). Readers without the
+ * lock (the CLI's list) may see the old or the new file, never a torn one.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util.h"
+
+#define LEDGER_DIR "var/lib/mdev-hooks" /* under the root */
+
+typedef enum LedgerState {
+        LEDGER_ASSIGNED, /* a guest holds it (prepare, reconnect) */
+        LEDGER_INCOMING, /* claimed by migrate/restore for a guest that is arriving */
+        LEDGER_FREE,     /* created by mdev-hooks, kept by release = keep, held by nobody */
+        LEDGER_LOST,     /* a guest's mdev that no longer exists (reboot, parent gone, removed by hand) */
+        _LEDGER_STATE_MAX,
+        _LEDGER_STATE_INVALID = -EINVAL,
+} LedgerState;
+
+typedef enum LedgerOrigin {
+        LEDGER_CREATED,  /* mdev-hooks created it: it may remove it */
+        LEDGER_BORROWED, /* it existed before: never removed by mdev-hooks */
+        _LEDGER_ORIGIN_MAX,
+        _LEDGER_ORIGIN_INVALID = -EINVAL,
+} LedgerOrigin;
+
+typedef struct LedgerEntry {
+        char uuid[UUID_STRING_MAX];
+        char parent[NAME_STRING_MAX];
+        char type[NAME_STRING_MAX];
+        LedgerState state;
+        LedgerOrigin origin;
+        char guest[GUEST_NAME_MAX];       /* empty for free */
+        char guest_uuid[UUID_STRING_MAX]; /* empty when unknown */
+        char boot_id[UUID_STRING_MAX];
+        uint64_t since;
+        bool remove_pending;
+} LedgerEntry;
+
+const char *ledger_state_to_string(LedgerState s);
+LedgerState ledger_state_from_string(const char *s);
+const char *ledger_origin_to_string(LedgerOrigin o);
+LedgerOrigin ledger_origin_from_string(const char *s);
+
+/* Opens (creating it, mode 0700) the record directory under the root. */
+int ledger_open(int rootfd, int *ret_dirfd);
+/* Opens it only if it exists: -ENOENT otherwise (readers such as the CLI). */
+int ledger_open_existing(int rootfd, int *ret_dirfd);
+
+/* -ENOENT: no record for this UUID. A record that does not parse is -EBADMSG
+ * with a message naming the file and line. */
+int ledger_read(int dirfd, const char *uuid, LedgerEntry *ret);
+/* Atomically replaces the record of e->uuid (temp + fsync + rename + fsync dir). */
+int ledger_write(int dirfd, const LedgerEntry *e);
+/* Removes the record (and fsyncs the directory). -ENOENT is not an error: returns 0. */
+int ledger_remove(int dirfd, const char *uuid);
+/* Every record, sorted by UUID. Files that do not parse are skipped and
+ * counted in *ret_bad (may be NULL); stray temporary files are ignored. */
+int ledger_list(int dirfd, LedgerEntry **ret, size_t *ret_n, size_t *ret_bad);
+/* The records of one guest (by name), sorted by UUID. */
+int ledger_list_guest(int dirfd, const char *guest, LedgerEntry **ret, size_t *ret_n);

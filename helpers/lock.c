@@ -1,0 +1,3 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Placeholder until the implementation lands. */
+#include "lock.h"

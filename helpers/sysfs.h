@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The kernel's mdev sysfs, read and written with openat() relative to the
+ * root dirfd (util.h: root_open()), so that MDEV_HOOKS_ROOT reaches every
+ * access. Layout (drivers/vfio/mdev/):
+ *
+ *   sys/class/mdev_bus/<parent>                      -> ../../devices/.../<parent>
+ *   sys/class/mdev_bus/<parent>/mdev_supported_types/<type>/
+ *       available_instances device_api [name] [description] create devices/
+ *   sys/bus/mdev/devices/<uuid>                      -> ../../../devices/.../<parent>/<uuid>
+ *   sys/bus/mdev/devices/<uuid>/mdev_type            -> ../mdev_supported_types/<type>
+ *   sys/bus/mdev/devices/<uuid>/remove
+ *
+ * Reading one type of one parent reads only that type's files. Errors that
+ * concern a file name it with error_set() (util.h).
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "util.h"
+
+typedef struct SysfsType {
+        char *id;          /* directory name, e.g. "nvidia-35" */
+        char *name;        /* the optional "name" file, NULL when absent */
+        char *description; /* the optional "description" file, NULL when absent */
+        char *device_api;  /* e.g. "vfio-pci" */
+        unsigned available; /* available_instances */
+} SysfsType;
+
+typedef struct SysfsMdev {
+        char uuid[UUID_STRING_MAX];
+        char parent[NAME_STRING_MAX];
+        char type[NAME_STRING_MAX];
+} SysfsMdev;
+
+/* Registered parents (entries of sys/class/mdev_bus), sorted. No mdev_bus
+ * directory at all means no parents: an empty list, not an error. */
+int sysfs_parent_list(int rootfd, char ***ret);
+/* 1 if sys/class/mdev_bus/<parent> exists, 0 if not, <0 on error. */
+int sysfs_parent_is_registered(int rootfd, const char *parent);
+/* 1 if the parent's device exists although it is not (yet) an mdev parent
+ * (sys/bus/pci/devices/<parent> for a PCI address), else 0. Used by prepare
+ * to decide whether waiting (parent_wait) makes sense. */
+int sysfs_parent_device_present(int rootfd, const char *parent);
+/* The type ids a parent offers, sorted. -ENOENT if the parent is not registered. */
+int sysfs_parent_types(int rootfd, const char *parent, char ***ret);
+
+/* Reads the four files of one type. -ENOENT if the parent does not offer it. */
+int sysfs_type_read(int rootfd, const char *parent, const char *type, SysfsType *ret);
+void sysfs_type_done(SysfsType *t);
+/* available_instances only. -ENOENT if the parent does not offer the type. */
+int sysfs_type_available(int rootfd, const char *parent, const char *type, unsigned *ret);
+/* How many mdevs of the type the parent holds (entries of the type's devices/). */
+int sysfs_type_count(int rootfd, const char *parent, const char *type, unsigned *ret);
+
+/* Every mdev on the host, sorted by UUID. */
+int sysfs_mdev_list(int rootfd, SysfsMdev **ret, size_t *ret_n);
+/* One mdev by UUID (lower case). -ENOENT if it does not exist. */
+int sysfs_mdev_get(int rootfd, const char *uuid, SysfsMdev *ret);
+
+/* Writes the UUID to the type's "create". Returns the raw -errno of the write
+ * (-EEXIST, -ENOSPC, -EUSERS, -EINVAL mean "try the next parent"). Does not
+ * wait for or check the result: see sysfs_mdev_get(). Sets no message. */
+int sysfs_mdev_create(int rootfd, const char *parent, const char *type, const char *uuid);
+/* Writes "1" to the mdev's "remove". Raw -errno: -ENOENT gone, -EBUSY in use. */
+int sysfs_mdev_remove(int rootfd, const char *uuid);

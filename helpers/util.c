@@ -1,0 +1,311 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <ctype.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "util.h"
+
+static char error_buf[1024];
+static bool error_is_set;
+
+int error_set(int r, const char *fmt, ...) {
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(error_buf, sizeof error_buf, fmt, ap);
+        va_end(ap);
+        error_is_set = true;
+        return r;
+}
+
+const char *error_get(int r) {
+        if (error_is_set)
+                return error_buf;
+        return strerror(r < 0 ? -r : r);
+}
+
+void error_clear(void) {
+        error_is_set = false;
+        error_buf[0] = '\0';
+}
+
+int safe_atou(const char *s, unsigned *ret) {
+        unsigned long v;
+        char *end;
+
+        if (!s || !isdigit((unsigned char) s[0]))
+                return -EINVAL;
+        errno = 0;
+        v = strtoul(s, &end, 10);
+        if (errno == ERANGE || v > UINT_MAX)
+                return -ERANGE;
+        if (*end == '\n')
+                end++;
+        if (*end != '\0')
+                return -EINVAL;
+        *ret = (unsigned) v;
+        return 0;
+}
+
+bool uuid_is_valid(const char *s) {
+        static const unsigned groups[] = { 8, 4, 4, 4, 12 };
+
+        if (!s)
+                return false;
+        for (size_t g = 0; g < ELEMENTSOF(groups); g++) {
+                for (unsigned i = 0; i < groups[g]; i++, s++)
+                        if (!isxdigit((unsigned char) *s))
+                                return false;
+                if (g + 1 < ELEMENTSOF(groups) && *s++ != '-')
+                        return false;
+        }
+        return *s == '\0';
+}
+
+void uuid_normalize(const char *s, char out[UUID_STRING_MAX]) {
+        size_t i;
+
+        for (i = 0; i < UUID_STRING_MAX - 1 && s[i]; i++)
+                out[i] = (char) tolower((unsigned char) s[i]);
+        out[i] = '\0';
+}
+
+bool name_is_valid(const char *s) {
+        size_t n;
+
+        if (!s || streq(s, ".") || streq(s, ".."))
+                return false;
+        for (n = 0; s[n]; n++) {
+                unsigned char c = (unsigned char) s[n];
+                if (!isalnum(c) && !strchr("._:+-", c))
+                        return false;
+        }
+        return n > 0 && n < NAME_STRING_MAX;
+}
+
+int read_small_at(int dirfd, const char *path, char *buf, size_t size) {
+        _cleanup_close_ int fd = -1;
+        size_t len = 0;
+
+        fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return -errno;
+        for (;;) {
+                ssize_t n = read(fd, buf + len, size - len);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (n == 0)
+                        break;
+                len += (size_t) n;
+                if (len >= size)
+                        return -EFBIG;
+        }
+        buf[len] = '\0';
+        if (len > 0 && buf[len - 1] == '\n')
+                buf[len - 1] = '\0';
+        return 0;
+}
+
+int read_line_at(int dirfd, const char *path, char **ret) {
+        char buf[4096];
+        char *s;
+        int r;
+
+        r = read_small_at(dirfd, path, buf, sizeof buf);
+        if (r < 0)
+                return r;
+        s = strdup(buf);
+        if (!s)
+                return -ENOMEM;
+        *ret = s;
+        return 0;
+}
+
+int write_string_at(int dirfd, const char *path, const char *s) {
+        _cleanup_close_ int fd = -1;
+        size_t len = strlen(s);
+        ssize_t n;
+
+        fd = openat(dirfd, path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return -errno;
+        do
+                n = write(fd, s, len);
+        while (n < 0 && errno == EINTR);
+        if (n < 0)
+                return -errno;
+        if ((size_t) n != len)
+                return -EIO;
+        return 0;
+}
+
+int mkdir_p_at(int dirfd, const char *path, unsigned mode) {
+        char buf[PATH_MAX];
+        size_t len = strlen(path);
+
+        if (len == 0 || len >= sizeof buf)
+                return -EINVAL;
+        memcpy(buf, path, len + 1);
+        for (char *p = buf + 1;; p++) {
+                if (*p == '/' || *p == '\0') {
+                        char saved = *p;
+                        *p = '\0';
+                        if (mkdirat(dirfd, buf, (mode_t) mode) < 0 && errno != EEXIST)
+                                return -errno;
+                        *p = saved;
+                        if (saved == '\0')
+                                break;
+                }
+        }
+        return 0;
+}
+
+int root_open(int *ret_fd) {
+        const char *root = getenv("MDEV_HOOKS_ROOT");
+        int fd;
+
+        if (!root || !*root)
+                root = "/";
+        fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return error_set(-errno, "cannot open root directory '%s': %s", root, strerror(errno));
+        *ret_fd = fd;
+        return 0;
+}
+
+int boot_id_read(int rootfd, char ret[UUID_STRING_MAX]) {
+        char buf[64];
+        int r;
+
+        r = read_small_at(rootfd, "proc/sys/kernel/random/boot_id", buf, sizeof buf);
+        if (r < 0)
+                return error_set(r, "cannot read '/proc/sys/kernel/random/boot_id': %s", strerror(-r));
+        if (!uuid_is_valid(buf))
+                return error_set(-EINVAL, "'/proc/sys/kernel/random/boot_id' does not hold a UUID");
+        uuid_normalize(buf, ret);
+        return 0;
+}
+
+void strv_free(char **l) {
+        if (!l)
+                return;
+        for (char **p = l; *p; p++)
+                free(*p);
+        free(l);
+}
+
+size_t strv_length(char * const *l) {
+        size_t n = 0;
+
+        if (l)
+                while (l[n])
+                        n++;
+        return n;
+}
+
+int strv_consume(char ***l, char *s) {
+        size_t n = strv_length(*l);
+        char **t;
+
+        if (!s)
+                return -ENOMEM;
+        t = realloc(*l, (n + 2) * sizeof(char *));
+        if (!t) {
+                free(s);
+                return -ENOMEM;
+        }
+        t[n] = s;
+        t[n + 1] = NULL;
+        *l = t;
+        return 0;
+}
+
+int strv_extend(char ***l, const char *s) {
+        return strv_consume(l, strdup(s));
+}
+
+bool strv_contains(char * const *l, const char *s) {
+        if (l)
+                for (; *l; l++)
+                        if (streq(*l, s))
+                                return true;
+        return false;
+}
+
+static int cmp_str(const void *a, const void *b) {
+        return strcmp(*(char * const *) a, *(char * const *) b);
+}
+
+void strv_sort(char **l) {
+        size_t n = strv_length(l);
+
+        if (n > 1)
+                qsort(l, n, sizeof(char *), cmp_str);
+}
+
+int dir_list_at(int dirfd, const char *path, char ***ret) {
+        _cleanup_strv_free_ char **l = NULL;
+        DIR *d;
+        int fd, r;
+
+        fd = openat(dirfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        d = fdopendir(fd);
+        if (!d) {
+                r = -errno;
+                close(fd);
+                return r;
+        }
+        for (;;) {
+                struct dirent *de;
+
+                errno = 0;
+                de = readdir(d);
+                if (!de) {
+                        r = -errno;
+                        break;
+                }
+                if (streq(de->d_name, ".") || streq(de->d_name, ".."))
+                        continue;
+                r = strv_extend(&l, de->d_name);
+                if (r < 0)
+                        break;
+        }
+        closedir(d);
+        if (r < 0)
+                return r;
+        if (!l) {
+                l = calloc(1, sizeof(char *));
+                if (!l)
+                        return -ENOMEM;
+        }
+        strv_sort(l);
+        *ret = steal_pointer(&l);
+        return 0;
+}
+
+char *strdup_printf(const char *fmt, ...) {
+        va_list ap;
+        char *s;
+        int r;
+
+        va_start(ap, fmt);
+        r = vasprintf(&s, fmt, ap);
+        va_end(ap);
+        return r < 0 ? NULL : s;
+}
+
+unsigned long long now_usec(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (unsigned long long) ts.tv_sec * 1000000ULL + (unsigned long long) ts.tv_nsec / 1000ULL;
+}

@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Validation, strict number parsing, small file I/O relative to a dirfd,
+ * string vectors, the root prefix, and the library's error message.
+ *
+ * This file must stay free of libxml2, libudev, inih and json-c: the hook's
+ * libc-only front end (hooks/mdev-hooks-qemu.c) links it.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "macro.h"
+
+/* "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" plus NUL. */
+#define UUID_STRING_MAX 37
+/* Parent and type names: sysfs directory entries, bounded well below NAME_MAX. */
+#define NAME_STRING_MAX 128
+/* libvirt allows long domain names; we keep what fits in one record line. */
+#define GUEST_NAME_MAX 256
+
+/* --- the library's error message ---------------------------------------
+ *
+ * Library functions return a negative errno. Where the caller cannot know the
+ * detail (which path, which line), the function also sets a one-line message
+ * with error_set(), which returns its first argument so it can be used as
+ * `return error_set(-EINVAL, "'%s': not a number", path);`. main() prints it
+ * once, with its own context in front.
+ */
+int error_set(int r, const char *fmt, ...) _printf_(2, 3);
+/* The last message set, or strerror(-r) if none was set since error_clear(). */
+const char *error_get(int r);
+void error_clear(void);
+
+/* --- numbers, UUIDs, names ---------------------------------------------- */
+
+/* Decimal, no sign, no spaces except one trailing newline, fits in unsigned. */
+int safe_atou(const char *s, unsigned *ret);
+/* 8-4-4-4-12 hex digits, either case. */
+bool uuid_is_valid(const char *s);
+/* Lower-cases a valid UUID into out. */
+void uuid_normalize(const char *s, char out[UUID_STRING_MAX]);
+/* A parent or type name that is safe as one path component:
+ * [A-Za-z0-9._:+-]{1,127}, and not "." or "..". */
+bool name_is_valid(const char *s);
+
+/* --- files relative to a dirfd ----------------------------------------- */
+
+/* Reads a small file (at most size-1 bytes), NUL-terminates it and strips one
+ * trailing newline. -EFBIG if it does not fit. */
+int read_small_at(int dirfd, const char *path, char *buf, size_t size);
+/* Same into a fresh allocation. */
+int read_line_at(int dirfd, const char *path, char **ret);
+/* One write(2) of s to an existing file (sysfs attribute). Returns the raw
+ * -errno of open or write, so callers can tell EEXIST from ENOSPC. */
+int write_string_at(int dirfd, const char *path, const char *s);
+/* mkdir -p relative to dirfd, mode for the directories it creates. */
+int mkdir_p_at(int dirfd, const char *path, unsigned mode);
+
+/* --- the root prefix (DESIGN.md §3) ------------------------------------ */
+
+/* Opens $MDEV_HOOKS_ROOT, or "/" when unset or empty, as an O_PATH|O_DIRECTORY
+ * fd. Every absolute path the programs use is then opened relative to it,
+ * written without the leading slash: "sys/class/mdev_bus". */
+int root_open(int *ret_fd);
+/* /proc/sys/kernel/random/boot_id under the root. */
+int boot_id_read(int rootfd, char ret[UUID_STRING_MAX]);
+
+/* --- string vectors (NULL-terminated char *[]) ------------------------- */
+
+void strv_free(char **l);
+static inline void strv_freep(char ***l) {
+        strv_free(*l);
+}
+#define _cleanup_strv_free_ _cleanup_(strv_freep)
+size_t strv_length(char * const *l);
+/* Appends a copy of s. */
+int strv_extend(char ***l, const char *s);
+/* Appends s itself, taking ownership (freed on failure). */
+int strv_consume(char ***l, char *s);
+bool strv_contains(char * const *l, const char *s);
+void strv_sort(char **l);
+/* Entries of a directory relative to dirfd, without "." and "..", sorted.
+ * -ENOENT if the directory does not exist. */
+int dir_list_at(int dirfd, const char *path, char ***ret);
+
+/* --- misc ------------------------------------------------------------- */
+
+char *strdup_printf(const char *fmt, ...) _printf_(1, 2);
+/* CLOCK_MONOTONIC in microseconds. */
+unsigned long long now_usec(void);
