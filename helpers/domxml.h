@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The domain XML that libvirt passes to the hook on stdin, read with libxml2
+ * without network access, entity substitution or DTD loading, and with a
+ * size limit. A document with a DOCTYPE is refused.
+ *
+ * What it extracts: the domain's name and UUID, and for each
+ *   <devices><hostdev mode='subsystem' type='mdev'><source><address uuid=.../>
+ * the UUID plus this project's metadata entry for it (DESIGN.md §3):
+ *   <metadata><mh:mdevs xmlns:mh="http://mdev-hooks.org/xmlns/domain/1.0">
+ *     <mh:mdev uuid="..." type="..." class="..." parent="..."/>
+ *
+ * Rewriting (migrate/restore) changes only source/address/@uuid of one hostdev
+ * and the uuid of its metadata entry; every other node stays as it was.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <libxml/tree.h>
+
+#include "util.h"
+
+#define DOMXML_NAMESPACE "http://mdev-hooks.org/xmlns/domain/1.0"
+/* Real domain XMLs are a few KiB; a migration XML with many devices well
+ * under 1 MiB. Anything over this is refused before parsing. */
+#define DOMXML_MAX_SIZE (8u * 1024u * 1024u)
+
+typedef struct DomxmlMdev {
+        char uuid[UUID_STRING_MAX];       /* source/address/@uuid, lower case */
+        char type[NAME_STRING_MAX];       /* metadata type=, "" when absent */
+        char mdev_class[NAME_STRING_MAX]; /* metadata class=, "" when absent */
+        char parent[NAME_STRING_MAX];     /* metadata parent=, "" when absent */
+        xmlNode *address;                 /* the <address> element holding uuid= */
+        xmlNode *meta;                    /* the <mh:mdev> element, or NULL */
+} DomxmlMdev;
+
+typedef struct Domxml {
+        xmlDoc *doc;
+        char name[GUEST_NAME_MAX];
+        char uuid[UUID_STRING_MAX];       /* "" when the XML has none */
+        DomxmlMdev *mdevs;
+        size_t n_mdevs;
+} Domxml;
+
+/* Reads all of fd (the hook's stdin) into a NUL-terminated buffer.
+ * -EFBIG (with a message) when it exceeds DOMXML_MAX_SIZE. */
+int domxml_read_fd(int fd, char **ret_buf, size_t *ret_len);
+
+/* Parses and validates. -EINVAL / -EBADMSG with a message for: malformed XML,
+ * a DOCTYPE, a root that is not <domain>, a missing or overlong <name>, an
+ * mdev hostdev without a valid UUID, two mdev hostdevs with one UUID, a
+ * metadata entry whose uuid is not a UUID, whose type or parent is not a safe
+ * name (util.h: name_is_valid) or whose class is not VGPU|CUSTOM_[A-Z0-9_]+,
+ * two metadata entries for one UUID. Metadata entries for UUIDs that no
+ * hostdev uses are ignored. */
+int domxml_parse(const char *buf, size_t len, Domxml **ret);
+void domxml_free(Domxml *d);
+static inline void domxml_freep(Domxml **d) {
+        domxml_free(*d);
+}
+#define _cleanup_domxml_free_ _cleanup_(domxml_freep)
+
+/* Index of the mdev hostdev with this UUID, or -ENOENT. */
+int domxml_find_mdev(const Domxml *d, const char *uuid);
+
+/* Points hostdev i at another mdev: rewrites source/address/@uuid and, if
+ * present, the uuid= of its metadata entry. */
+int domxml_set_mdev_uuid(Domxml *d, size_t i, const char *uuid);
+
+/* Serialises the document (for migrate/restore's stdout). */
+int domxml_format(const Domxml *d, char **ret_buf, size_t *ret_len);
+
+static inline void xmlFreeDocp(xmlDoc **doc) {
+        if (*doc)
+                xmlFreeDoc(*doc);
+}
+#define _cleanup_xmldoc_free_ _cleanup_(xmlFreeDocp)
