@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The libvirt qemu hook's operations (DESIGN.md §1), called by the worker
+ * (hooks/) as `<guest> <op> <subop> <extra>` with the domain XML on stdin.
+ *
+ * The worker reads and parses the XML, loads the config, opens the record,
+ * takes the host-wide lock and then calls one of the functions below with a
+ * filled HookContext. They run under the lock and change sysfs and the record.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "config.h"
+#include "domxml.h"
+#include "util.h"
+
+/* Table-driven, like libvirt's virHookQemuOp: an unknown operation maps to
+ * HOOK_OP_INVALID and is a no-op with exit 0 (libvirt adds operations). */
+typedef enum HookOp {
+        HOOK_OP_START,
+        HOOK_OP_STOPPED,
+        HOOK_OP_PREPARE,
+        HOOK_OP_RELEASE,
+        HOOK_OP_MIGRATE,
+        HOOK_OP_STARTED,
+        HOOK_OP_RECONNECT,
+        HOOK_OP_ATTACH,
+        HOOK_OP_RESTORE,
+        _HOOK_OP_MAX,
+        _HOOK_OP_INVALID = -EINVAL,
+} HookOp;
+
+const char *hook_op_to_string(HookOp op);
+HookOp hook_op_from_string(const char *s);
+
+typedef struct HookContext {
+        int rootfd;                  /* root_open() */
+        int ledgerfd;                /* ledger_open() */
+        const Config *config;
+        Domxml *dom;                 /* parsed stdin */
+        const char *guest;           /* argv[1]: the domain name */
+        char boot_id[UUID_STRING_MAX];
+
+        /* migrate/restore: the rewritten XML to print, NULL when unchanged. */
+        char *out;
+        size_t out_len;
+} HookContext;
+
+/* prepare begin: reuse or create every mdev of the guest, all or nothing.
+ * On failure: -errno with a one-line reason via error_set(); nothing this call
+ * created is left behind. */
+int hook_prepare(HookContext *ctx);
+/* release end: free the guest's mdevs. Never fails the caller's exit status;
+ * returns <0 only to say something was left for later (logged by the caller). */
+int hook_release(HookContext *ctx);
+/* reconnect begin: re-assert the guest's claims; the caller always exits 0. */
+int hook_reconnect(HookContext *ctx);
+/* migrate begin / restore begin (migrate.c): find or create local mdevs of the
+ * same types, claim them as incoming, and set ctx->out when the XML changed. */
+int migrate_run(HookContext *ctx, HookOp op);
