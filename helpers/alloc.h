@@ -1,0 +1,157 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Choosing, claiming and creating mdevs for one guest (DESIGN.md §1, §4).
+ * Used by prepare and reconnect (hook.c) and by migrate/restore (migrate.c).
+ *
+ * An Alloc is one hook call's transaction. It runs under the host-wide lock
+ * (lock.h) and keeps an undo log of every mdev it created and every record it
+ * changed, so that alloc_rollback() can put things back when one of the
+ * guest's mdevs fails (all or nothing). alloc_commit() forgets the log.
+ *
+ * Typical use (prepare):
+ *
+ *     Alloc a;
+ *     alloc_init(&a, rootfd, ledgerfd, config, guest, guest_uuid, boot_id);
+ *     for each hostdev m:
+ *             AllocWant w;
+ *             r = alloc_want_resolve(&a, &m, existing_or_NULL, &w);
+ *             r = exists ? alloc_claim(&a, &w, &existing, LEDGER_ASSIGNED, &e)
+ *                        : alloc_create(&a, &w, m.uuid, LEDGER_ASSIGNED, &e);
+ *             alloc_want_done(&w);
+ *             if (r < 0) { alloc_rollback(&a); ... }
+ *     alloc_commit(&a);
+ *     alloc_done(&a);
+ *
+ * Every failing function sets a one-line reason with error_set() (util.h),
+ * written so that it can follow "mdev-hooks: <guest>: ".
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "config.h"
+#include "domxml.h"
+#include "ledger.h"
+#include "sysfs.h"
+#include "util.h"
+
+/* What a hostdev needs, after type resolution (issue 4, step 1). */
+typedef struct AllocWant {
+        char uuid[UUID_STRING_MAX];      /* the hostdev's UUID, lower case */
+        char **types;                    /* acceptable types, config order; one unless class= */
+        char parent[NAME_STRING_MAX];    /* pinned parent (metadata parent=), "" for any */
+        char what[NAME_STRING_MAX + 16]; /* for messages: "nvidia-35" or "class CUSTOM_X" */
+} AllocWant;
+
+void alloc_want_done(AllocWant *w);
+
+/* One candidate parent for a type, as alloc_create() saw it. Exposed for the
+ * unit tests and for messages. */
+typedef enum AllocVerdict {
+        ALLOC_OK,             /* has room */
+        ALLOC_FULL,           /* available_instances is 0 */
+        ALLOC_NOT_REGISTERED, /* configured, but not an mdev parent (now) */
+        ALLOC_NOT_OFFERED,    /* registered, but does not offer the type */
+        ALLOC_OTHER_TYPE,     /* configured for another type */
+        ALLOC_CREATE_FAILED,  /* create returned an error (create_errno) */
+        ALLOC_OVER_MAX,       /* the type's max_instances is reached on the host */
+} AllocVerdict;
+
+typedef struct AllocCandidate {
+        char parent[NAME_STRING_MAX];
+        char type[NAME_STRING_MAX];
+        unsigned available; /* available_instances */
+        unsigned count;     /* mdevs of the type this parent holds */
+        unsigned order;     /* position of the type in AllocWant.types */
+        AllocVerdict verdict;
+        int create_errno;   /* ALLOC_CREATE_FAILED: the positive errno */
+        char other_type[NAME_STRING_MAX]; /* ALLOC_OTHER_TYPE: what it is configured for */
+} AllocCandidate;
+
+/* Orders candidates for placement: pack puts the parent holding most mdevs of
+ * the type first, spread the fewest; ties by type order, then by parent name.
+ * Only the order changes; verdicts are not looked at. */
+void alloc_candidates_sort(AllocCandidate *c, size_t n, ConfigPlacement placement);
+/* How many more mdevs of a type max_instances allows (UINT_MAX: no cap). */
+unsigned alloc_max_left(unsigned max_instances, unsigned existing);
+/* Appends "<parent> has 0 of 16 left" and the like for one candidate. */
+int alloc_candidate_describe(const AllocCandidate *c, char *buf, size_t size);
+
+typedef struct AllocUndo {
+        char uuid[UUID_STRING_MAX];
+        bool created;       /* this call created the mdev: remove it */
+        bool had_record;    /* prev is the record before this call */
+        LedgerEntry prev;
+} AllocUndo;
+
+typedef struct Alloc {
+        int rootfd;
+        int ledgerfd;
+        const Config *config;
+        const char *guest;
+        const char *guest_uuid;            /* NULL or "" when unknown */
+        char boot_id[UUID_STRING_MAX];
+
+        AllocUndo *undo;
+        size_t n_undo;
+} Alloc;
+
+/* Nothing is allocated here; the strings must outlive the Alloc. */
+void alloc_init(Alloc *a, int rootfd, int ledgerfd, const Config *config,
+                const char *guest, const char *guest_uuid, const char *boot_id);
+/* Frees the undo log. Does NOT roll back: call alloc_rollback() or
+ * alloc_commit() first. */
+void alloc_done(Alloc *a);
+
+/* Type resolution, in this order: the metadata entry's type=, its class=
+ * (every enabled type of that mdev_class), the existing mdev's type (existing
+ * may be NULL: migrate passes NULL, the UUID is the source host's), the
+ * config's default type. parent= is copied as the pin. -ENOENT with a message
+ * saying which metadata entry to add when nothing applies; -EINVAL for a
+ * class that no enabled type has. */
+int alloc_want_resolve(const Alloc *a, const DomxmlMdev *m, const SysfsMdev *existing, AllocWant *ret);
+
+/* Whether a record says another guest holds the UUID (assigned or incoming,
+ * in this boot). Returns 1 and fills *ret_holder (may be NULL) if so, 0 if the
+ * UUID is free for this guest, <0 on a record that cannot be read. */
+int alloc_held_by_other(const Alloc *a, const char *uuid, LedgerEntry *ret_holder);
+
+/* Claims an existing mdev for the guest with state (LEDGER_ASSIGNED or
+ * LEDGER_INCOMING): its type must be one of w->types (and its parent w->parent
+ * if pinned); another guest's hold is refused naming that guest (-EBUSY).
+ * Keeps origin created if mdev-hooks created it (our record, this boot),
+ * else records it borrowed. Logged in the undo log. */
+int alloc_claim(Alloc *a, const AllocWant *w, const SysfsMdev *m, LedgerState state, LedgerEntry *ret);
+
+/* A free mdev kept by mdev-hooks (release = keep) of one of w's types (on the
+ * pinned parent if any) that exists now and is not remove_pending. Returns 1
+ * and fills *ret with the mdev as sysfs shows it, 0 if none. Claims nothing: pass it to alloc_claim(). */
+int alloc_find_free(const Alloc *a, const AllocWant *w, SysfsMdev *ret);
+
+/* Creates an mdev with this UUID (w->uuid, or another one for migrate) for
+ * the guest and records it with state and origin created. Candidates: the
+ * parents the config assigns to each of w->types (or only w->parent), waiting
+ * up to parent_wait for configured parents whose device exists but that have
+ * not registered, honouring max_instances across the host, ordered by
+ * placement. A create that fails with EEXIST/ENOSPC/EUSERS/EINVAL, or that
+ * does not show bus/mdev/devices/<uuid> with the right type, moves to the next
+ * candidate. When all are full, a free mdev kept by mdev-hooks on a candidate
+ * is removed and the create retried there. On failure (-ENOSPC, or -errno)
+ * the message lists every candidate and why, e.g.
+ *   "no capacity for nvidia-35: 0000:84:00.0 has 0 of 16 left, 0000:85:00.0 is configured for nvidia-36"
+ * The creation is in the undo log. The UUID must not exist yet and must not
+ * be held by another guest (check with alloc_held_by_other() first). */
+int alloc_create(Alloc *a, const AllocWant *w, const char *uuid, LedgerState state, LedgerEntry *ret);
+
+/* Undoes this call's work, newest first: removes the mdevs it created (a busy
+ * remove is retried briefly, then left marked remove_pending) and restores
+ * the records it changed. Best effort; returns the first error. Clears the log. */
+int alloc_rollback(Alloc *a);
+/* Keeps this call's work: clears the undo log. */
+void alloc_commit(Alloc *a);
+
+/* Removes an mdev mdev-hooks created, retrying a busy remove with backoff for
+ * up to timeout_msec. 0 when gone (also when it was gone already), -EBUSY when
+ * still busy, -errno. Used by release and rollback. */
+int alloc_remove_mdev(int rootfd, const char *uuid, unsigned timeout_msec);
