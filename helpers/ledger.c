@@ -1,3 +1,500 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Placeholder until the implementation lands. */
+/*
+ * The record: one INI file per mdev under var/lib/mdev-hooks/ (ledger.h).
+ *
+ * inih reads lines of at most 200 bytes (Debian's build) and treats " ;" as
+ * the start of a comment, while a libvirt domain name may be 255 bytes of
+ * almost anything. So the guest name is written percent-encoded (every byte
+ * outside [A-Za-z0-9._:@+-]) and, when long, split over continuation lines,
+ * which inih hands to the handler one by one under the same key:
+ *
+ *   guest = web%20server%3bfront...
+ *     ...rest
+ *
+ * Files are replaced atomically: a temporary file ".<uuid>.<pid>.tmp" in the
+ * same directory, fsync, renameat over the record, fsync of the directory.
+ */
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include <ini.h>
+
 #include "ledger.h"
+
+#define GUEST_CHUNK 120
+
+static const char * const state_table[_LEDGER_STATE_MAX] = {
+        [LEDGER_ASSIGNED] = "assigned",
+        [LEDGER_INCOMING] = "incoming",
+        [LEDGER_FREE] = "free",
+        [LEDGER_LOST] = "lost",
+};
+
+static const char * const origin_table[_LEDGER_ORIGIN_MAX] = {
+        [LEDGER_CREATED] = "created",
+        [LEDGER_BORROWED] = "borrowed",
+};
+
+const char *ledger_state_to_string(LedgerState s) {
+        if (s < 0 || s >= _LEDGER_STATE_MAX)
+                return NULL;
+        return state_table[s];
+}
+
+LedgerState ledger_state_from_string(const char *s) {
+        for (int i = 0; s && i < _LEDGER_STATE_MAX; i++)
+                if (streq(state_table[i], s))
+                        return (LedgerState) i;
+        return _LEDGER_STATE_INVALID;
+}
+
+const char *ledger_origin_to_string(LedgerOrigin o) {
+        if (o < 0 || o >= _LEDGER_ORIGIN_MAX)
+                return NULL;
+        return origin_table[o];
+}
+
+LedgerOrigin ledger_origin_from_string(const char *s) {
+        for (int i = 0; s && i < _LEDGER_ORIGIN_MAX; i++)
+                if (streq(origin_table[i], s))
+                        return (LedgerOrigin) i;
+        return _LEDGER_ORIGIN_INVALID;
+}
+
+static int ledger_open_dir(int rootfd, int *ret_dirfd) {
+        int fd = openat(rootfd, LEDGER_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+        if (fd < 0)
+                return -errno;
+        *ret_dirfd = fd;
+        return 0;
+}
+
+int ledger_open(int rootfd, int *ret_dirfd) {
+        int r;
+
+        r = ledger_open_dir(rootfd, ret_dirfd);
+        if (r != -ENOENT)
+                goto out;
+        r = mkdir_p_at(rootfd, LEDGER_DIR, 0700);
+        if (r < 0)
+                return error_set(r, "cannot create '/" LEDGER_DIR "': %s", strerror(-r));
+        r = ledger_open_dir(rootfd, ret_dirfd);
+out:
+        if (r < 0)
+                return error_set(r, "cannot open '/" LEDGER_DIR "': %s", strerror(-r));
+        return 0;
+}
+
+int ledger_open_existing(int rootfd, int *ret_dirfd) {
+        int r = ledger_open_dir(rootfd, ret_dirfd);
+
+        if (r < 0 && r != -ENOENT)
+                return error_set(r, "cannot open '/" LEDGER_DIR "': %s", strerror(-r));
+        return r;
+}
+
+/* --- guest name encoding ------------------------------------------------ */
+
+static bool guest_char_is_plain(unsigned char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+               c == '.' || c == '_' || c == ':' || c == '@' || c == '+' || c == '-';
+}
+
+/* Percent-encodes s into out (at least 3 * strlen(s) + 1 bytes). */
+static void guest_encode(const char *s, char *out) {
+        static const char hex[] = "0123456789abcdef";
+
+        for (; *s; s++) {
+                unsigned char c = (unsigned char) *s;
+                if (guest_char_is_plain(c))
+                        *out++ = (char) c;
+                else {
+                        *out++ = '%';
+                        *out++ = hex[c >> 4];
+                        *out++ = hex[c & 15];
+                }
+        }
+        *out = '\0';
+}
+
+static int hexval(char c) {
+        if (c >= '0' && c <= '9')
+                return c - '0';
+        if (c >= 'a' && c <= 'f')
+                return c - 'a' + 10;
+        if (c >= 'A' && c <= 'F')
+                return c - 'A' + 10;
+        return -1;
+}
+
+/* Decodes and appends to out (size GUEST_NAME_MAX). */
+static int guest_decode_append(const char *s, char *out) {
+        size_t len = strlen(out);
+
+        while (*s) {
+                unsigned char c;
+
+                if (*s == '%') {
+                        int hi = hexval(s[1]), lo = hi >= 0 ? hexval(s[2]) : -1;
+                        if (lo < 0)
+                                return -EINVAL;
+                        c = (unsigned char) (hi << 4 | lo);
+                        s += 3;
+                } else if (guest_char_is_plain((unsigned char) *s)) {
+                        c = (unsigned char) *s++;
+                } else
+                        return -EINVAL;
+                if (c == '\0' || len + 1 >= GUEST_NAME_MAX)
+                        return -EINVAL;
+                out[len++] = (char) c;
+                out[len] = '\0';
+        }
+        return 0;
+}
+
+/* --- reading ------------------------------------------------------------ */
+
+enum {
+        SEEN_UUID = 1 << 0,
+        SEEN_PARENT = 1 << 1,
+        SEEN_TYPE = 1 << 2,
+        SEEN_STATE = 1 << 3,
+        SEEN_ORIGIN = 1 << 4,
+        SEEN_GUEST = 1 << 5,
+        SEEN_GUEST_UUID = 1 << 6,
+        SEEN_BOOT_ID = 1 << 7,
+        SEEN_SINCE = 1 << 8,
+        SEEN_REMOVE_PENDING = 1 << 9,
+        SEEN_REQUIRED = SEEN_UUID | SEEN_PARENT | SEEN_TYPE | SEEN_STATE | SEEN_ORIGIN | SEEN_BOOT_ID,
+};
+
+typedef struct ParseState {
+        FILE *f;
+        unsigned line;       /* of the line inih is handling */
+        unsigned seen;
+        unsigned bad_line;   /* first problem, 0 if none */
+        char bad[160];
+        LedgerEntry e;
+} ParseState;
+
+static char *ledger_reader(char *str, int num, void *stream) {
+        ParseState *p = stream;
+        char *s = fgets(str, num, p->f);
+
+        if (s)
+                p->line++;
+        return s;
+}
+
+_printf_(2, 3) static int parse_fail(ParseState *p, const char *fmt, ...) {
+        va_list ap;
+
+        if (p->bad_line == 0) {
+                p->bad_line = p->line;
+                va_start(ap, fmt);
+                vsnprintf(p->bad, sizeof p->bad, fmt, ap);
+                va_end(ap);
+        }
+        return 0;
+}
+
+static int copy_name(ParseState *p, const char *key, const char *value, char *dst) {
+        if (!name_is_valid(value))
+                return parse_fail(p, "%s is not a valid name", key);
+        snprintf(dst, NAME_STRING_MAX, "%s", value);
+        return 1;
+}
+
+static int ledger_handler(void *user, const char *section, const char *name, const char *value) {
+        ParseState *p = user;
+        LedgerEntry *e = &p->e;
+        unsigned bit;
+
+        if (!streq(section, "mdev"))
+                return parse_fail(p, "unknown section [%s]", section);
+
+        static const struct {
+                const char *key;
+                unsigned bit;
+        } keys[] = {
+                { "uuid", SEEN_UUID },       { "parent", SEEN_PARENT },
+                { "type", SEEN_TYPE },       { "state", SEEN_STATE },
+                { "origin", SEEN_ORIGIN },   { "guest", SEEN_GUEST },
+                { "guest_uuid", SEEN_GUEST_UUID }, { "boot_id", SEEN_BOOT_ID },
+                { "since", SEEN_SINCE },     { "remove_pending", SEEN_REMOVE_PENDING },
+        };
+        bit = 0;
+        for (size_t i = 0; i < ELEMENTSOF(keys); i++)
+                if (streq(keys[i].key, name))
+                        bit = keys[i].bit;
+        if (bit == 0)
+                return parse_fail(p, "unknown key '%s'", name);
+        /* The guest name may continue over several lines: inih calls us once per line. */
+        if ((p->seen & bit) && bit != SEEN_GUEST)
+                return parse_fail(p, "duplicate key '%s'", name);
+        p->seen |= bit;
+
+        switch (bit) {
+        case SEEN_UUID:
+                if (!uuid_is_valid(value))
+                        return parse_fail(p, "uuid is not a UUID");
+                uuid_normalize(value, e->uuid);
+                return 1;
+        case SEEN_PARENT:
+                return copy_name(p, name, value, e->parent);
+        case SEEN_TYPE:
+                return copy_name(p, name, value, e->type);
+        case SEEN_STATE:
+                e->state = ledger_state_from_string(value);
+                if (e->state < 0)
+                        return parse_fail(p, "unknown state '%s'", value);
+                return 1;
+        case SEEN_ORIGIN:
+                e->origin = ledger_origin_from_string(value);
+                if (e->origin < 0)
+                        return parse_fail(p, "unknown origin '%s'", value);
+                return 1;
+        case SEEN_GUEST:
+                if (guest_decode_append(value, e->guest) < 0)
+                        return parse_fail(p, "guest is not a valid encoded name");
+                return 1;
+        case SEEN_GUEST_UUID:
+                if (value[0] == '\0')
+                        return 1;
+                if (!uuid_is_valid(value))
+                        return parse_fail(p, "guest_uuid is not a UUID");
+                uuid_normalize(value, e->guest_uuid);
+                return 1;
+        case SEEN_BOOT_ID:
+                if (!uuid_is_valid(value))
+                        return parse_fail(p, "boot_id is not a UUID");
+                uuid_normalize(value, e->boot_id);
+                return 1;
+        case SEEN_SINCE: {
+                char *end;
+                unsigned long long v;
+
+                if (value[0] < '0' || value[0] > '9')
+                        return parse_fail(p, "since is not a number");
+                errno = 0;
+                v = strtoull(value, &end, 10);
+                if (errno != 0 || *end != '\0')
+                        return parse_fail(p, "since is not a number");
+                e->since = (uint64_t) v;
+                return 1;
+        }
+        case SEEN_REMOVE_PENDING:
+                if (streq(value, "yes"))
+                        e->remove_pending = true;
+                else if (streq(value, "no"))
+                        e->remove_pending = false;
+                else
+                        return parse_fail(p, "remove_pending must be yes or no");
+                return 1;
+        }
+        return 1;
+}
+
+int ledger_read(int dirfd, const char *uuid, LedgerEntry *ret) {
+        _cleanup_fclose_ FILE *f = NULL;
+        ParseState p = { 0 };
+        int fd, r;
+
+        if (!uuid_is_valid(uuid))
+                return error_set(-EINVAL, "'%s' is not a UUID", uuid);
+        fd = openat(dirfd, uuid, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+        if (fd < 0) {
+                r = -errno;
+                if (r == -ENOENT)
+                        return r;
+                return error_set(r, "cannot open '/" LEDGER_DIR "/%s': %s", uuid, strerror(-r));
+        }
+        f = fdopen(fd, "re");
+        if (!f) {
+                r = -errno;
+                close(fd);
+                return r;
+        }
+        p.f = f;
+        r = ini_parse_stream(ledger_reader, &p, ledger_handler, &p);
+        if (r < 0)
+                return error_set(-EIO, "cannot read '/" LEDGER_DIR "/%s'", uuid);
+        if (r > 0 && (p.bad_line == 0 || (unsigned) r < p.bad_line)) {
+                p.bad_line = (unsigned) r;
+                snprintf(p.bad, sizeof p.bad, "syntax error");
+        }
+        if (p.bad_line == 0 && (p.seen & SEEN_REQUIRED) != SEEN_REQUIRED) {
+                p.bad_line = p.line;
+                snprintf(p.bad, sizeof p.bad, "missing key(s): uuid, parent, type, state, origin and boot_id are required");
+        }
+        if (p.bad_line == 0 && !streq(p.e.uuid, uuid)) {
+                p.bad_line = 1;
+                snprintf(p.bad, sizeof p.bad, "uuid does not match the file name");
+        }
+        if (p.bad_line == 0 && p.e.guest[0] == '\0' &&
+            (p.e.state == LEDGER_ASSIGNED || p.e.state == LEDGER_INCOMING)) {
+                p.bad_line = p.line;
+                snprintf(p.bad, sizeof p.bad, "state %s needs a guest", ledger_state_to_string(p.e.state));
+        }
+        if (p.bad_line != 0)
+                return error_set(-EBADMSG, "'/" LEDGER_DIR "/%s' line %u: %s", uuid, p.bad_line, p.bad);
+        *ret = p.e;
+        return 0;
+}
+
+/* --- writing ------------------------------------------------------------ */
+
+static int ledger_format(const LedgerEntry *e, char **ret) {
+        char enc[GUEST_NAME_MAX * 3 + 1];
+        char guest[GUEST_NAME_MAX * 3 + GUEST_NAME_MAX * 4 / GUEST_CHUNK + 16];
+        size_t len, o = 0;
+
+        if (!uuid_is_valid(e->uuid) || !name_is_valid(e->parent) || !name_is_valid(e->type) ||
+            !ledger_state_to_string(e->state) || !ledger_origin_to_string(e->origin) ||
+            !uuid_is_valid(e->boot_id) ||
+            (e->guest_uuid[0] && !uuid_is_valid(e->guest_uuid)) ||
+            strnlen(e->guest, GUEST_NAME_MAX) >= GUEST_NAME_MAX)
+                return error_set(-EINVAL, "refusing to write an invalid record for '%s'", e->uuid);
+
+        guest_encode(e->guest, enc);
+        len = strlen(enc);
+        for (size_t i = 0, n; i < len; i += n) {
+                n = len - i < GUEST_CHUNK ? len - i : GUEST_CHUNK;
+                /* Never split a %xx escape: each line is decoded on its own. */
+                if (i + n < len && enc[i + n - 1] == '%')
+                        n -= 1;
+                else if (i + n < len && enc[i + n - 2] == '%')
+                        n -= 2;
+                if (i > 0) {
+                        memcpy(guest + o, "\n  ", 3);
+                        o += 3;
+                }
+                memcpy(guest + o, enc + i, n);
+                o += n;
+        }
+        guest[o] = '\0';
+
+        *ret = strdup_printf("[mdev]\n"
+                             "uuid = %s\n"
+                             "parent = %s\n"
+                             "type = %s\n"
+                             "state = %s\n"
+                             "origin = %s\n"
+                             "guest = %s\n"
+                             "guest_uuid = %s\n"
+                             "boot_id = %s\n"
+                             "since = %" PRIu64 "\n"
+                             "remove_pending = %s\n",
+                             e->uuid, e->parent, e->type, ledger_state_to_string(e->state),
+                             ledger_origin_to_string(e->origin), guest, e->guest_uuid, e->boot_id,
+                             e->since, e->remove_pending ? "yes" : "no");
+        return *ret ? 0 : -ENOMEM;
+}
+
+int ledger_write(int dirfd, const LedgerEntry *e) {
+        _cleanup_free_ char *text = NULL;
+        char tmp[UUID_STRING_MAX + 32];
+        _cleanup_close_ int fd = -1;
+        size_t len, done = 0;
+        int r;
+
+        r = ledger_format(e, &text);
+        if (r < 0)
+                return r;
+        len = strlen(text);
+
+        snprintf(tmp, sizeof tmp, ".%s.%ld.tmp", e->uuid, (long) getpid());
+        fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0600);
+        if (fd < 0)
+                return error_set(-errno, "cannot create '/" LEDGER_DIR "/%s': %s", tmp, strerror(errno));
+        while (done < len) {
+                ssize_t n = write(fd, text + done, len - done);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0) {
+                        r = n < 0 ? -errno : -EIO;
+                        goto fail;
+                }
+                done += (size_t) n;
+        }
+        if (fsync(fd) < 0) {
+                r = -errno;
+                goto fail;
+        }
+        if (renameat(dirfd, tmp, dirfd, e->uuid) < 0) {
+                r = -errno;
+                goto fail;
+        }
+        if (fsync(dirfd) < 0)
+                return error_set(-errno, "cannot sync '/" LEDGER_DIR "': %s", strerror(errno));
+        return 0;
+
+fail:
+        (void) unlinkat(dirfd, tmp, 0);
+        return error_set(r, "cannot write the record '/" LEDGER_DIR "/%s': %s", e->uuid, strerror(-r));
+}
+
+int ledger_remove(int dirfd, const char *uuid) {
+        if (!uuid_is_valid(uuid))
+                return error_set(-EINVAL, "'%s' is not a UUID", uuid);
+        if (unlinkat(dirfd, uuid, 0) < 0) {
+                if (errno == ENOENT)
+                        return 0;
+                return error_set(-errno, "cannot remove the record '/" LEDGER_DIR "/%s': %s", uuid, strerror(errno));
+        }
+        if (fsync(dirfd) < 0)
+                return error_set(-errno, "cannot sync '/" LEDGER_DIR "': %s", strerror(errno));
+        return 0;
+}
+
+/* --- listing ------------------------------------------------------------ */
+
+static int ledger_list_filtered(int dirfd, const char *guest, LedgerEntry **ret, size_t *ret_n, size_t *ret_bad) {
+        _cleanup_strv_free_ char **names = NULL;
+        _cleanup_free_ LedgerEntry *list = NULL;
+        size_t n = 0, bad = 0;
+        int r;
+
+        r = dir_list_at(dirfd, ".", &names);
+        if (r < 0)
+                return error_set(r, "cannot list '/" LEDGER_DIR "': %s", strerror(-r));
+        list = calloc(strv_length(names) + 1, sizeof(LedgerEntry));
+        if (!list)
+                return -ENOMEM;
+        /* dir_list_at sorts, and record files are named by lower-case UUID. */
+        for (char **name = names; *name; name++) {
+                LedgerEntry e;
+
+                if (!uuid_is_valid(*name))
+                        continue; /* temporary files, anything else */
+                r = ledger_read(dirfd, *name, &e);
+                if (r == -ENOENT)
+                        continue; /* removed meanwhile (a reader without the lock) */
+                if (r < 0) {
+                        bad++;
+                        continue;
+                }
+                if (guest && !streq(e.guest, guest))
+                        continue;
+                list[n++] = e;
+        }
+        error_clear();
+        *ret = steal_pointer(&list);
+        *ret_n = n;
+        if (ret_bad)
+                *ret_bad = bad;
+        return 0;
+}
+
+int ledger_list(int dirfd, LedgerEntry **ret, size_t *ret_n, size_t *ret_bad) {
+        return ledger_list_filtered(dirfd, NULL, ret, ret_n, ret_bad);
+}
+
+int ledger_list_guest(int dirfd, const char *guest, LedgerEntry **ret, size_t *ret_n) {
+        return ledger_list_filtered(dirfd, guest, ret, ret_n, NULL);
+}

@@ -1,3 +1,106 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Placeholder until the implementation lands. */
+/*
+ * The host-wide lock (lock.h).
+ *
+ * The wait is a blocking flock() cut short by a one-shot ITIMER_REAL: the
+ * SIGALRM handler is installed without SA_RESTART, so flock() returns EINTR
+ * when the time is up. A waiter therefore gets the lock the moment it is
+ * freed (no polling interval), and never waits longer than lock_timeout.
+ * The previous SIGALRM disposition and timer are restored afterwards.
+ */
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <sys/file.h>
+#include <sys/time.h>
+
 #include "lock.h"
+
+#define LOCK_DIR "run/mdev-hooks"
+
+static volatile sig_atomic_t lock_alarm_fired;
+
+static void lock_alarm(int sig) {
+        lock_alarm_fired = 1;
+}
+
+/* Blocking flock for at most timeout_sec seconds. */
+static int lock_wait(int fd, unsigned timeout_sec) {
+        struct sigaction sa = { .sa_handler = lock_alarm }, old_sa;
+        struct itimerval it = { .it_value = { .tv_sec = (time_t) timeout_sec } }, old_it;
+        int r;
+
+        sigemptyset(&sa.sa_mask);
+        sa.sa_flags = 0; /* no SA_RESTART: flock must return EINTR */
+        if (sigaction(SIGALRM, &sa, &old_sa) < 0)
+                return -errno;
+        lock_alarm_fired = 0;
+        if (setitimer(ITIMER_REAL, &it, &old_it) < 0) {
+                r = -errno;
+                (void) sigaction(SIGALRM, &old_sa, NULL);
+                return r;
+        }
+        for (;;) {
+                if (flock(fd, LOCK_EX) == 0) {
+                        r = 0;
+                        break;
+                }
+                if (errno != EINTR) {
+                        r = -errno;
+                        break;
+                }
+                if (lock_alarm_fired) {
+                        r = -ETIMEDOUT;
+                        break;
+                }
+        }
+        (void) setitimer(ITIMER_REAL, &old_it, NULL);
+        (void) sigaction(SIGALRM, &old_sa, NULL);
+        return r;
+}
+
+int lock_acquire(int rootfd, unsigned timeout_sec, const char *what, int *ret_fd) {
+        _cleanup_close_ int fd = -1;
+        char holder[256];
+        int r;
+
+        r = mkdir_p_at(rootfd, LOCK_DIR, 0755);
+        if (r < 0)
+                return error_set(r, "cannot create '/" LOCK_DIR "': %s", strerror(-r));
+        fd = openat(rootfd, LOCK_PATH, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0600);
+        if (fd < 0)
+                return error_set(-errno, "cannot open the lock '/" LOCK_PATH "': %s", strerror(errno));
+
+        if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+                if (errno != EWOULDBLOCK)
+                        return error_set(-errno, "cannot lock '/" LOCK_PATH "': %s", strerror(errno));
+                r = timeout_sec > 0 ? lock_wait(fd, timeout_sec) : -ETIMEDOUT;
+                if (r == -ETIMEDOUT) {
+                        ssize_t n = pread(fd, holder, sizeof holder - 1, 0);
+                        unsigned pid = 0;
+                        char *p;
+
+                        holder[n > 0 ? n : 0] = '\0';
+                        p = strchr(holder, '\n');
+                        if (p)
+                                *p = '\0';
+                        p = strchr(holder, ' ');
+                        if (p)
+                                *p++ = '\0';
+                        if (safe_atou(holder, &pid) < 0 || pid == 0)
+                                return error_set(r, "timed out after %u s waiting for the lock '/" LOCK_PATH "' (holder unknown); raise lock_timeout in [hooks] if this is expected", timeout_sec);
+                        return error_set(r, "timed out after %u s waiting for the lock '/" LOCK_PATH "' held by pid %u (%s); raise lock_timeout in [hooks] if this is expected",
+                                         timeout_sec, pid, p && *p ? p : "?");
+                }
+                if (r < 0)
+                        return error_set(r, "cannot lock '/" LOCK_PATH "': %s", strerror(-r));
+        }
+
+        /* Say who holds it, for a waiter that times out. Not critical. */
+        r = snprintf(holder, sizeof holder, "%ld %s\n", (long) getpid(), strempty(what));
+        if (r > 0 && (size_t) r < sizeof holder && ftruncate(fd, 0) == 0)
+                (void) !pwrite(fd, holder, (size_t) r, 0);
+
+        *ret_fd = steal_fd(&fd);
+        return 0;
+}

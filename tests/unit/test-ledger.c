@@ -1,0 +1,217 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The record (ledger.c): round trip, atomic replace, files that do not parse. */
+#include <assert.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/stat.h>
+
+#include "ledger.h"
+
+#define U1 "b1ae8bf6-38b0-4c81-9d44-78ce2e5d2b9d"
+#define U2 "5d0c4e8a-8d3a-4b38-9f7e-2f0f4c1d9a10"
+#define BOOT "1a2b3c4d-0000-4000-8000-000000000001"
+
+#define check(expr)                                                              \
+        do {                                                                     \
+                if (!(expr)) {                                                   \
+                        fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__,  \
+                                __LINE__, #expr);                                \
+                        abort();                                                 \
+                }                                                                \
+        } while (0)
+
+static char tmpdir[] = "/tmp/test-ledger-XXXXXX";
+
+static void entry_init(LedgerEntry *e, const char *uuid, const char *guest) {
+        memset(e, 0, sizeof *e);
+        snprintf(e->uuid, sizeof e->uuid, "%s", uuid);
+        snprintf(e->parent, sizeof e->parent, "0000:84:00.0");
+        snprintf(e->type, sizeof e->type, "nvidia-35");
+        e->state = LEDGER_ASSIGNED;
+        e->origin = LEDGER_CREATED;
+        snprintf(e->guest, sizeof e->guest, "%s", guest);
+        snprintf(e->boot_id, sizeof e->boot_id, BOOT);
+        e->since = 1732245600;
+}
+
+static void write_file(int dirfd, const char *name, const char *text) {
+        int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        check(fd >= 0);
+        check(write(fd, text, strlen(text)) == (ssize_t) strlen(text));
+        close(fd);
+}
+
+static void test_strings(void) {
+        for (int s = 0; s < _LEDGER_STATE_MAX; s++)
+                check(ledger_state_from_string(ledger_state_to_string((LedgerState) s)) == (LedgerState) s);
+        for (int o = 0; o < _LEDGER_ORIGIN_MAX; o++)
+                check(ledger_origin_from_string(ledger_origin_to_string((LedgerOrigin) o)) == (LedgerOrigin) o);
+        check(ledger_state_from_string("bogus") == _LEDGER_STATE_INVALID);
+        check(ledger_origin_from_string(NULL) == _LEDGER_ORIGIN_INVALID);
+}
+
+static void test_round_trip(int dirfd) {
+        LedgerEntry e, r;
+
+        entry_init(&e, U1, "web1");
+        snprintf(e.guest_uuid, sizeof e.guest_uuid, "8d5e0000-1111-4222-8333-444455556666");
+        e.remove_pending = true;
+        check(ledger_write(dirfd, &e) == 0);
+        check(ledger_read(dirfd, U1, &r) == 0);
+        check(memcmp(&e, &r, sizeof e) == 0);
+        check(ledger_remove(dirfd, U1) == 0);
+        check(ledger_read(dirfd, U1, &r) == -ENOENT);
+        check(ledger_remove(dirfd, U1) == 0); /* idempotent */
+}
+
+static void test_round_trip_hostile_guest_name(int dirfd) {
+        LedgerEntry e, r;
+        char name[GUEST_NAME_MAX];
+
+        /* inih comment and delimiter characters, spaces at both ends, 255 bytes. */
+        memset(name, 0, sizeof name);
+        for (size_t i = 0; i < sizeof name - 1; i++)
+                name[i] = " ;#=:[]%\t\\\"'x"[i % 13];
+        entry_init(&e, U1, name);
+        check(ledger_write(dirfd, &e) == 0);
+        check(ledger_read(dirfd, U1, &r) == 0);
+        check(streq(r.guest, name));
+        check(memcmp(&e, &r, sizeof e) == 0);
+
+        entry_init(&e, U1, "");
+        e.state = LEDGER_FREE;
+        check(ledger_write(dirfd, &e) == 0);
+        check(ledger_read(dirfd, U1, &r) == 0);
+        check(r.guest[0] == '\0' && r.state == LEDGER_FREE);
+        check(ledger_remove(dirfd, U1) == 0);
+}
+
+static void test_atomic_replace(int dirfd) {
+        _cleanup_strv_free_ char **names = NULL;
+        LedgerEntry e, r;
+        struct stat st;
+
+        entry_init(&e, U1, "web1");
+        check(ledger_write(dirfd, &e) == 0);
+        check(fstatat(dirfd, U1, &st, 0) == 0);
+        check((st.st_mode & 0777) == 0600);
+
+        entry_init(&e, U1, "web2");
+        e.state = LEDGER_INCOMING;
+        check(ledger_write(dirfd, &e) == 0);
+        check(ledger_read(dirfd, U1, &r) == 0);
+        check(streq(r.guest, "web2") && r.state == LEDGER_INCOMING);
+
+        /* No temporary file is left behind, and the old inode was replaced. */
+        check(dir_list_at(dirfd, ".", &names) == 0);
+        check(strv_length(names) == 1 && streq(names[0], U1));
+        check(ledger_remove(dirfd, U1) == 0);
+}
+
+static void test_invalid_entries_are_not_written(int dirfd) {
+        LedgerEntry e, r;
+
+        entry_init(&e, U1, "web1");
+        snprintf(e.parent, sizeof e.parent, "../etc");
+        check(ledger_write(dirfd, &e) == -EINVAL);
+        entry_init(&e, U1, "web1");
+        snprintf(e.boot_id, sizeof e.boot_id, "nope");
+        check(ledger_write(dirfd, &e) == -EINVAL);
+        check(ledger_read(dirfd, U1, &r) == -ENOENT);
+        check(ledger_read(dirfd, "../x", &r) == -EINVAL);
+}
+
+static void test_bad_files(int dirfd) {
+        static const struct {
+                const char *text;
+                const char *reason;
+        } cases[] = {
+                { "garbage without section\n", "line 1" },
+                { "[mdev]\nuuid = " U1 "\nparent = p\ntype = t\nstate = sleeping\norigin = created\nboot_id = " BOOT "\n", "unknown state" },
+                { "[mdev]\nuuid = " U1 "\nparent = p\ntype = t\nstate = free\norigin = stolen\nboot_id = " BOOT "\n", "unknown origin" },
+                { "[mdev]\nuuid = " U1 "\nparent = ../p\ntype = t\nstate = free\norigin = created\nboot_id = " BOOT "\n", "line 3: parent" },
+                { "[mdev]\nuuid = " U1 "\nparent = p\ntype = t\nstate = free\norigin = created\nboot_id = " BOOT "\ncolour = red\n", "unknown key 'colour'" },
+                { "[mdev]\nuuid = " U1 "\nparent = p\ntype = t\nstate = free\norigin = created\n", "missing key" },
+                { "[mdev]\nuuid = " U2 "\nparent = p\ntype = t\nstate = free\norigin = created\nboot_id = " BOOT "\n", "does not match" },
+                { "[mdev]\nuuid = " U1 "\nparent = p\ntype = t\nstate = assigned\norigin = created\nboot_id = " BOOT "\n", "needs a guest" },
+                { "[mdev]\nuuid = " U1 "\nparent = p\ntype = t\nstate = free\norigin = created\nboot_id = " BOOT "\nsince = -1\n", "since" },
+                { "[mdev]\nuuid = " U1 "\nuuid = " U1 "\n", "duplicate" },
+                { "[other]\nuuid = " U1 "\n", "unknown section" },
+                { "[mdev]\nuuid = " U1 "\nparent = p\ntype = t\nstate = assigned\norigin = created\nguest = a%zz\nboot_id = " BOOT "\n", "guest" },
+        };
+        LedgerEntry r;
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                error_clear();
+                write_file(dirfd, U1, cases[i].text);
+                check(ledger_read(dirfd, U1, &r) == -EBADMSG);
+                if (!strstr(error_get(-EBADMSG), cases[i].reason) || !strstr(error_get(-EBADMSG), U1)) {
+                        fprintf(stderr, "case %zu: message '%s' lacks '%s'\n", i, error_get(-EBADMSG), cases[i].reason);
+                        abort();
+                }
+        }
+        check(ledger_remove(dirfd, U1) == 0);
+}
+
+static void test_list(int dirfd) {
+        _cleanup_free_ LedgerEntry *l = NULL;
+        LedgerEntry e;
+        size_t n, bad;
+
+        entry_init(&e, U2, "web2");
+        check(ledger_write(dirfd, &e) == 0);
+        entry_init(&e, U1, "web1");
+        check(ledger_write(dirfd, &e) == 0);
+        write_file(dirfd, "." U1 ".123.tmp", "half a file");
+        write_file(dirfd, "00000000-0000-4000-8000-000000000000", "[mdev]\nbroken\n");
+
+        check(ledger_list(dirfd, &l, &n, &bad) == 0);
+        check(n == 2 && bad == 1);
+        check(streq(l[0].uuid, U2) && streq(l[1].uuid, U1)); /* sorted by UUID */
+        free(steal_pointer(&l));
+
+        check(ledger_list_guest(dirfd, "web1", &l, &n) == 0);
+        check(n == 1 && streq(l[0].uuid, U1));
+        free(steal_pointer(&l));
+        check(ledger_list_guest(dirfd, "nobody", &l, &n) == 0);
+        check(n == 0);
+}
+
+static void test_open(int rootfd) {
+        int fd = -1;
+        struct stat st;
+
+        check(ledger_open_existing(rootfd, &fd) == -ENOENT);
+        check(ledger_open(rootfd, &fd) == 0);
+        check(fstat(fd, &st) == 0 && S_ISDIR(st.st_mode) && (st.st_mode & 0777) == 0700);
+        close(fd);
+        check(ledger_open_existing(rootfd, &fd) == 0);
+        close(fd);
+}
+
+int main(void) {
+        int rootfd, dirfd;
+
+        check(mkdtemp(tmpdir));
+        rootfd = open(tmpdir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        check(rootfd >= 0);
+        test_open(rootfd);
+        check(ledger_open(rootfd, &dirfd) == 0);
+
+        test_strings();
+        test_round_trip(dirfd);
+        test_round_trip_hostile_guest_name(dirfd);
+        test_atomic_replace(dirfd);
+        test_invalid_entries_are_not_written(dirfd);
+        test_bad_files(dirfd);
+        test_list(dirfd);
+
+        close(dirfd);
+        close(rootfd);
+        {
+                char cmd[sizeof tmpdir + 16];
+                snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
+                check(system(cmd) == 0);
+        }
+        return 0;
+}
