@@ -1,0 +1,119 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * `mdev-hooks reconcile` (issue 8): compare what libvirt's guests use with the
+ * record (ledger.h) and with sysfs (sysfs.h), report every disagreement with
+ * the action that fixes it, and with --apply carry the actions out under the
+ * host-wide lock (lock.h).
+ *
+ * This is the one place that uses libvirt's API. It is linked into the CLI
+ * only, never into the shared library: a hook must never call libvirt.
+ *
+ * The work is split so that the decisions can be read (and tested) apart from
+ * libvirt: reconcile_guests_load() asks libvirt, reconcile_plan() decides from
+ * three lists, reconcile_apply() acts, reconcile_print_*() report.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "ledger.h"
+#include "sysfs.h"
+#include "util.h"
+
+#define RECONCILE_DEFAULT_URI "qemu:///system"
+/* An `incoming` claim (migrate/restore on this host) becomes `assigned` at the
+ * guest's prepare, seconds later. One older than this whose guest is not
+ * running here belongs to a migration that failed without a release. */
+#define RECONCILE_INCOMING_MAX_AGE_SEC (10u * 60u)
+
+/* One libvirt guest, running or only defined. */
+typedef struct ReconcileGuest {
+        char *name;
+        char uuid[UUID_STRING_MAX];
+        bool active;       /* running (or paused): holds its live mdevs */
+        bool persistent;   /* defined */
+        char **live;       /* mdev UUIDs of the running guest (live XML), sorted */
+        char **config;     /* mdev UUIDs of its definition (inactive XML), sorted */
+        char *error;       /* its XML could not be read: why (then live/config are empty) */
+} ReconcileGuest;
+
+typedef enum ReconcileAction {
+        RECONCILE_ACTION_NONE,       /* report only */
+        RECONCILE_ACTION_DROP,       /* remove the record, leave sysfs alone */
+        RECONCILE_ACTION_MARK_LOST,  /* record it as lost for a defined guest */
+        RECONCILE_ACTION_RECORD,     /* (re)write the record as assigned to a running guest */
+        RECONCILE_ACTION_KEEP_FREE,  /* record it as free (release = keep) */
+        RECONCILE_ACTION_REMOVE,     /* remove the mdev mdev-hooks created, then its record */
+        _RECONCILE_ACTION_MAX,
+} ReconcileAction;
+
+typedef enum ReconcileResult {
+        RECONCILE_PLANNED,  /* not applied (no --apply) */
+        RECONCILE_DONE,
+        RECONCILE_FAILED,
+        RECONCILE_SKIPPED,  /* --apply, but the action is report-only */
+} ReconcileResult;
+
+typedef struct ReconcileFinding {
+        char uuid[UUID_STRING_MAX]; /* "" for findings about a guest or the record directory */
+        const char *kind;     /* stable name: "unused", "foreign", ... (reconcile.c lists them) */
+        char *guest;          /* the guest concerned, or NULL */
+        char *message;        /* what disagrees, one line */
+        ReconcileAction action;
+        bool counts;          /* false for what is only informative (a foreign mdev) */
+        LedgerEntry entry;    /* RECORD, MARK_LOST, KEEP_FREE: the record to write;
+                                 REMOVE: the record as it is (rewritten with
+                                 remove_pending when the remove is busy) */
+        ReconcileResult result;
+        char *error;          /* FAILED: why */
+} ReconcileFinding;
+
+typedef struct ReconcilePlan {
+        ReconcileFinding *findings; /* sorted by UUID, then kind */
+        size_t n_findings;
+} ReconcilePlan;
+
+/* What reconcile_plan() decides from. */
+typedef struct ReconcileInput {
+        const ReconcileGuest *guests;
+        size_t n_guests;
+        const LedgerEntry *records;
+        size_t n_records;
+        size_t n_bad_records;   /* record files that do not parse */
+        const SysfsMdev *mdevs;
+        size_t n_mdevs;
+        ConfigRelease release;
+        const char *boot_id;    /* this boot */
+        uint64_t now;           /* unix time */
+} ReconcileInput;
+
+const char *reconcile_action_to_string(ReconcileAction a);
+const char *reconcile_result_to_string(ReconcileResult r);
+
+/* Reads every guest from libvirt over a read-only connection to uri. Sets a
+ * message (error_set) with libvirt's reason when it cannot connect or list. */
+int reconcile_guests_load(const char *uri, ReconcileGuest **ret, size_t *ret_n);
+void reconcile_guests_free(ReconcileGuest *g, size_t n);
+
+/* Decides. Pure: reads nothing but its input. */
+int reconcile_plan(const ReconcileInput *in, ReconcilePlan *ret);
+/* Carries out the plan's actions (the caller holds the lock), setting each
+ * finding's result. Returns the number of findings that count and are not
+ * fixed now. */
+size_t reconcile_apply(ReconcilePlan *p, int rootfd, int ledgerfd);
+/* The number of findings that count (what the exit status looks at). */
+size_t reconcile_plan_count(const ReconcilePlan *p);
+void reconcile_plan_done(ReconcilePlan *p);
+
+/* One line per finding, sorted; a line saying all agrees when there is none. */
+void reconcile_print_text(const ReconcilePlan *p, bool applied, FILE *f);
+int reconcile_print_json(const ReconcilePlan *p, bool applied, FILE *f);
+
+/* The `reconcile` command: argv[0] is "reconcile". config_path is the CLI's
+ * --config (NULL for the default). Prints, and returns the exit status:
+ * 0 all agrees (or all was fixed), 1 something found (or not all fixed, or
+ * libvirt/sysfs/the record could not be read), 2 bad usage or bad config. */
+int reconcile_main(int argc, char *argv[], const char *config_path);
