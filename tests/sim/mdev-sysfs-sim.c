@@ -1,0 +1,1655 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * mdev-sysfs-sim: a FUSE file system that plays the mdev part of /sys, so
+ * that the programs can be tested end to end on a kernel without mdev.
+ *
+ *   mdev-sysfs-sim [-f] TOPOLOGY MOUNTPOINT   mount; returns once mounted
+ *   mdev-sysfs-sim --ctl MOUNTPOINT COMMAND... send a control command
+ *   mdev-sysfs-sim --counters MOUNTPOINT      print the access counters
+ *   mdev-sysfs-sim --check TOPOLOGY           parse a topology and exit
+ *
+ * It reproduces drivers/vfio/mdev/ of Linux 6.1 (mdev_sysfs.c, mdev_core.c)
+ * and samples/vfio-mdev/mtty.c: the layout and link targets, "create" and
+ * "remove" with the kernel's errno values, available_instances, mtty's
+ * shared pool of ports, NVIDIA's one-type-per-GPU rule and SR-IOV virtual
+ * functions. Faults are injected through the hidden directory ".sim" at the
+ * top of the mount (see tests/sim/README.md).
+ *
+ * The tree is kept in memory: every node sits in one hash table keyed by
+ * (parent, name), so resolving a path costs one hash lookup per component.
+ * One read-write lock guards the tree and the model; a "remove" that is
+ * told to block sleeps without holding it.
+ */
+#define FUSE_USE_VERSION 312
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fuse.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "macro.h"
+
+#define CTL_DIR "/.sim"
+#define UUID_LEN 36
+
+/* ---------------------------------------------------------------- memory */
+
+static void *xmalloc(size_t n) {
+        void *p = malloc(n ? n : 1);
+        if (!p) {
+                fputs("mdev-sysfs-sim: out of memory\n", stderr);
+                abort();
+        }
+        return p;
+}
+
+static void *xcalloc(size_t n, size_t size) {
+        void *p = calloc(n ? n : 1, size ? size : 1);
+        if (!p) {
+                fputs("mdev-sysfs-sim: out of memory\n", stderr);
+                abort();
+        }
+        return p;
+}
+
+static void *xrealloc(void *p, size_t n) {
+        p = realloc(p, n ? n : 1);
+        if (!p) {
+                fputs("mdev-sysfs-sim: out of memory\n", stderr);
+                abort();
+        }
+        return p;
+}
+
+static char *xstrdup(const char *s) {
+        return s ? strcpy(xmalloc(strlen(s) + 1), s) : NULL;
+}
+
+_printf_(1, 2) static char *xasprintf(const char *fmt, ...) {
+        va_list ap;
+        char *s;
+
+        va_start(ap, fmt);
+        if (vasprintf(&s, fmt, ap) < 0)
+                s = NULL;
+        va_end(ap);
+        if (!s) {
+                fputs("mdev-sysfs-sim: out of memory\n", stderr);
+                abort();
+        }
+        return s;
+}
+
+/* ----------------------------------------------------------------- errno */
+
+static const struct {
+        const char *name;
+        int value;
+} errno_table[] = {
+        { "EPERM", EPERM },     { "ENOENT", ENOENT },   { "EIO", EIO },
+        { "ENXIO", ENXIO },     { "E2BIG", E2BIG },     { "EAGAIN", EAGAIN },
+        { "ENOMEM", ENOMEM },   { "EACCES", EACCES },   { "EFAULT", EFAULT },
+        { "EBUSY", EBUSY },     { "EEXIST", EEXIST },   { "ENODEV", ENODEV },
+        { "EINVAL", EINVAL },   { "ENOSPC", ENOSPC },   { "ERANGE", ERANGE },
+        { "EUSERS", EUSERS },   { "ETIMEDOUT", ETIMEDOUT },
+        { "EOPNOTSUPP", EOPNOTSUPP }, { "EDQUOT", EDQUOT },
+        { "ENOTSUP", ENOTSUP }, { "EINTR", EINTR },
+};
+
+/* "ENOSPC" or "28" -> 28; 0 if unknown. */
+static int errno_from_name(const char *s) {
+        for (size_t i = 0; i < ELEMENTSOF(errno_table); i++)
+                if (streq(errno_table[i].name, s))
+                        return errno_table[i].value;
+        char *end;
+        errno = 0;
+        unsigned long v = strtoul(s, &end, 10);
+        if (errno || end == s || *end || v == 0 || v > 4095)
+                return 0;
+        return (int) v;
+}
+
+static int parse_uint(const char *s, unsigned *ret) {
+        char *end;
+        if (!s || !isdigit((unsigned char) s[0]))
+                return -EINVAL;
+        errno = 0;
+        unsigned long v = strtoul(s, &end, 10);
+        if (errno || *end || v > UINT_MAX)
+                return -EINVAL;
+        *ret = (unsigned) v;
+        return 0;
+}
+
+/* A canonical lower-case UUID from the first 36 bytes of buf, like the
+ * kernel's uuid_is_valid()/guid_parse(). */
+static bool uuid_parse36(const char *buf, char out[UUID_LEN + 1]) {
+        for (int i = 0; i < UUID_LEN; i++) {
+                char c = buf[i];
+                if (i == 8 || i == 13 || i == 18 || i == 23) {
+                        if (c != '-')
+                                return false;
+                } else if (!isxdigit((unsigned char) c))
+                        return false;
+                out[i] = (char) tolower((unsigned char) c);
+        }
+        out[UUID_LEN] = 0;
+        return true;
+}
+
+/* ------------------------------------------------------------------ tree */
+
+typedef enum NodeKind {
+        K_DIR,
+        K_LINK,
+        K_TEXT,     /* fixed text */
+        K_AVAIL,    /* available_instances of a Type */
+        K_CREATE,   /* create of a Type */
+        K_REMOVE,   /* remove of an Mdev */
+        K_NUMVFS,   /* sriov_numvfs of a Pf */
+        K_CTL,      /* .sim/ctl */
+        K_COUNTERS, /* .sim/counters */
+        K_STATE,    /* .sim/state */
+} NodeKind;
+
+typedef struct Node Node;
+struct Node {
+        char *name;
+        Node *parent;
+        Node *first, *last; /* children, in creation order */
+        Node *prev, *next;  /* siblings */
+        Node *hnext;        /* hash chain */
+        uint64_t ino;
+        mode_t mode;
+        NodeKind kind;
+        char *text; /* K_TEXT content (without newline), K_LINK target */
+        void *obj;
+        bool hidden; /* not listed by readdir */
+};
+
+static struct {
+        Node **buckets;
+        size_t size; /* power of two */
+        size_t count;
+        uint64_t next_ino;
+        Node *root;
+} tree;
+
+static size_t node_hash(const Node *parent, const char *name, size_t len) {
+        uint64_t h = 1469598103934665603ULL ^ (uint64_t) (uintptr_t) parent;
+        for (size_t i = 0; i < len; i++) {
+                h ^= (unsigned char) name[i];
+                h *= 1099511628211ULL;
+        }
+        h ^= h >> 29;
+        return (size_t) h;
+}
+
+static Node *node_child(const Node *dir, const char *name, size_t len) {
+        for (Node *n = tree.buckets[node_hash(dir, name, len) & (tree.size - 1)]; n; n = n->hnext)
+                if (n->parent == dir && strlen(n->name) == len && memcmp(n->name, name, len) == 0)
+                        return n;
+        return NULL;
+}
+
+static void tree_grow(void) {
+        size_t size = tree.size * 2;
+        Node **b = xcalloc(size, sizeof(Node *));
+        for (size_t i = 0; i < tree.size; i++)
+                for (Node *n = tree.buckets[i], *next; n; n = next) {
+                        next = n->hnext;
+                        size_t k = node_hash(n->parent, n->name, strlen(n->name)) & (size - 1);
+                        n->hnext = b[k];
+                        b[k] = n;
+                }
+        free(tree.buckets);
+        tree.buckets = b;
+        tree.size = size;
+}
+
+static Node *node_add(Node *dir, const char *name, NodeKind kind, mode_t mode) {
+        Node *n = xcalloc(1, sizeof(Node));
+        n->name = xstrdup(name);
+        n->parent = dir;
+        n->kind = kind;
+        n->mode = mode;
+        n->ino = ++tree.next_ino;
+        if (dir) {
+                n->prev = dir->last;
+                if (dir->last)
+                        dir->last->next = n;
+                else
+                        dir->first = n;
+                dir->last = n;
+                if (tree.count >= tree.size)
+                        tree_grow();
+                size_t k = node_hash(dir, name, strlen(name)) & (tree.size - 1);
+                n->hnext = tree.buckets[k];
+                tree.buckets[k] = n;
+                tree.count++;
+        }
+        return n;
+}
+
+static Node *node_dir(Node *dir, const char *name) {
+        Node *n = node_child(dir, name, strlen(name));
+        return n ? n : node_add(dir, name, K_DIR, S_IFDIR | 0755);
+}
+
+static Node *node_link(Node *dir, const char *name, char *target_owned) {
+        Node *n = node_add(dir, name, K_LINK, S_IFLNK | 0777);
+        n->text = target_owned;
+        return n;
+}
+
+static Node *node_text(Node *dir, const char *name, const char *text) {
+        Node *n = node_add(dir, name, K_TEXT, S_IFREG | 0444);
+        n->text = xstrdup(text);
+        return n;
+}
+
+static Node *node_attr(Node *dir, const char *name, NodeKind kind, mode_t perm, void *obj) {
+        Node *n = node_add(dir, name, kind, S_IFREG | perm);
+        n->obj = obj;
+        return n;
+}
+
+/* Detaches and frees n and everything below it. */
+static void node_free(Node *n) {
+        if (!n)
+                return;
+        while (n->first)
+                node_free(n->first);
+        if (n->parent) {
+                Node **pp = &tree.buckets[node_hash(n->parent, n->name, strlen(n->name)) & (tree.size - 1)];
+                while (*pp != n)
+                        pp = &(*pp)->hnext;
+                *pp = n->hnext;
+                tree.count--;
+                if (n->prev)
+                        n->prev->next = n->next;
+                else
+                        n->parent->first = n->next;
+                if (n->next)
+                        n->next->prev = n->prev;
+                else
+                        n->parent->last = n->prev;
+        }
+        free(n->name);
+        free(n->text);
+        free(n);
+}
+
+/* "a/b/c" below dir, creating directories as needed. */
+static Node *node_mkdir_p(Node *dir, const char *path) {
+        _cleanup_free_ char *copy = xstrdup(path);
+        char *save = NULL;
+        for (char *c = strtok_r(copy, "/", &save); c; c = strtok_r(NULL, "/", &save))
+                dir = node_dir(dir, c);
+        return dir;
+}
+
+/* Resolves an absolute path inside the mount (FUSE gives "/a/b"), without
+ * following symbolic links (the kernel resolves them itself). */
+static Node *node_resolve(const char *path) {
+        Node *n = tree.root;
+        const char *p = path;
+        while (*p) {
+                while (*p == '/')
+                        p++;
+                if (!*p)
+                        break;
+                size_t len = strcspn(p, "/");
+                if (n->kind != K_DIR)
+                        return NULL;
+                n = node_child(n, p, len);
+                if (!n)
+                        return NULL;
+                p += len;
+        }
+        return n;
+}
+
+/* ----------------------------------------------------------------- model */
+
+typedef struct TypeDef {
+        char *id;
+        char *name;        /* NULL: no "name" file */
+        char *description; /* NULL: no "description" file */
+        char *device_api;
+        unsigned instances; /* 0: limited by the pool only */
+        unsigned ports;     /* cost against the parent's pool */
+} TypeDef;
+
+typedef struct TypeSet {
+        char *name;
+        TypeDef *types;
+        size_t n;
+} TypeSet;
+
+typedef struct Parent Parent;
+typedef struct Pf Pf;
+
+typedef struct Type {
+        const TypeDef *def;
+        Parent *parent;
+        unsigned used;
+        Node *dir;
+        Node *devices;
+} Type;
+
+struct Parent {
+        char *name;
+        char *devpath; /* below devices/ */
+        Node *dev;     /* the device directory, present while registered or not */
+        const TypeSet *set;
+        Type *types;
+        unsigned pool, pool_used;
+        unsigned used; /* mdevs held, all types */
+        bool onetype;  /* NVIDIA: one type per physical GPU */
+        bool registered;
+        int nospace_errno;
+        Pf *pf; /* the physical function, for a VF */
+};
+
+struct Pf {
+        char *name;
+        char *devpath;
+        Node *dev;
+        unsigned total, num;
+        const TypeSet *vf_set;
+        int vf_errno;
+        bool vf_onetype;
+        Parent **vfs; /* num entries */
+};
+
+typedef struct Mdev {
+        char uuid[UUID_LEN + 1];
+        Type *type;
+        Node *dir, *bus_link, *type_link;
+        bool removing;
+} Mdev;
+
+static struct {
+        TypeSet **sets;
+        size_t n_sets;
+        Parent **parents;
+        size_t n_parents;
+        Pf **pfs;
+        size_t n_pfs;
+        Node *class_mdev_bus, *bus_mdev_devices, *bus_pci_devices, *devices;
+        unsigned n_mdevs;
+} model;
+
+/* Faults, guarded by the model lock. */
+static struct {
+        int create_errno;
+        unsigned create_count;
+        char *create_parent; /* NULL: any */
+        unsigned remove_block_ms;
+        char *remove_block_uuid; /* NULL: any */
+        unsigned remove_busy_count;
+        char *remove_busy_uuid;
+} fault;
+
+static pthread_rwlock_t model_lock;
+
+static unsigned type_available(const Type *t) {
+        const Parent *p = t->parent;
+        unsigned a = UINT_MAX;
+
+        if (p->onetype && p->used > t->used)
+                return 0;
+        if (t->def->instances)
+                a = t->def->instances > t->used ? t->def->instances - t->used : 0;
+        if (p->pool) {
+                unsigned free_ports = p->pool > p->pool_used ? p->pool - p->pool_used : 0;
+                unsigned b = free_ports / (t->def->ports ? t->def->ports : 1);
+                if (b < a)
+                        a = b;
+        }
+        return a == UINT_MAX ? 0 : a;
+}
+
+static Parent *parent_find(const char *name) {
+        for (size_t i = 0; i < model.n_parents; i++)
+                if (streq(model.parents[i]->name, name))
+                        return model.parents[i];
+        return NULL;
+}
+
+static Mdev *mdev_find(const char *uuid) {
+        Node *n = node_child(model.bus_mdev_devices, uuid, strlen(uuid));
+        return n ? n->obj : NULL;
+}
+
+static void mdev_destroy(Mdev *m) {
+        Type *t = m->type;
+        t->used--;
+        t->parent->used--;
+        if (t->parent->pool)
+                t->parent->pool_used -= t->def->ports;
+        model.n_mdevs--;
+        node_free(m->type_link);
+        node_free(m->bus_link);
+        node_free(m->dir);
+        free(m);
+}
+
+static int mdev_create(Type *t, const char *buf, size_t len) {
+        char uuid[UUID_LEN + 1];
+        Parent *p = t->parent;
+
+        /* mdev_sysfs.c create_store(): 36 or 37 bytes (a trailing newline) */
+        if (len < UUID_LEN || len > UUID_LEN + 1 || !uuid_parse36(buf, uuid))
+                return -EINVAL;
+        if (mdev_find(uuid))
+                return -EEXIST;
+        if (fault.create_count > 0 && (!fault.create_parent || streq(fault.create_parent, p->name))) {
+                fault.create_count--;
+                return -fault.create_errno;
+        }
+        if (type_available(t) == 0)
+                return -p->nospace_errno;
+
+        Mdev *m = xcalloc(1, sizeof(Mdev));
+        memcpy(m->uuid, uuid, sizeof(uuid));
+        m->type = t;
+        m->dir = node_add(p->dev, uuid, K_DIR, S_IFDIR | 0755);
+        node_link(m->dir, "mdev_type", xasprintf("../mdev_supported_types/%s", t->def->id));
+        node_attr(m->dir, "remove", K_REMOVE, 0200, m);
+        m->bus_link = node_link(model.bus_mdev_devices, uuid,
+                                xasprintf("../../../devices/%s/%s", p->devpath, uuid));
+        m->bus_link->obj = m;
+        m->type_link = node_link(t->devices, uuid, xasprintf("../../../%s", uuid));
+        t->used++;
+        p->used++;
+        if (p->pool)
+                p->pool_used += t->def->ports;
+        model.n_mdevs++;
+        return 0;
+}
+
+static void parent_register(Parent *p) {
+        if (p->registered)
+                return;
+        Node *mst = node_dir(p->dev, "mdev_supported_types");
+        for (size_t i = 0; i < p->set->n; i++) {
+                const TypeDef *d = &p->set->types[i];
+                Type *t = &p->types[i];
+                t->def = d;
+                t->parent = p;
+                t->used = 0;
+                t->dir = node_dir(mst, d->id);
+                node_attr(t->dir, "available_instances", K_AVAIL, 0444, t);
+                node_attr(t->dir, "create", K_CREATE, 0200, t);
+                node_text(t->dir, "device_api", d->device_api);
+                if (d->name)
+                        node_text(t->dir, "name", d->name);
+                if (d->description)
+                        node_text(t->dir, "description", d->description);
+                t->devices = node_dir(t->dir, "devices");
+        }
+        node_link(model.class_mdev_bus, p->name, xasprintf("../../devices/%s", p->devpath));
+        p->registered = true;
+}
+
+static void parent_unregister(Parent *p) {
+        if (!p->registered)
+                return;
+        for (size_t i = 0; i < p->set->n; i++) {
+                Type *t = &p->types[i];
+                while (t->devices->first)
+                        mdev_destroy(t->devices->first->obj);
+        }
+        node_free(node_child(p->dev, "mdev_supported_types", strlen("mdev_supported_types")));
+        node_free(node_child(model.class_mdev_bus, p->name, strlen(p->name)));
+        p->registered = false;
+}
+
+static bool name_is_pci(const char *s) {
+        /* dddd:bb:ss.f */
+        if (strlen(s) != 12)
+                return false;
+        for (int i = 0; i < 12; i++) {
+                if (i == 4 || i == 7) {
+                        if (s[i] != ':')
+                                return false;
+                } else if (i == 10) {
+                        if (s[i] != '.')
+                                return false;
+                } else if (!isxdigit((unsigned char) s[i]))
+                        return false;
+        }
+        return true;
+}
+
+static char *pci_devpath(const char *addr) {
+        return xasprintf("pci%.4s:00/%s", addr, addr);
+}
+
+/* Creates the device directory (and bus/pci/devices link for PCI). */
+static Node *device_add(const char *name, const char *devpath) {
+        Node *dev = node_mkdir_p(model.devices, devpath);
+        if (name_is_pci(name))
+                node_link(model.bus_pci_devices, name, xasprintf("../../../devices/%s", devpath));
+        return dev;
+}
+
+static void device_del(const char *name, Node *dev) {
+        if (name_is_pci(name))
+                node_free(node_child(model.bus_pci_devices, name, strlen(name)));
+        node_free(dev);
+}
+
+static Parent *parent_new(const char *name, const char *devpath, const TypeSet *set) {
+        Parent *p = xcalloc(1, sizeof(Parent));
+        p->name = xstrdup(name);
+        p->devpath = devpath ? xstrdup(devpath) : pci_devpath(name);
+        p->set = set;
+        p->types = xcalloc(set->n, sizeof(Type));
+        p->nospace_errno = ENOSPC;
+        model.parents = xrealloc(model.parents, (model.n_parents + 1) * sizeof(Parent *));
+        model.parents[model.n_parents++] = p;
+        return p;
+}
+
+static void parent_free(Parent *p) {
+        free(p->name);
+        free(p->devpath);
+        free(p->types);
+        free(p);
+}
+
+static void parent_forget(Parent *p) {
+        for (size_t i = 0; i < model.n_parents; i++)
+                if (model.parents[i] == p) {
+                        memmove(&model.parents[i], &model.parents[i + 1],
+                                (model.n_parents - i - 1) * sizeof(Parent *));
+                        model.n_parents--;
+                        break;
+                }
+        parent_free(p);
+}
+
+static char *vf_address(const Pf *pf, unsigned i) {
+        unsigned dom, bus, slot, fn;
+        if (sscanf(pf->name, "%4x:%2x:%2x.%1x", &dom, &bus, &slot, &fn) != 4)
+                return NULL;
+        /* First VF offset 4, stride 1, as on NVIDIA's SR-IOV GPUs. */
+        unsigned devfn = (slot << 3 | fn) + 4 + i;
+        bus += devfn >> 8;
+        devfn &= 0xff;
+        return xasprintf("%04x:%02x:%02x.%x", dom, bus & 0xff, devfn >> 3, devfn & 7);
+}
+
+static void pf_enable(Pf *pf, unsigned n) {
+        pf->vfs = xcalloc(n, sizeof(Parent *));
+        char *pfdir = strrchr(pf->devpath, '/');
+        size_t prefix = pfdir ? (size_t) (pfdir - pf->devpath) : 0;
+        for (unsigned i = 0; i < n; i++) {
+                _cleanup_free_ char *addr = vf_address(pf, i);
+                _cleanup_free_ char *devpath = prefix ? xasprintf("%.*s/%s", (int) prefix, pf->devpath, addr)
+                                                      : xstrdup(addr);
+                _cleanup_free_ char *virtfn = xasprintf("virtfn%u", i);
+                Parent *p = parent_new(addr, devpath, pf->vf_set);
+                p->pf = pf;
+                p->nospace_errno = pf->vf_errno;
+                p->onetype = pf->vf_onetype;
+                p->dev = device_add(addr, devpath);
+                node_link(p->dev, "physfn", xasprintf("../%s", pf->name));
+                node_link(pf->dev, virtfn, xasprintf("../%s", addr));
+                parent_register(p);
+                pf->vfs[i] = p;
+        }
+        pf->num = n;
+}
+
+static void pf_disable(Pf *pf) {
+        for (unsigned i = 0; i < pf->num; i++) {
+                Parent *p = pf->vfs[i];
+                _cleanup_free_ char *virtfn = xasprintf("virtfn%u", i);
+                parent_unregister(p);
+                node_free(node_child(pf->dev, virtfn, strlen(virtfn)));
+                device_del(p->name, p->dev);
+                parent_forget(p);
+        }
+        free(pf->vfs);
+        pf->vfs = NULL;
+        pf->num = 0;
+}
+
+/* drivers/pci/pci-sysfs.c sriov_numvfs_store() */
+static int pf_write_numvfs(Pf *pf, const char *buf) {
+        char *end;
+        errno = 0;
+        unsigned long n = strtoul(buf, &end, 0);
+        if (errno || end == buf || (*end && !(end[0] == '\n' && end[1] == 0)))
+                return -EINVAL;
+        if (n > pf->total)
+                return -ERANGE;
+        if (n == pf->num)
+                return 0;
+        if (n == 0) {
+                pf_disable(pf);
+                return 0;
+        }
+        if (pf->num)
+                return -EBUSY;
+        pf_enable(pf, (unsigned) n);
+        return 0;
+}
+
+/* -------------------------------------------------------------- counters */
+
+typedef struct Counter {
+        char *path;
+        struct Counter *next;
+        unsigned long opens, reads, writes, readdirs, getattrs, readlinks;
+} Counter;
+
+enum { C_OPEN, C_READ, C_WRITE, C_READDIR, C_GETATTR, C_READLINK };
+
+#define COUNTER_BUCKETS 4096
+static struct {
+        pthread_mutex_t lock;
+        Counter *buckets[COUNTER_BUCKETS];
+        size_t n;
+} counters = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static void count(const char *path, int what) {
+        if (!path || strncmp(path, CTL_DIR, strlen(CTL_DIR)) == 0)
+                return;
+        size_t h = node_hash(NULL, path, strlen(path)) % COUNTER_BUCKETS;
+        pthread_mutex_lock(&counters.lock);
+        Counter *c = counters.buckets[h];
+        while (c && !streq(c->path, path))
+                c = c->next;
+        if (!c) {
+                c = xcalloc(1, sizeof(Counter));
+                c->path = xstrdup(path);
+                c->next = counters.buckets[h];
+                counters.buckets[h] = c;
+                counters.n++;
+        }
+        switch (what) {
+        case C_OPEN: c->opens++; break;
+        case C_READ: c->reads++; break;
+        case C_WRITE: c->writes++; break;
+        case C_READDIR: c->readdirs++; break;
+        case C_GETATTR: c->getattrs++; break;
+        case C_READLINK: c->readlinks++; break;
+        }
+        pthread_mutex_unlock(&counters.lock);
+}
+
+static void counters_reset(void) {
+        pthread_mutex_lock(&counters.lock);
+        for (size_t i = 0; i < COUNTER_BUCKETS; i++) {
+                for (Counter *c = counters.buckets[i], *next; c; c = next) {
+                        next = c->next;
+                        free(c->path);
+                        free(c);
+                }
+                counters.buckets[i] = NULL;
+        }
+        counters.n = 0;
+        pthread_mutex_unlock(&counters.lock);
+}
+
+static int counter_cmp(const void *a, const void *b) {
+        return strcmp((*(Counter *const *) a)->path, (*(Counter *const *) b)->path);
+}
+
+/* "# opens reads writes readdirs getattrs readlinks path" then one line per
+ * path, sorted by path. */
+static char *counters_text(void) {
+        char *buf = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&buf, &size);
+        if (!f)
+                return xstrdup("");
+        pthread_mutex_lock(&counters.lock);
+        Counter **v = xcalloc(counters.n, sizeof(Counter *));
+        size_t n = 0;
+        for (size_t i = 0; i < COUNTER_BUCKETS; i++)
+                for (Counter *c = counters.buckets[i]; c; c = c->next)
+                        v[n++] = c;
+        qsort(v, n, sizeof(Counter *), counter_cmp);
+        fputs("# opens reads writes readdirs getattrs readlinks path\n", f);
+        for (size_t i = 0; i < n; i++)
+                fprintf(f, "%lu %lu %lu %lu %lu %lu %s\n", v[i]->opens, v[i]->reads, v[i]->writes,
+                        v[i]->readdirs, v[i]->getattrs, v[i]->readlinks, v[i]->path);
+        pthread_mutex_unlock(&counters.lock);
+        free(v);
+        fclose(f);
+        return buf;
+}
+
+/* --------------------------------------------------------------- timers */
+
+static struct {
+        pthread_mutex_t lock;
+        pthread_cond_t cond;
+        bool stopping;
+        pthread_t *threads;
+        size_t n;
+} timers = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+/* Sleeps ms milliseconds; returns false early when the simulator stops. */
+static bool sim_sleep(unsigned ms) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        ts.tv_sec += ms / 1000;
+        ts.tv_nsec += (long) (ms % 1000) * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000L;
+        }
+        pthread_mutex_lock(&timers.lock);
+        while (!timers.stopping && pthread_cond_timedwait(&timers.cond, &timers.lock, &ts) != ETIMEDOUT)
+                ;
+        bool ok = !timers.stopping;
+        pthread_mutex_unlock(&timers.lock);
+        return ok;
+}
+
+typedef struct DelayedRegister {
+        char *parent;
+        unsigned ms;
+} DelayedRegister;
+
+static void *delayed_register(void *arg) {
+        DelayedRegister *d = arg;
+        if (sim_sleep(d->ms)) {
+                pthread_rwlock_wrlock(&model_lock);
+                Parent *p = parent_find(d->parent);
+                if (p)
+                        parent_register(p);
+                pthread_rwlock_unlock(&model_lock);
+        }
+        free(d->parent);
+        free(d);
+        return NULL;
+}
+
+static int timer_start(const char *parent, unsigned ms) {
+        DelayedRegister *d = xcalloc(1, sizeof(DelayedRegister));
+        d->parent = xstrdup(parent);
+        d->ms = ms;
+        pthread_mutex_lock(&timers.lock);
+        timers.threads = xrealloc(timers.threads, (timers.n + 1) * sizeof(pthread_t));
+        int r = pthread_create(&timers.threads[timers.n], NULL, delayed_register, d);
+        if (r == 0)
+                timers.n++;
+        pthread_mutex_unlock(&timers.lock);
+        if (r != 0) {
+                free(d->parent);
+                free(d);
+                return -r;
+        }
+        return 0;
+}
+
+static void timers_stop(void) {
+        pthread_mutex_lock(&timers.lock);
+        timers.stopping = true;
+        pthread_cond_broadcast(&timers.cond);
+        pthread_mutex_unlock(&timers.lock);
+        for (size_t i = 0; i < timers.n; i++)
+                pthread_join(timers.threads[i], NULL);
+        free(timers.threads);
+}
+
+/* ------------------------------------------------------- control commands */
+
+#define MAX_WORDS 16
+
+/* Splits a line into words; "key=value" words stay whole. */
+static size_t split_words(char *line, char *words[MAX_WORDS]) {
+        size_t n = 0;
+        char *save = NULL;
+        for (char *w = strtok_r(line, " \t\r\n", &save); w && n < MAX_WORDS; w = strtok_r(NULL, " \t\r\n", &save))
+                words[n++] = w;
+        return n;
+}
+
+/* Finds "key=value" among words[from..]; NULL if absent. */
+static const char *word_opt(char **words, size_t n, size_t from, const char *key) {
+        size_t kl = strlen(key);
+        for (size_t i = from; i < n; i++)
+                if (strncmp(words[i], key, kl) == 0 && words[i][kl] == '=')
+                        return words[i] + kl + 1;
+        return NULL;
+}
+
+static bool words_known(char **words, size_t n, size_t from, const char *const *keys) {
+        for (size_t i = from; i < n; i++) {
+                bool ok = false;
+                for (const char *const *k = keys; *k; k++)
+                        if (strncmp(words[i], *k, strlen(*k)) == 0 && words[i][strlen(*k)] == '=')
+                                ok = true;
+                if (!ok)
+                        return false;
+        }
+        return true;
+}
+
+static void set_str(char **dst, const char *src) {
+        free(*dst);
+        *dst = src ? xstrdup(src) : NULL;
+}
+
+static int ctl_one(char *line) {
+        char *w[MAX_WORDS];
+        size_t n = split_words(line, w);
+        unsigned u;
+
+        if (n == 0)
+                return 0;
+        if (streq(w[0], "create-fail")) {
+                /* create-fail ERRNO [parent=P] [count=N] */
+                static const char *const keys[] = { "parent", "count", NULL };
+                const char *c = word_opt(w, n, 2, "count");
+                int e = n >= 2 ? errno_from_name(w[1]) : 0;
+                if (e == 0 || !words_known(w, n, 2, keys))
+                        return -EINVAL;
+                u = 1;
+                if (c && parse_uint(c, &u) < 0)
+                        return -EINVAL;
+                fault.create_errno = e;
+                fault.create_count = u;
+                set_str(&fault.create_parent, word_opt(w, n, 2, "parent"));
+                return 0;
+        }
+        if (streq(w[0], "remove-block")) {
+                /* remove-block MS [uuid=U]: every remove blocks MS ms; 0 ends it */
+                static const char *const keys[] = { "uuid", NULL };
+                if (n < 2 || parse_uint(w[1], &u) < 0 || !words_known(w, n, 2, keys))
+                        return -EINVAL;
+                fault.remove_block_ms = u;
+                set_str(&fault.remove_block_uuid, word_opt(w, n, 2, "uuid"));
+                return 0;
+        }
+        if (streq(w[0], "remove-busy")) {
+                /* remove-busy N [uuid=U]: the next N removes fail with EBUSY */
+                static const char *const keys[] = { "uuid", NULL };
+                if (n < 2 || parse_uint(w[1], &u) < 0 || !words_known(w, n, 2, keys))
+                        return -EINVAL;
+                fault.remove_busy_count = u;
+                set_str(&fault.remove_busy_uuid, word_opt(w, n, 2, "uuid"));
+                return 0;
+        }
+        if (streq(w[0], "unregister") && n == 2) {
+                Parent *p = parent_find(w[1]);
+                if (!p)
+                        return -ENOENT;
+                parent_unregister(p);
+                return 0;
+        }
+        if (streq(w[0], "register") && (n == 2 || n == 3)) {
+                static const char *const keys[] = { "after", NULL };
+                const char *after = word_opt(w, n, 2, "after");
+                Parent *p = parent_find(w[1]);
+                if (!p)
+                        return -ENOENT;
+                if (!words_known(w, n, 2, keys))
+                        return -EINVAL;
+                if (after) {
+                        if (parse_uint(after, &u) < 0)
+                                return -EINVAL;
+                        return timer_start(p->name, u);
+                }
+                parent_register(p);
+                return 0;
+        }
+        if (streq(w[0], "counters-reset") && n == 1) {
+                counters_reset();
+                return 0;
+        }
+        if (streq(w[0], "faults-reset") && n == 1) {
+                fault.create_count = 0;
+                fault.remove_block_ms = 0;
+                fault.remove_busy_count = 0;
+                set_str(&fault.create_parent, NULL);
+                set_str(&fault.remove_block_uuid, NULL);
+                set_str(&fault.remove_busy_uuid, NULL);
+                return 0;
+        }
+        return -EINVAL;
+}
+
+static int ctl_write(const char *buf, size_t len) {
+        _cleanup_free_ char *copy = xmalloc(len + 1);
+        memcpy(copy, buf, len);
+        copy[len] = 0;
+        char *save = NULL;
+        for (char *line = strtok_r(copy, "\n;", &save); line; line = strtok_r(NULL, "\n;", &save)) {
+                int r = ctl_one(line);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* .sim/state: the model in a stable form, for tests and debugging. */
+static char *state_text(void) {
+        char *buf = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&buf, &size);
+        if (!f)
+                return xstrdup("");
+        fprintf(f, "mdevs %u\n", model.n_mdevs);
+        for (size_t i = 0; i < model.n_parents; i++) {
+                Parent *p = model.parents[i];
+                fprintf(f, "parent %s %s used=%u", p->name, p->registered ? "registered" : "unregistered", p->used);
+                if (p->pool)
+                        fprintf(f, " pool=%u/%u", p->pool_used, p->pool);
+                fputc('\n', f);
+        }
+        fprintf(f, "fault create-fail count=%u errno=%d parent=%s\n", fault.create_count, fault.create_errno,
+                strna(fault.create_parent));
+        fprintf(f, "fault remove-block ms=%u uuid=%s\n", fault.remove_block_ms, strna(fault.remove_block_uuid));
+        fprintf(f, "fault remove-busy count=%u uuid=%s\n", fault.remove_busy_count, strna(fault.remove_busy_uuid));
+        fclose(f);
+        return buf;
+}
+
+/* --------------------------------------------------------- file contents */
+
+/* The text of a readable attribute, or NULL (and *err) when unreadable. */
+static char *node_content(const Node *n) {
+        switch (n->kind) {
+        case K_TEXT:
+                return xasprintf("%s\n", n->text);
+        case K_AVAIL:
+                return xasprintf("%u\n", type_available(n->obj));
+        case K_NUMVFS:
+                return xasprintf("%u\n", ((const Pf *) n->obj)->num);
+        case K_STATE:
+                return state_text();
+        case K_COUNTERS:
+                return counters_text();
+        default:
+                return NULL;
+        }
+}
+
+static bool node_readable(const Node *n) {
+        return n->kind == K_TEXT || n->kind == K_AVAIL || n->kind == K_NUMVFS || n->kind == K_STATE ||
+               n->kind == K_COUNTERS;
+}
+
+static bool node_writable(const Node *n) {
+        return n->kind == K_CREATE || n->kind == K_REMOVE || n->kind == K_NUMVFS || n->kind == K_CTL;
+}
+
+/* mdev_sysfs.c remove_store(): kstrtoul(buf, 0): "1" removes, "0" does
+ * nothing. Called with the write lock held; may drop it to block. */
+static int mdev_write_remove(Mdev *m, const char *buf, size_t len) {
+        char tmp[32];
+        char uuid[UUID_LEN + 1];
+        if (len == 0 || len >= sizeof(tmp))
+                return -EINVAL;
+        memcpy(tmp, buf, len);
+        tmp[len] = 0;
+        if (tmp[len - 1] == '\n')
+                tmp[len - 1] = 0;
+        char *end;
+        errno = 0;
+        unsigned long v = strtoul(tmp, &end, 0);
+        if (errno || end == tmp || *end || tmp[0] == '-' || tmp[0] == '+')
+                return -EINVAL;
+        if (v == 0)
+                return 0;
+        if (m->removing)
+                return -ENOENT;
+        if (fault.remove_busy_count > 0 && (!fault.remove_busy_uuid || streq(fault.remove_busy_uuid, m->uuid))) {
+                fault.remove_busy_count--;
+                return -EBUSY;
+        }
+        /* device_remove_file_self(): the "remove" file goes first */
+        m->removing = true;
+        node_free(node_child(m->dir, "remove", strlen("remove")));
+        unsigned ms = 0;
+        if (fault.remove_block_ms && (!fault.remove_block_uuid || streq(fault.remove_block_uuid, m->uuid)))
+                ms = fault.remove_block_ms;
+        if (ms) {
+                memcpy(uuid, m->uuid, sizeof(uuid));
+                pthread_rwlock_unlock(&model_lock);
+                sim_sleep(ms);
+                pthread_rwlock_wrlock(&model_lock);
+                m = mdev_find(uuid); /* a parent may have unregistered meanwhile */
+                if (!m || !m->removing)
+                        return 0;
+        }
+        mdev_destroy(m);
+        return 0;
+}
+
+/* ------------------------------------------------------------ operations */
+
+static void node_stat(const Node *n, struct stat *st) {
+        static struct timespec start;
+        if (start.tv_sec == 0)
+                clock_gettime(CLOCK_REALTIME, &start);
+        memset(st, 0, sizeof(*st));
+        st->st_ino = n->ino;
+        st->st_mode = n->mode;
+        st->st_nlink = n->kind == K_DIR ? 2 : 1;
+        st->st_size = n->kind == K_LINK ? (off_t) strlen(n->text) : n->kind == K_DIR ? 0 : 4096;
+        st->st_blksize = 4096;
+        st->st_atim = st->st_mtim = st->st_ctim = start;
+}
+
+static int sim_getattr(const char *path, struct stat *st, struct fuse_file_info *fi) {
+        count(path, C_GETATTR);
+        pthread_rwlock_rdlock(&model_lock);
+        Node *n = node_resolve(path);
+        if (n)
+                node_stat(n, st);
+        pthread_rwlock_unlock(&model_lock);
+        return n ? 0 : -ENOENT;
+}
+
+static int sim_readlink(const char *path, char *buf, size_t size) {
+        int r = 0;
+        count(path, C_READLINK);
+        pthread_rwlock_rdlock(&model_lock);
+        Node *n = node_resolve(path);
+        if (!n)
+                r = -ENOENT;
+        else if (n->kind != K_LINK)
+                r = -EINVAL;
+        else {
+                snprintf(buf, size, "%s", n->text);
+        }
+        pthread_rwlock_unlock(&model_lock);
+        return r;
+}
+
+static int sim_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t off, struct fuse_file_info *fi,
+                       enum fuse_readdir_flags flags) {
+        int r = 0;
+        struct stat st;
+        count(path, C_READDIR);
+        pthread_rwlock_rdlock(&model_lock);
+        Node *n = node_resolve(path);
+        if (!n)
+                r = -ENOENT;
+        else if (n->kind != K_DIR)
+                r = -ENOTDIR;
+        else {
+                node_stat(n, &st);
+                filler(buf, ".", &st, 0, 0);
+                if (n->parent)
+                        node_stat(n->parent, &st);
+                filler(buf, "..", &st, 0, 0);
+                for (Node *c = n->first; c; c = c->next) {
+                        if (c->hidden)
+                                continue;
+                        node_stat(c, &st);
+                        if (filler(buf, c->name, &st, 0, 0))
+                                break;
+                }
+        }
+        pthread_rwlock_unlock(&model_lock);
+        return r;
+}
+
+static int sim_open(const char *path, struct fuse_file_info *fi) {
+        int r = 0;
+        count(path, C_OPEN);
+        pthread_rwlock_rdlock(&model_lock);
+        Node *n = node_resolve(path);
+        int acc = fi->flags & O_ACCMODE;
+        if (!n)
+                r = -ENOENT;
+        else if (n->kind == K_DIR)
+                r = -EISDIR;
+        /* kernfs: open fails with EACCES, even for root, when the file has
+         * no read (write) permission or no show (store) method */
+        else if ((acc == O_RDONLY || acc == O_RDWR) && !node_readable(n))
+                r = -EACCES;
+        else if ((acc == O_WRONLY || acc == O_RDWR) && !node_writable(n))
+                r = -EACCES;
+        else if (n->kind == K_COUNTERS || n->kind == K_STATE) {
+                /* a snapshot, so that long output reads consistently */
+                fi->fh = (uint64_t) (uintptr_t) node_content(n);
+        }
+        pthread_rwlock_unlock(&model_lock);
+        fi->direct_io = 1;
+        fi->keep_cache = 0;
+        return r;
+}
+
+static int sim_release(const char *path, struct fuse_file_info *fi) {
+        free((char *) (uintptr_t) fi->fh);
+        return 0;
+}
+
+static int sim_read(const char *path, char *buf, size_t size, off_t off, struct fuse_file_info *fi) {
+        _cleanup_free_ char *text = NULL;
+        const char *content;
+        count(path, C_READ);
+        if (fi->fh)
+                content = (const char *) (uintptr_t) fi->fh;
+        else {
+                pthread_rwlock_rdlock(&model_lock);
+                Node *n = node_resolve(path);
+                text = n ? node_content(n) : NULL;
+                pthread_rwlock_unlock(&model_lock);
+                if (!n)
+                        return -ENODEV;
+                if (!text)
+                        return -EIO;
+                content = text;
+        }
+        size_t len = strlen(content);
+        if (off < 0 || (size_t) off >= len)
+                return 0;
+        if (size > len - (size_t) off)
+                size = len - (size_t) off;
+        memcpy(buf, content + off, size);
+        return (int) size;
+}
+
+static int sim_write(const char *path, const char *buf, size_t size, off_t off, struct fuse_file_info *fi) {
+        int r;
+        count(path, C_WRITE);
+        pthread_rwlock_wrlock(&model_lock);
+        Node *n = node_resolve(path);
+        if (!n)
+                r = -ENODEV;
+        else if (n->kind == K_CREATE)
+                r = mdev_create(n->obj, buf, size);
+        else if (n->kind == K_REMOVE)
+                r = mdev_write_remove(n->obj, buf, size);
+        else if (n->kind == K_NUMVFS) {
+                char tmp[32];
+                if (size >= sizeof(tmp))
+                        r = -EINVAL;
+                else {
+                        memcpy(tmp, buf, size);
+                        tmp[size] = 0;
+                        r = pf_write_numvfs(n->obj, tmp);
+                }
+        } else if (n->kind == K_CTL)
+                r = ctl_write(buf, size);
+        else
+                r = -EACCES;
+        pthread_rwlock_unlock(&model_lock);
+        return r < 0 ? r : (int) size;
+}
+
+static int sim_truncate(const char *path, off_t size, struct fuse_file_info *fi) {
+        int r = 0;
+        pthread_rwlock_rdlock(&model_lock);
+        Node *n = node_resolve(path);
+        if (!n)
+                r = -ENOENT;
+        else if (!node_writable(n))
+                r = -EACCES;
+        pthread_rwlock_unlock(&model_lock);
+        return r;
+}
+
+static int sim_create(const char *path, mode_t mode, struct fuse_file_info *fi) {
+        return -EACCES;
+}
+
+static int sim_refuse(const char *path, mode_t mode) {
+        return -EPERM;
+}
+
+static int sim_refuse_path(const char *path) {
+        return -EPERM;
+}
+
+static void *sim_init(struct fuse_conn_info *conn, struct fuse_config *cfg) {
+        cfg->entry_timeout = 0;
+        cfg->attr_timeout = 0;
+        cfg->negative_timeout = 0;
+        cfg->use_ino = 1;
+        cfg->direct_io = 1;
+        cfg->kernel_cache = 0;
+        return NULL;
+}
+
+static const struct fuse_operations sim_ops = {
+        .init = sim_init,
+        .getattr = sim_getattr,
+        .readlink = sim_readlink,
+        .readdir = sim_readdir,
+        .open = sim_open,
+        .release = sim_release,
+        .read = sim_read,
+        .write = sim_write,
+        .truncate = sim_truncate,
+        .create = sim_create,
+        .mkdir = sim_refuse,
+        .unlink = sim_refuse_path,
+        .rmdir = sim_refuse_path,
+};
+
+/* -------------------------------------------------------------- topology */
+
+/* Splits a topology line into words. A word may be quoted ("a b") or
+ * key="a b"; quotes are removed. Returns -1 on an unterminated quote. */
+static int topo_words(char *line, char *words[MAX_WORDS], size_t *ret_n) {
+        size_t n = 0;
+        char *p = line;
+        for (;;) {
+                while (*p == ' ' || *p == '\t')
+                        p++;
+                if (!*p || *p == '\n' || *p == '#')
+                        break;
+                if (n == MAX_WORDS)
+                        return -1;
+                words[n++] = p;
+                char *out = p;
+                bool quoted = false;
+                while (*p && (quoted || (*p != ' ' && *p != '\t' && *p != '\n'))) {
+                        if (*p == '"')
+                                quoted = !quoted;
+                        else
+                                *out++ = *p;
+                        p++;
+                }
+                if (quoted)
+                        return -1;
+                bool end = !*p;
+                if (!end)
+                        p++;
+                *out = 0;
+                if (end)
+                        break;
+        }
+        *ret_n = n;
+        return 0;
+}
+
+static bool name_ok(const char *s) {
+        return *s && !strchr(s, '/') && !streq(s, ".") && !streq(s, "..") && strlen(s) < 128;
+}
+
+static TypeSet *set_find(const char *name) {
+        for (size_t i = 0; i < model.n_sets; i++)
+                if (streq(model.sets[i]->name, name))
+                        return model.sets[i];
+        return NULL;
+}
+
+static int topo_fail(const char *file, unsigned line, const char *what) {
+        fprintf(stderr, "mdev-sysfs-sim: %s:%u: %s\n", file, line, what);
+        return -EINVAL;
+}
+
+static int topo_load(const char *file) {
+        _cleanup_fclose_ FILE *f = fopen(file, "re");
+        _cleanup_free_ char *line = NULL;
+        size_t cap = 0;
+        unsigned lineno = 0;
+        TypeSet *cur = NULL;
+
+        if (!f) {
+                fprintf(stderr, "mdev-sysfs-sim: cannot open topology '%s': %s\n", file, strerror(errno));
+                return -errno;
+        }
+        while (getline(&line, &cap, f) >= 0) {
+                char *w[MAX_WORDS];
+                size_t n;
+                unsigned u;
+
+                lineno++;
+                if (topo_words(line, w, &n) < 0)
+                        return topo_fail(file, lineno, "unterminated quote or too many words");
+                if (n == 0)
+                        continue;
+                if (streq(w[0], "types")) {
+                        if (cur || n != 2 || !name_ok(w[1]) || set_find(w[1]))
+                                return topo_fail(file, lineno, "expected: types NAME (new, outside another types block)");
+                        cur = xcalloc(1, sizeof(TypeSet));
+                        cur->name = xstrdup(w[1]);
+                        model.sets = xrealloc(model.sets, (model.n_sets + 1) * sizeof(TypeSet *));
+                        model.sets[model.n_sets++] = cur;
+                } else if (streq(w[0], "end")) {
+                        if (!cur || n != 1)
+                                return topo_fail(file, lineno, "'end' without 'types'");
+                        if (cur->n == 0)
+                                return topo_fail(file, lineno, "a types block needs at least one type");
+                        cur = NULL;
+                } else if (streq(w[0], "type")) {
+                        static const char *const keys[] = { "instances", "ports", "device_api", "name",
+                                                            "description", NULL };
+                        if (!cur || n < 2 || !name_ok(w[1]))
+                                return topo_fail(file, lineno, "expected: type ID key=value... inside a types block");
+                        if (!words_known(w, n, 2, keys))
+                                return topo_fail(file, lineno, "unknown key for type");
+                        for (size_t i = 0; i < cur->n; i++)
+                                if (streq(cur->types[i].id, w[1]))
+                                        return topo_fail(file, lineno, "duplicate type");
+                        cur->types = xrealloc(cur->types, (cur->n + 1) * sizeof(TypeDef));
+                        TypeDef *d = &cur->types[cur->n++];
+                        memset(d, 0, sizeof(*d));
+                        d->id = xstrdup(w[1]);
+                        d->name = xstrdup(word_opt(w, n, 2, "name"));
+                        d->description = xstrdup(word_opt(w, n, 2, "description"));
+                        const char *api = word_opt(w, n, 2, "device_api");
+                        d->device_api = xstrdup(api ? api : "vfio-pci");
+                        const char *v = word_opt(w, n, 2, "instances");
+                        if (v && parse_uint(v, &d->instances) < 0)
+                                return topo_fail(file, lineno, "instances: not a number");
+                        d->ports = 1;
+                        v = word_opt(w, n, 2, "ports");
+                        if (v && (parse_uint(v, &d->ports) < 0 || d->ports == 0))
+                                return topo_fail(file, lineno, "ports: not a positive number");
+                } else if (streq(w[0], "parent")) {
+                        static const char *const keys[] = { "types", "devpath", "pool", "onetype", "errno",
+                                                            "registered", NULL };
+                        if (cur || n < 2 || !name_ok(w[1]))
+                                return topo_fail(file, lineno, "expected: parent NAME types=SET key=value...");
+                        if (!words_known(w, n, 2, keys))
+                                return topo_fail(file, lineno, "unknown key for parent");
+                        if (parent_find(w[1]))
+                                return topo_fail(file, lineno, "duplicate parent");
+                        const char *sn = word_opt(w, n, 2, "types");
+                        const TypeSet *set = sn ? set_find(sn) : NULL;
+                        if (!set)
+                                return topo_fail(file, lineno, "types=SET names no types block defined above");
+                        const char *devpath = word_opt(w, n, 2, "devpath");
+                        if (!devpath && !name_is_pci(w[1]))
+                                return topo_fail(file, lineno, "a parent that is not a PCI address needs devpath=");
+                        if (devpath && (!*devpath || devpath[0] == '/' || strstr(devpath, "..")))
+                                return topo_fail(file, lineno, "devpath must be relative to devices/");
+                        Parent *p = parent_new(w[1], devpath, set);
+                        const char *v = word_opt(w, n, 2, "pool");
+                        if (v && parse_uint(v, &p->pool) < 0)
+                                return topo_fail(file, lineno, "pool: not a number");
+                        v = word_opt(w, n, 2, "onetype");
+                        if (v && parse_uint(v, &u) < 0)
+                                return topo_fail(file, lineno, "onetype: 0 or 1");
+                        p->onetype = v && u;
+                        v = word_opt(w, n, 2, "errno");
+                        if (v && (p->nospace_errno = errno_from_name(v)) == 0)
+                                return topo_fail(file, lineno, "errno: unknown errno name");
+                        v = word_opt(w, n, 2, "registered");
+                        u = 1;
+                        if (v && parse_uint(v, &u) < 0)
+                                return topo_fail(file, lineno, "registered: 0 or 1");
+                        p->registered = !u; /* see topo_build() */
+                } else if (streq(w[0], "sriov")) {
+                        static const char *const keys[] = { "types", "devpath", "totalvfs", "numvfs", "errno",
+                                                            "onetype", NULL };
+                        if (cur || n < 2 || !name_is_pci(w[1]))
+                                return topo_fail(file, lineno, "expected: sriov PCI-ADDRESS totalvfs=N types=SET ...");
+                        if (!words_known(w, n, 2, keys))
+                                return topo_fail(file, lineno, "unknown key for sriov");
+                        const char *sn = word_opt(w, n, 2, "types");
+                        const TypeSet *set = sn ? set_find(sn) : NULL;
+                        if (!set)
+                                return topo_fail(file, lineno, "types=SET names no types block defined above");
+                        Pf *pf = xcalloc(1, sizeof(Pf));
+                        model.pfs = xrealloc(model.pfs, (model.n_pfs + 1) * sizeof(Pf *));
+                        model.pfs[model.n_pfs++] = pf;
+                        pf->name = xstrdup(w[1]);
+                        const char *devpath = word_opt(w, n, 2, "devpath");
+                        pf->devpath = devpath ? xstrdup(devpath) : pci_devpath(w[1]);
+                        pf->vf_set = set;
+                        pf->vf_errno = ENOSPC;
+                        pf->vf_onetype = true;
+                        const char *v = word_opt(w, n, 2, "totalvfs");
+                        if (!v || parse_uint(v, &pf->total) < 0 || pf->total == 0 || pf->total > 252)
+                                return topo_fail(file, lineno, "totalvfs: 1..252 required");
+                        v = word_opt(w, n, 2, "numvfs");
+                        pf->num = 0;
+                        if (v && (parse_uint(v, &u) < 0 || u > pf->total))
+                                return topo_fail(file, lineno, "numvfs: 0..totalvfs");
+                        pf->vfs = (Parent **) (uintptr_t) (v ? u : 0); /* initial, see topo_build() */
+                        v = word_opt(w, n, 2, "errno");
+                        if (v && (pf->vf_errno = errno_from_name(v)) == 0)
+                                return topo_fail(file, lineno, "errno: unknown errno name");
+                        v = word_opt(w, n, 2, "onetype");
+                        if (v && parse_uint(v, &u) < 0)
+                                return topo_fail(file, lineno, "onetype: 0 or 1");
+                        if (v)
+                                pf->vf_onetype = u;
+                } else
+                        return topo_fail(file, lineno, "unknown statement (types, type, end, parent, sriov)");
+        }
+        if (cur)
+                return topo_fail(file, lineno, "types block without 'end'");
+        if (model.n_parents == 0 && model.n_pfs == 0)
+                return topo_fail(file, lineno, "no parent and no sriov statement");
+        return 0;
+}
+
+static void topo_build(void) {
+        tree.size = 1024;
+        tree.buckets = xcalloc(tree.size, sizeof(Node *));
+        tree.root = node_add(NULL, "", K_DIR, S_IFDIR | 0755);
+        model.devices = node_dir(tree.root, "devices");
+        model.class_mdev_bus = node_mkdir_p(tree.root, "class/mdev_bus");
+        model.bus_mdev_devices = node_mkdir_p(tree.root, "bus/mdev/devices");
+        model.bus_pci_devices = node_mkdir_p(tree.root, "bus/pci/devices");
+        Node *ctl = node_dir(tree.root, ".sim");
+        ctl->hidden = true;
+        node_attr(ctl, "ctl", K_CTL, 0200, NULL);
+        node_attr(ctl, "counters", K_COUNTERS, 0444, NULL);
+        node_attr(ctl, "state", K_STATE, 0444, NULL);
+
+        size_t n = model.n_parents;
+        for (size_t i = 0; i < n; i++) {
+                Parent *p = model.parents[i];
+                bool reg = !p->registered;
+                p->registered = false;
+                p->dev = device_add(p->name, p->devpath);
+                if (reg)
+                        parent_register(p);
+        }
+        for (size_t i = 0; i < model.n_pfs; i++) {
+                Pf *pf = model.pfs[i];
+                unsigned num = (unsigned) (uintptr_t) pf->vfs;
+                pf->vfs = NULL;
+                pf->dev = device_add(pf->name, pf->devpath);
+                _cleanup_free_ char *total = xasprintf("%u", pf->total);
+                node_text(pf->dev, "sriov_totalvfs", total);
+                node_attr(pf->dev, "sriov_numvfs", K_NUMVFS, 0644, pf);
+                if (num)
+                        pf_enable(pf, num);
+        }
+}
+
+static void model_free(void) {
+        for (size_t i = 0; i < model.n_pfs; i++) {
+                Pf *pf = model.pfs[i];
+                free(pf->vfs);
+                free(pf->name);
+                free(pf->devpath);
+                free(pf);
+        }
+        for (size_t i = 0; i < model.n_parents; i++)
+                parent_free(model.parents[i]);
+        for (size_t i = 0; i < model.n_sets; i++) {
+                TypeSet *s = model.sets[i];
+                for (size_t j = 0; j < s->n; j++) {
+                        free(s->types[j].id);
+                        free(s->types[j].name);
+                        free(s->types[j].description);
+                        free(s->types[j].device_api);
+                }
+                free(s->types);
+                free(s->name);
+                free(s);
+        }
+        free(model.pfs);
+        free(model.parents);
+        free(model.sets);
+        /* mdevs are owned by the tree's nodes: free them through it */
+        if (model.bus_mdev_devices)
+                for (Node *c = model.bus_mdev_devices->first; c; c = c->next)
+                        free(c->obj);
+        node_free(tree.root);
+        free(tree.buckets);
+        set_str(&fault.create_parent, NULL);
+        set_str(&fault.remove_block_uuid, NULL);
+        set_str(&fault.remove_busy_uuid, NULL);
+        counters_reset();
+}
+
+/* ------------------------------------------------------------------ main */
+
+static int client_ctl(const char *mountpoint, int argc, char **argv) {
+        _cleanup_free_ char *path = xasprintf("%s/.sim/ctl", mountpoint);
+        size_t len = 0;
+        for (int i = 0; i < argc; i++)
+                len += strlen(argv[i]) + 1;
+        _cleanup_free_ char *cmd = xcalloc(1, len + 1);
+        for (int i = 0; i < argc; i++) {
+                strcat(cmd, argv[i]);
+                strcat(cmd, i + 1 < argc ? " " : "\n");
+        }
+        _cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
+        if (fd < 0 || write(fd, cmd, strlen(cmd)) < 0) {
+                fprintf(stderr, "mdev-sysfs-sim: %s: %s: %s\n", path, cmd, strerror(errno));
+                return 1;
+        }
+        return 0;
+}
+
+static int client_cat(const char *mountpoint, const char *file) {
+        _cleanup_free_ char *path = xasprintf("%s/.sim/%s", mountpoint, file);
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+        char buf[65536];
+        ssize_t k;
+        if (fd < 0) {
+                fprintf(stderr, "mdev-sysfs-sim: %s: %s\n", path, strerror(errno));
+                return 1;
+        }
+        while ((k = read(fd, buf, sizeof(buf))) > 0)
+                if (fwrite(buf, 1, (size_t) k, stdout) != (size_t) k)
+                        return 1;
+        return k < 0 ? 1 : 0;
+}
+
+static void usage(FILE *f) {
+        fputs("usage: mdev-sysfs-sim [-f] [-d] TOPOLOGY MOUNTPOINT\n"
+              "       mdev-sysfs-sim --ctl MOUNTPOINT COMMAND [ARGS...]\n"
+              "       mdev-sysfs-sim --counters MOUNTPOINT\n"
+              "       mdev-sysfs-sim --state MOUNTPOINT\n"
+              "       mdev-sysfs-sim --check TOPOLOGY\n"
+              "-f stays in the foreground, -d also prints FUSE debug output.\n"
+              "Commands: see tests/sim/README.md.\n",
+              f);
+}
+
+int main(int argc, char **argv) {
+        bool foreground = false, debug = false;
+        int i = 1;
+
+        if (argc >= 3 && streq(argv[1], "--ctl") && argc >= 4)
+                return client_ctl(argv[2], argc - 3, argv + 3);
+        if (argc == 3 && streq(argv[1], "--counters"))
+                return client_cat(argv[2], "counters");
+        if (argc == 3 && streq(argv[1], "--state"))
+                return client_cat(argv[2], "state");
+        if (argc == 3 && streq(argv[1], "--check")) {
+                int r = topo_load(argv[2]);
+                if (r >= 0) {
+                        topo_build();
+                        printf("%s: %zu parents, %zu nodes\n", argv[2], model.n_parents, tree.count);
+                }
+                model_free();
+                return r < 0 ? 2 : 0;
+        }
+        if (argc == 2 && (streq(argv[1], "--help") || streq(argv[1], "-h"))) {
+                usage(stdout);
+                return 0;
+        }
+        for (; i < argc && argv[i][0] == '-'; i++) {
+                if (streq(argv[i], "-f"))
+                        foreground = true;
+                else if (streq(argv[i], "-d"))
+                        foreground = debug = true;
+                else {
+                        usage(stderr);
+                        return 2;
+                }
+        }
+        if (argc - i != 2) {
+                usage(stderr);
+                return 2;
+        }
+        const char *topology = argv[i], *mountpoint = argv[i + 1];
+
+        pthread_rwlockattr_t rwa;
+        pthread_rwlockattr_init(&rwa);
+        /* 32 hooks read in parallel: do not let them starve a create */
+        pthread_rwlockattr_setkind_np(&rwa, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+        pthread_rwlock_init(&model_lock, &rwa);
+        pthread_rwlockattr_destroy(&rwa);
+        pthread_condattr_t ca;
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        pthread_cond_init(&timers.cond, &ca);
+        pthread_condattr_destroy(&ca);
+
+        if (topo_load(topology) < 0) {
+                model_free();
+                return 2;
+        }
+        topo_build();
+
+        struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
+        fuse_opt_add_arg(&args, argv[0]);
+        fuse_opt_add_arg(&args, "-o");
+        fuse_opt_add_arg(&args, geteuid() == 0 ? "fsname=mdev-sysfs-sim,subtype=mdev-sysfs-sim,allow_other"
+                                               : "fsname=mdev-sysfs-sim,subtype=mdev-sysfs-sim");
+        if (debug)
+                fuse_opt_add_arg(&args, "-d");
+        struct fuse *fuse = fuse_new(&args, &sim_ops, sizeof(sim_ops), NULL);
+        fuse_opt_free_args(&args);
+        if (!fuse) {
+                model_free();
+                return 1;
+        }
+        if (fuse_mount(fuse, mountpoint) != 0) {
+                fuse_destroy(fuse);
+                model_free();
+                return 1;
+        }
+        /* The mount exists now; the parent returns once the child is set up. */
+        if (fuse_daemonize(foreground) != 0) {
+                fuse_unmount(fuse);
+                fuse_destroy(fuse);
+                model_free();
+                return 1;
+        }
+        struct fuse_session *se = fuse_get_session(fuse);
+        fuse_set_signal_handlers(se);
+        struct fuse_loop_config *lc = fuse_loop_cfg_create();
+        fuse_loop_cfg_set_max_threads(lc, 256);
+        fuse_loop_cfg_set_idle_threads(lc, 8);
+        int r = fuse_loop_mt(fuse, lc);
+        fuse_loop_cfg_destroy(lc);
+        timers_stop();
+        fuse_remove_signal_handlers(se);
+        fuse_unmount(fuse);
+        fuse_destroy(fuse);
+        model_free();
+        pthread_rwlock_destroy(&model_lock);
+        pthread_cond_destroy(&timers.cond);
+        return r == 0 ? 0 : 1;
+}
