@@ -1,3 +1,955 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Placeholder until the implementation lands. */
+/*
+ * /etc/mdev-hooks/mdev-hooks.conf (config.h, DESIGN.md §3), parsed with inih.
+ *
+ * Debian's inih (r55) reads lines of at most 200 bytes into a stack buffer,
+ * allows multi-line values (an indented line continues the previous key: the
+ * handler is called again under the same name), strips inline comments that
+ * start with " ;", truncates section names to 49 bytes and reports only the
+ * first syntax error. So our reader, which sees every raw line first, keeps
+ * its own line number, section (from the raw "[...]" line) and continuation
+ * flag, rejects over-long and malformed lines itself (handing inih a comment
+ * instead) and thus collects every error, each with its line. inih still
+ * splits "key = value" and strips whitespace and comments.
+ *
+ * Everything is collected first and validated at the end, because sections
+ * may come in any order ([mdev_X] before [devices]).
+ */
+#include <ctype.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <strings.h>
+#include <sys/stat.h>
+
+#include <ini.h>
+
 #include "config.h"
+
+#define CONFIG_DEFAULT_DISPLAY "/" CONFIG_DEFAULT_PATH
+/* inih splits "key = value" at the first '=' or ':', so "0000:41:00.0 = 4"
+ * would become key "0000". The reader swaps the ':' of such a key for this
+ * byte and the handler swaps it back. */
+#define COLON_PLACEHOLDER '\037'
+
+typedef enum SectionKind {
+        SECTION_NONE,     /* before the first section header */
+        SECTION_INVALID,  /* already reported: its keys are skipped */
+        SECTION_DEVICES,
+        SECTION_TYPE,     /* [mdev_<type>] or [vgpu_<type>] */
+        SECTION_HOOKS,
+        SECTION_SRIOV,
+} SectionKind;
+
+typedef struct ParseError {
+        unsigned line;
+        size_t seq;       /* order of detection, for a stable sort */
+        char *msg;
+} ParseError;
+
+/* One [mdev_<type>]/[vgpu_<type>] (both spellings of one type merge). */
+typedef struct TypeSection {
+        char *type;
+        unsigned line;            /* of its first header */
+        char **addresses;         /* normalised, in file order */
+        unsigned *address_lines;
+        size_t n_addresses;
+        unsigned max_instances;
+        char *mdev_class;
+} TypeSection;
+
+typedef struct Parser {
+        const char *path;         /* for messages */
+        FILE *f;
+
+        /* the reader's view of the raw line inih is about to handle */
+        unsigned line;
+        bool continuation;
+        char *buf;
+        size_t buf_size;
+
+        SectionKind kind;
+        TypeSection *section;     /* SECTION_TYPE */
+        char *last_key;           /* canonical key of the last key line, for continuations */
+        bool last_key_bad;        /* its first line was refused: skip its continuations */
+
+        ParseError *errors;
+        size_t n_errors;
+
+        char **seen;              /* "<section>\037<key>" */
+        unsigned *seen_lines;
+        size_t n_seen;
+
+        char **enabled;
+        unsigned *enabled_lines;
+        size_t n_enabled;
+        unsigned enabled_line;    /* 0: no enabled_mdev_types at all */
+
+        TypeSection *sections;
+        size_t n_sections;
+
+        Config *config;           /* [hooks] and [sriov] go straight in */
+        unsigned command_line;
+} Parser;
+
+static const char * const release_table[] = {
+        [CONFIG_RELEASE_REMOVE] = "remove",
+        [CONFIG_RELEASE_KEEP] = "keep",
+};
+
+static const char * const placement_table[] = {
+        [CONFIG_PLACEMENT_PACK] = "pack",
+        [CONFIG_PLACEMENT_SPREAD] = "spread",
+};
+
+static const char * const recreate_table[] = {
+        [CONFIG_RECREATE_LAZY] = "lazy",
+        [CONFIG_RECREATE_EAGER] = "eager",
+};
+
+const char *config_release_to_string(ConfigRelease r) {
+        return (unsigned) r < ELEMENTSOF(release_table) ? release_table[r] : NULL;
+}
+
+const char *config_placement_to_string(ConfigPlacement p) {
+        return (unsigned) p < ELEMENTSOF(placement_table) ? placement_table[p] : NULL;
+}
+
+const char *config_recreate_to_string(ConfigRecreate r) {
+        return (unsigned) r < ELEMENTSOF(recreate_table) ? recreate_table[r] : NULL;
+}
+
+static int table_lookup(const char * const *table, size_t n, const char *s) {
+        for (size_t i = 0; i < n; i++)
+                if (streq(table[i], s))
+                        return (int) i;
+        return -EINVAL;
+}
+
+bool config_pci_address_is_valid(const char *s) {
+        /* dddd:bb:ss.f with slot <= 0x1f and function <= 7, as the kernel names them. */
+        static const char pattern[] = "xxxx:xx:xx.x";
+        unsigned slot;
+
+        if (!s || strlen(s) != sizeof pattern - 1)
+                return false;
+        for (size_t i = 0; pattern[i]; i++) {
+                if (pattern[i] == 'x') {
+                        if (!isxdigit((unsigned char) s[i]))
+                                return false;
+                } else if (s[i] != pattern[i])
+                        return false;
+        }
+        slot = (unsigned) strtoul((char[]) { s[8], s[9], '\0' }, NULL, 16);
+        return slot <= 0x1f && s[11] >= '0' && s[11] <= '7';
+}
+
+/* --- errors ------------------------------------------------------------ */
+
+_printf_(3, 4)
+static void parser_error(Parser *p, unsigned line, const char *fmt, ...) {
+        ParseError *e;
+        va_list ap;
+        char *msg = NULL;
+
+        va_start(ap, fmt);
+        if (vasprintf(&msg, fmt, ap) < 0)
+                msg = NULL;
+        va_end(ap);
+
+        e = realloc(p->errors, (p->n_errors + 1) * sizeof *e);
+        if (!e || !msg) {
+                /* Out of memory: keep what we have; the count still refuses the config. */
+                free(msg);
+                if (e)
+                        p->errors = e;
+                return;
+        }
+        p->errors = e;
+        p->errors[p->n_errors] = (ParseError) { .line = line, .seq = p->n_errors, .msg = msg };
+        p->n_errors++;
+}
+
+static bool parser_has_error_at(const Parser *p, unsigned line) {
+        for (size_t i = 0; i < p->n_errors; i++)
+                if (p->errors[i].line == line)
+                        return true;
+        return false;
+}
+
+static int cmp_error(const void *a, const void *b) {
+        const ParseError *x = a, *y = b;
+
+        if (x->line != y->line)
+                return x->line < y->line ? -1 : 1;
+        return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* --- small helpers ----------------------------------------------------- */
+
+static char *strip(char *s) {
+        char *e;
+
+        while (isspace((unsigned char) *s))
+                s++;
+        e = s + strlen(s);
+        while (e > s && isspace((unsigned char) e[-1]))
+                *--e = '\0';
+        return s;
+}
+
+/* Records a key of a section; a second one is an error naming the first. */
+static bool parser_key_once(Parser *p, const char *section, const char *key, const char *shown) {
+        _cleanup_free_ char *id = strdup_printf("%s\037%s", section, key);
+        char **s;
+        unsigned *l;
+
+        if (!id)
+                return true;
+        for (size_t i = 0; i < p->n_seen; i++)
+                if (streq(p->seen[i], id)) {
+                        parser_error(p, p->line, "duplicate key '%s' (first set on line %u)", shown, p->seen_lines[i]);
+                        return false;
+                }
+        s = realloc(p->seen, (p->n_seen + 1) * sizeof *s);
+        if (!s)
+                return true;
+        p->seen = s;
+        l = realloc(p->seen_lines, (p->n_seen + 1) * sizeof *l);
+        if (!l)
+                return true;
+        p->seen_lines = l;
+        p->seen[p->n_seen] = steal_pointer(&id);
+        p->seen_lines[p->n_seen] = p->line;
+        p->n_seen++;
+        return true;
+}
+
+static TypeSection *parser_type_section(Parser *p, const char *type) {
+        TypeSection *t;
+
+        for (size_t i = 0; i < p->n_sections; i++)
+                if (streq(p->sections[i].type, type))
+                        return &p->sections[i];
+        t = realloc(p->sections, (p->n_sections + 1) * sizeof *t);
+        if (!t)
+                return NULL;
+        p->sections = t;
+        t = &p->sections[p->n_sections];
+        *t = (TypeSection) { .type = strdup(type), .line = p->line };
+        if (!t->type)
+                return NULL;
+        p->n_sections++;
+        return t;
+}
+
+/* A parent name: a PCI address (normalised to lower case) or a virtual
+ * parent's name such as "mtty". Anything with a ':' must be a PCI address. */
+static int parse_parent_name(const char *s, char **ret) {
+        char *n;
+
+        if (strchr(s, ':')) {
+                if (!config_pci_address_is_valid(s))
+                        return -EINVAL;
+        } else if (!name_is_valid(s))
+                return -EINVAL;
+        n = strdup(s);
+        if (!n)
+                return -ENOMEM;
+        if (strchr(s, ':'))
+                for (char *c = n; *c; c++)
+                        *c = (char) tolower((unsigned char) *c);
+        *ret = n;
+        return 0;
+}
+
+/* --- list values ------------------------------------------------------- */
+
+static void parse_enabled(Parser *p, const char *value) {
+        _cleanup_free_ char *copy = strdup(value);
+        char *save = NULL;
+
+        if (!copy)
+                return;
+        for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+                char *t = strip(tok);
+                char **l;
+                unsigned *ln;
+
+                if (!*t)
+                        continue;
+                if (!name_is_valid(t)) {
+                        parser_error(p, p->line, "'%s' is not a valid mdev type name", t);
+                        continue;
+                }
+                if (strv_contains(p->enabled, t)) {
+                        parser_error(p, p->line, "type '%s' is enabled twice", t);
+                        continue;
+                }
+                if (strv_extend(&p->enabled, t) < 0)
+                        return;
+                ln = realloc(p->enabled_lines, strv_length(p->enabled) * sizeof *ln);
+                if (!ln)
+                        return;
+                p->enabled_lines = ln;
+                l = p->enabled;
+                p->enabled_lines[strv_length(l) - 1] = p->line;
+                p->n_enabled = strv_length(l);
+        }
+}
+
+static void parse_addresses(Parser *p, TypeSection *t, const char *value) {
+        _cleanup_free_ char *copy = strdup(value);
+        char *save = NULL;
+
+        if (!copy)
+                return;
+        for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+                char *a = strip(tok), *n = NULL;
+                unsigned *ln;
+
+                if (!*a)
+                        continue;
+                if (parse_parent_name(a, &n) < 0) {
+                        if (strchr(a, ':'))
+                                parser_error(p, p->line, "'%s' is not a PCI address of the form 0000:84:00.0", a);
+                        else
+                                parser_error(p, p->line, "'%s' is neither a PCI address nor a valid parent name", a);
+                        continue;
+                }
+                if (strv_consume(&t->addresses, n) < 0)
+                        return;
+                ln = realloc(t->address_lines, (t->n_addresses + 1) * sizeof *ln);
+                if (!ln)
+                        return;
+                t->address_lines = ln;
+                t->address_lines[t->n_addresses++] = p->line;
+        }
+}
+
+/* --- one key ------------------------------------------------------------ */
+
+static bool mdev_class_is_valid(const char *s) {
+        if (streq(s, "VGPU"))
+                return true;
+        if (strncmp(s, "CUSTOM_", 7) != 0 || !s[7] || strlen(s) > 255)
+                return false;
+        for (s += 7; *s; s++)
+                if (!(isupper((unsigned char) *s) || isdigit((unsigned char) *s) || *s == '_'))
+                        return false;
+        return true;
+}
+
+static void handle_devices(Parser *p, const char *key, const char *value) {
+        if (!streq(key, "enabled_mdev_types") && !streq(key, "enabled_vgpu_types")) {
+                parser_error(p, p->line, "unknown key '%s' in [devices] (known: enabled_mdev_types, enabled_vgpu_types)", key);
+                p->last_key_bad = true;
+                return;
+        }
+        /* One option under two names (the old one deprecated), as in Nova. */
+        if (!parser_key_once(p, "devices", "enabled_mdev_types", key)) {
+                p->last_key_bad = true;
+                return;
+        }
+        p->enabled_line = p->line;
+        parse_enabled(p, value);
+}
+
+static void handle_type(Parser *p, const char *key, const char *value) {
+        TypeSection *t = p->section;
+        _cleanup_free_ char *sect = strdup_printf("type %s", t->type);
+        unsigned u;
+
+        if (!streq(key, "device_addresses") && !streq(key, "max_instances") && !streq(key, "mdev_class")) {
+                parser_error(p, p->line, "unknown key '%s' in [mdev_%s] (known: device_addresses, max_instances, mdev_class)", key, t->type);
+                p->last_key_bad = true;
+                return;
+        }
+        if (!sect || !parser_key_once(p, sect, key, key)) {
+                p->last_key_bad = true;
+                return;
+        }
+        if (streq(key, "device_addresses"))
+                parse_addresses(p, t, value);
+        else if (streq(key, "max_instances")) {
+                if (safe_atou(value, &u) < 0 || u < 1)
+                        parser_error(p, p->line, "max_instances must be an integer >= 1, not '%s'", value);
+                else
+                        t->max_instances = u;
+        } else {
+                if (!mdev_class_is_valid(value))
+                        parser_error(p, p->line, "mdev_class must be VGPU or CUSTOM_[A-Z0-9_]+, not '%s'", value);
+                else {
+                        free(t->mdev_class);
+                        t->mdev_class = strdup(value);
+                }
+        }
+}
+
+static void handle_hooks(Parser *p, const char *key, const char *value) {
+        Config *c = p->config;
+        unsigned u;
+        int i;
+
+        if (!streq(key, "release") && !streq(key, "placement") && !streq(key, "recreate") &&
+            !streq(key, "lock_timeout") && !streq(key, "parent_wait")) {
+                parser_error(p, p->line, "unknown key '%s' in [hooks] (known: release, placement, lock_timeout, parent_wait, recreate)", key);
+                p->last_key_bad = true;
+                return;
+        }
+        if (!parser_key_once(p, "hooks", key, key)) {
+                p->last_key_bad = true;
+                return;
+        }
+        if (streq(key, "release")) {
+                i = table_lookup(release_table, ELEMENTSOF(release_table), value);
+                if (i < 0)
+                        parser_error(p, p->line, "release must be remove or keep, not '%s'", value);
+                else
+                        c->release = (ConfigRelease) i;
+        } else if (streq(key, "placement")) {
+                i = table_lookup(placement_table, ELEMENTSOF(placement_table), value);
+                if (i < 0)
+                        parser_error(p, p->line, "placement must be pack or spread, not '%s'", value);
+                else
+                        c->placement = (ConfigPlacement) i;
+        } else if (streq(key, "recreate")) {
+                i = table_lookup(recreate_table, ELEMENTSOF(recreate_table), value);
+                if (i < 0)
+                        parser_error(p, p->line, "recreate must be lazy or eager, not '%s'", value);
+                else
+                        c->recreate = (ConfigRecreate) i;
+        } else {
+                if (safe_atou(value, &u) < 0)
+                        parser_error(p, p->line, "%s must be a number of seconds, not '%s'", key, value);
+                else if (streq(key, "lock_timeout"))
+                        c->lock_timeout = u;
+                else
+                        c->parent_wait = u;
+        }
+}
+
+static void handle_sriov(Parser *p, const char *key, const char *value) {
+        Config *c = p->config;
+        _cleanup_free_ char *pf = NULL;
+        ConfigSriovPf *s;
+        unsigned u = 0;
+        bool max = false;
+
+        if (streq(key, "command")) {
+                if (!parser_key_once(p, "sriov", key, key)) {
+                        p->last_key_bad = true;
+                        return;
+                }
+                if (!*value) {
+                        parser_error(p, p->line, "command is empty (remove it to write sriov_numvfs)");
+                        return;
+                }
+                free(c->sriov_command);
+                c->sriov_command = strdup(value);
+                p->command_line = p->line;
+                return;
+        }
+        if (!config_pci_address_is_valid(key)) {
+                parser_error(p, p->line, "unknown key '%s' in [sriov] (a PF's PCI address such as 0000:41:00.0, or command)", key);
+                p->last_key_bad = true;
+                return;
+        }
+        if (parse_parent_name(key, &pf) < 0)
+                return;
+        if (!parser_key_once(p, "sriov", pf, key)) {
+                p->last_key_bad = true;
+                return;
+        }
+        if (streq(value, "max"))
+                max = true;
+        else if (safe_atou(value, &u) < 0 || u < 1) {
+                parser_error(p, p->line, "the number of VFs for %s must be an integer >= 1 or max, not '%s'", pf, value);
+                return;
+        }
+        s = realloc(c->sriov, (c->n_sriov + 1) * sizeof *s);
+        if (!s)
+                return;
+        c->sriov = s;
+        c->sriov[c->n_sriov++] = (ConfigSriovPf) { .address = steal_pointer(&pf), .numvfs = u, .max = max };
+}
+
+static void handle_continuation(Parser *p, const char *raw) {
+        _cleanup_free_ char *buf = strdup(raw);
+        const char *value = buf;
+
+        if (!buf || p->last_key_bad || p->kind == SECTION_INVALID)
+                return;
+        /* Debian's inih strips inline comments (" ;") from key lines only. */
+        for (char *c = buf; *c; c++)
+                if (*c == ';' && (c == buf || isspace((unsigned char) c[-1]))) {
+                        *c = '\0';
+                        break;
+                }
+        value = strip(buf);
+        if (p->kind == SECTION_DEVICES && p->last_key &&
+            (streq(p->last_key, "enabled_mdev_types") || streq(p->last_key, "enabled_vgpu_types")))
+                parse_enabled(p, value);
+        else if (p->kind == SECTION_TYPE && p->last_key && streq(p->last_key, "device_addresses"))
+                parse_addresses(p, p->section, value);
+        else
+                parser_error(p, p->line, "'%s' takes one value: an indented line continues only enabled_mdev_types or device_addresses",
+                             strna(p->last_key));
+}
+
+static int config_handler(void *user, const char *section, const char *raw_name, const char *value) {
+        _cleanup_free_ char *name_buf = strdup(raw_name);
+        const char *name = name_buf ? name_buf : raw_name;
+        Parser *p = user;
+
+        /* Undo the reader's protection of ':' in keys such as "0000:41:00.0". */
+        if (name_buf)
+                for (char *c = name_buf; *c; c++)
+                        if (*c == COLON_PLACEHOLDER)
+                                *c = ':';
+
+        if (p->continuation) {
+                handle_continuation(p, value);
+                return 1;
+        }
+        /* inih remembers a non-empty key for continuation lines; so do we. */
+        free(p->last_key);
+        p->last_key = *name ? strdup(name) : NULL;
+        p->last_key_bad = false;
+
+        if (!*name) {
+                parser_error(p, p->line, "empty key");
+                p->last_key_bad = true;
+                return 1;
+        }
+        switch (p->kind) {
+        case SECTION_NONE:
+                parser_error(p, p->line, "key '%s' outside a section", name);
+                p->last_key_bad = true;
+                break;
+        case SECTION_INVALID:
+                p->last_key_bad = true;
+                break;
+        case SECTION_DEVICES:
+                handle_devices(p, name, value);
+                break;
+        case SECTION_TYPE:
+                handle_type(p, name, value);
+                break;
+        case SECTION_HOOKS:
+                handle_hooks(p, name, value);
+                break;
+        case SECTION_SRIOV:
+                handle_sriov(p, name, value);
+                break;
+        }
+        return 1;
+}
+
+/* --- the reader: every raw line passes here before inih sees it --------- */
+
+static void parser_section(Parser *p, const char *name) {
+        const char *type = NULL;
+
+        free(p->last_key);
+        p->last_key = NULL;
+        p->section = NULL;
+        if (streq(name, "devices"))
+                p->kind = SECTION_DEVICES;
+        else if (streq(name, "hooks"))
+                p->kind = SECTION_HOOKS;
+        else if (streq(name, "sriov"))
+                p->kind = SECTION_SRIOV;
+        else if (strncmp(name, "mdev_", 5) == 0 || strncmp(name, "vgpu_", 5) == 0) {
+                type = name + 5;
+                if (!name_is_valid(type)) {
+                        parser_error(p, p->line, "'%s' in [%s] is not a valid mdev type name", type, name);
+                        p->kind = SECTION_INVALID;
+                        return;
+                }
+                p->section = parser_type_section(p, type);
+                p->kind = p->section ? SECTION_TYPE : SECTION_INVALID;
+        } else {
+                parser_error(p, p->line, "unknown section [%s] (known: devices, mdev_<type>, vgpu_<type>, hooks, sriov)", name);
+                p->kind = SECTION_INVALID;
+        }
+}
+
+static char *config_reader(char *str, int num, void *stream) {
+        Parser *p = stream;
+        ssize_t n;
+        char *line, *s, *end;
+
+        n = getline(&p->buf, &p->buf_size, p->f);
+        if (n < 0)
+                return NULL;
+        p->line++;
+        p->continuation = false;
+        line = p->buf;
+        if (p->line == 1 && strncmp(line, "\xEF\xBB\xBF", 3) == 0)
+                line += 3;
+
+        /* inih needs room for "\r\n\0" after the text. */
+        s = line;
+        end = s + strlen(s);
+        while (end > s && (end[-1] == '\n' || end[-1] == '\r'))
+                end--;
+        if (end - s > num - 3) {
+                parser_error(p, p->line, "line longer than %d characters; split the list over several lines (an indented line continues the previous one)", num - 3);
+                p->last_key_bad = true;
+                goto comment;
+        }
+        *end = '\0';
+
+        s = line;
+        while (isspace((unsigned char) *s))
+                s++;
+        if (!*s || *s == ';' || *s == '#')
+                goto pass;
+        if (s > line && p->last_key) {
+                /* inih hands this to the handler under the previous key. */
+                p->continuation = true;
+                goto pass;
+        }
+        if (*s == '[') {
+                char *close = strchr(s, ']');
+                char *rest;
+
+                if (!close) {
+                        parser_error(p, p->line, "section header without ']'");
+                        p->kind = SECTION_INVALID;
+                        free(p->last_key);
+                        p->last_key = NULL;
+                        goto comment;
+                }
+                rest = close + 1;
+                while (isspace((unsigned char) *rest))
+                        rest++;
+                if (*rest && *rest != ';' && *rest != '#')
+                        parser_error(p, p->line, "text after the section header: '%s'", rest);
+                {
+                        _cleanup_free_ char *name = strndup(s + 1, (size_t) (close - s - 1));
+                        if (name)
+                                parser_section(p, strip(name));
+                }
+                /* inih resets its previous key at a header; keep it seeing one. */
+                snprintf(str, (size_t) num, "[section]\n");
+                return str;
+        }
+        if (!strpbrk(s, "=:")) {
+                parser_error(p, p->line, "expected 'key = value', '[section]' or a comment");
+                goto comment;
+        }
+        {
+                char *eq = strchr(s, '=');
+                if (eq)
+                        for (char *c = s; c < eq; c++)
+                                if (*c == ':')
+                                        *c = COLON_PLACEHOLDER;
+        }
+pass:
+        snprintf(str, (size_t) num, "%s\n", line);
+        return str;
+comment:
+        /* A line we refused: inih sees a comment and keeps its state. */
+        snprintf(str, (size_t) num, ";\n");
+        return str;
+}
+
+/* --- after the whole file: cross-checks ------------------------------ */
+
+static void config_type_done(ConfigType *t) {
+        free(t->name);
+        strv_free(t->addresses);
+        free(t->mdev_class);
+}
+
+void config_free(Config *c) {
+        if (!c)
+                return;
+        free(c->path);
+        for (size_t i = 0; i < c->n_types; i++)
+                config_type_done(&c->types[i]);
+        free(c->types);
+        for (size_t i = 0; i < c->n_sriov; i++)
+                free(c->sriov[i].address);
+        free(c->sriov);
+        free(c->sriov_command);
+        free(c);
+}
+
+static TypeSection *parser_find_section(Parser *p, const char *type) {
+        for (size_t i = 0; i < p->n_sections; i++)
+                if (streq(p->sections[i].type, type))
+                        return &p->sections[i];
+        return NULL;
+}
+
+static int parser_finish(Parser *p) {
+        Config *c = p->config;
+        const ConfigType *first_default = NULL;
+
+        for (size_t i = 0; i < p->n_sections; i++)
+                if (!strv_contains(p->enabled, p->sections[i].type))
+                        parser_error(p, p->sections[i].line,
+                                     "[mdev_%s] configures a type that is not enabled: add it to [devices] enabled_mdev_types or remove the section",
+                                     p->sections[i].type);
+
+        /* The same parent under two types, or twice under one. */
+        for (size_t i = 0; i < p->n_sections; i++) {
+                TypeSection *t = &p->sections[i];
+
+                for (size_t j = 0; j < t->n_addresses; j++)
+                        for (size_t k = 0; k < p->n_sections; k++) {
+                                TypeSection *u = &p->sections[k];
+
+                                for (size_t l = 0; l < u->n_addresses; l++) {
+                                        bool earlier = u->address_lines[l] < t->address_lines[j] ||
+                                                       (u->address_lines[l] == t->address_lines[j] && (k < i || (k == i && l < j)));
+
+                                        if (!earlier || !streq(u->addresses[l], t->addresses[j]))
+                                                continue;
+                                        if (k == i)
+                                                parser_error(p, t->address_lines[j], "'%s' is listed twice in [mdev_%s] device_addresses",
+                                                             t->addresses[j], t->type);
+                                        else
+                                                parser_error(p, t->address_lines[j],
+                                                             "'%s' is listed under two types, %s (line %u) and %s: a parent serves one type",
+                                                             t->addresses[j], u->type, u->address_lines[l], t->type);
+                                        goto next_address;
+                                }
+                        }
+next_address:
+                        ;
+        }
+
+        c->types = calloc(p->n_enabled ? p->n_enabled : 1, sizeof *c->types);
+        if (!c->types)
+                return -ENOMEM;
+        for (size_t i = 0; i < p->n_enabled; i++) {
+                TypeSection *s = parser_find_section(p, p->enabled[i]);
+                ConfigType *t = &c->types[c->n_types++];
+
+                t->name = strdup(p->enabled[i]);
+                t->line = s ? s->line : p->enabled_lines[i];
+                t->mdev_class = strdup(s && s->mdev_class ? s->mdev_class : "VGPU");
+                if (!t->name || !t->mdev_class)
+                        return -ENOMEM;
+                if (s) {
+                        t->max_instances = s->max_instances;
+                        for (size_t j = 0; j < s->n_addresses; j++)
+                                if (!strv_contains(t->addresses, s->addresses[j]) &&
+                                    strv_extend(&t->addresses, s->addresses[j]) < 0)
+                                        return -ENOMEM;
+                        strv_sort(t->addresses);
+                }
+                if (strv_length(t->addresses) > 0)
+                        continue;
+                if (!first_default) {
+                        first_default = t;
+                        continue;
+                }
+                parser_error(p, t->line,
+                             "'%s' and '%s' (line %u) both have no device_addresses: at most one type may be the default; give the others device_addresses",
+                             t->name, first_default->name, first_default->line);
+        }
+        c->default_type = first_default;
+        return 0;
+}
+
+/* --- loading ----------------------------------------------------------- */
+
+static void parser_done(Parser *p) {
+        free(p->buf);
+        free(p->last_key);
+        for (size_t i = 0; i < p->n_errors; i++)
+                free(p->errors[i].msg);
+        free(p->errors);
+        for (size_t i = 0; i < p->n_seen; i++)
+                free(p->seen[i]);
+        free(p->seen);
+        free(p->seen_lines);
+        strv_free(p->enabled);
+        free(p->enabled_lines);
+        for (size_t i = 0; i < p->n_sections; i++) {
+                free(p->sections[i].type);
+                strv_free(p->sections[i].addresses);
+                free(p->sections[i].address_lines);
+                free(p->sections[i].mdev_class);
+        }
+        free(p->sections);
+        config_free(p->config);
+}
+
+static Config *config_new(const char *path) {
+        Config *c = calloc(1, sizeof *c);
+
+        if (!c)
+                return NULL;
+        c->path = strdup(path);
+        if (!c->path) {
+                free(c);
+                return NULL;
+        }
+        c->release = CONFIG_RELEASE_REMOVE;
+        c->placement = CONFIG_PLACEMENT_PACK;
+        c->recreate = CONFIG_RECREATE_LAZY;
+        c->lock_timeout = 30;
+        c->parent_wait = 0;
+        return c;
+}
+
+/* A one-line failure that is not about a line: "<file>: <reason>". */
+_printf_(4, 5)
+static int config_fail(int r, const char *path, char ***ret_errors, const char *fmt, ...) {
+        _cleanup_free_ char *reason = NULL;
+        _cleanup_free_ char *line = NULL;
+        va_list ap;
+
+        va_start(ap, fmt);
+        if (vasprintf(&reason, fmt, ap) < 0)
+                reason = NULL;
+        va_end(ap);
+        line = strdup_printf("%s: %s", path, strna(reason));
+        if (!line)
+                return -ENOMEM;
+        if (ret_errors) {
+                char **l = NULL;
+
+                if (strv_extend(&l, line) < 0)
+                        return -ENOMEM;
+                *ret_errors = l;
+        }
+        return error_set(r, "%s", line);
+}
+
+static int config_check_file(int fd, const char *path, char ***ret_errors) {
+        struct stat st;
+
+        if (fstat(fd, &st) < 0)
+                return config_fail(-errno, path, ret_errors, "cannot stat: %s", strerror(errno));
+        if (!S_ISREG(st.st_mode))
+                return config_fail(-EINVAL, path, ret_errors, "not a regular file");
+        if (st.st_mode & S_IWOTH)
+                return config_fail(-EPERM, path, ret_errors,
+                                   "is world-writable (mode %04o); refusing it: chmod o-w '%s'",
+                                   (unsigned) (st.st_mode & 07777), path);
+        if (geteuid() == 0 && st.st_uid != 0)
+                return config_fail(-EPERM, path, ret_errors,
+                                   "is owned by uid %u, not root; refusing it: chown root '%s'",
+                                   (unsigned) st.st_uid, path);
+        return 0;
+}
+
+int config_load(int rootfd, const char *path, Config **ret, char ***ret_errors) {
+        const char *shown = path ? path : CONFIG_DEFAULT_DISPLAY;
+        _cleanup_close_ int fd = -1;
+        Parser p = { .path = shown };
+        int r;
+
+        if (path)
+                fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        else
+                fd = openat(rootfd, CONFIG_DEFAULT_PATH, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        if (fd < 0) {
+                r = -errno;
+                if (!path && r == -ENOENT) {
+                        /* No config: no types enabled, defaults for the rest. */
+                        Config *c = config_new(shown);
+                        if (!c)
+                                return -ENOMEM;
+                        *ret = c;
+                        return 0;
+                }
+                return config_fail(r, shown, ret_errors, "cannot open: %s", strerror(-r));
+        }
+        r = config_check_file(fd, shown, ret_errors);
+        if (r < 0)
+                return r;
+
+        p.config = config_new(shown);
+        if (!p.config)
+                return -ENOMEM;
+        p.f = fdopen(fd, "re");
+        if (!p.f) {
+                r = -errno;
+                parser_done(&p);
+                return config_fail(r, shown, ret_errors, "cannot read: %s", strerror(-r));
+        }
+        fd = -1; /* owned by p.f now */
+
+        r = ini_parse_stream(config_reader, &p, config_handler, &p);
+        if (ferror(p.f)) {
+                fclose(p.f);
+                parser_done(&p);
+                return config_fail(-EIO, shown, ret_errors, "read error");
+        }
+        fclose(p.f);
+        p.f = NULL;
+        if (r > 0 && !parser_has_error_at(&p, (unsigned) r))
+                parser_error(&p, (unsigned) r, "syntax error");
+        else if (r < 0) {
+                parser_done(&p);
+                return config_fail(-ENOMEM, shown, ret_errors, "out of memory");
+        }
+
+        r = parser_finish(&p);
+        if (r < 0) {
+                parser_done(&p);
+                return r;
+        }
+
+        if (p.n_errors > 0) {
+                _cleanup_strv_free_ char **lines = NULL;
+
+                qsort(p.errors, p.n_errors, sizeof *p.errors, cmp_error);
+                for (size_t i = 0; i < p.n_errors; i++)
+                        if (strv_consume(&lines, strdup_printf("%s:%u: %s", shown, p.errors[i].line, p.errors[i].msg)) < 0) {
+                                parser_done(&p);
+                                return -ENOMEM;
+                        }
+                if (p.n_errors > 1)
+                        error_set(-EINVAL, "%s (and %zu more errors; run mdev-hooks check-config)", lines[0], p.n_errors - 1);
+                else
+                        error_set(-EINVAL, "%s", lines[0]);
+                if (ret_errors)
+                        *ret_errors = steal_pointer(&lines);
+                parser_done(&p);
+                return -EINVAL;
+        }
+
+        *ret = steal_pointer(&p.config);
+        parser_done(&p);
+        return 0;
+}
+
+/* --- queries ----------------------------------------------------------- */
+
+const ConfigType *config_parent_type(const Config *c, const char *parent) {
+        if (!c || !parent)
+                return NULL;
+        for (size_t i = 0; i < c->n_types; i++)
+                for (char **a = c->types[i].addresses; a && *a; a++)
+                        if (strcasecmp(*a, parent) == 0)
+                                return &c->types[i];
+        return c->default_type;
+}
+
+const ConfigType *config_find_type(const Config *c, const char *type) {
+        if (!c || !type)
+                return NULL;
+        for (size_t i = 0; i < c->n_types; i++)
+                if (streq(c->types[i].name, type))
+                        return &c->types[i];
+        return NULL;
+}
+
+bool config_parent_is_listed(const Config *c, const char *parent) {
+        if (!c || !parent)
+                return false;
+        for (size_t i = 0; i < c->n_types; i++)
+                for (char **a = c->types[i].addresses; a && *a; a++)
+                        if (strcasecmp(*a, parent) == 0)
+                                return true;
+        return false;
+}

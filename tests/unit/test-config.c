@@ -1,0 +1,520 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The config (config.c): Nova's sections and their old names, [hooks] and
+ * [sriov], the resolution of a parent's type, and every error, each checked
+ * with the line it must name.
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/stat.h>
+
+#include "config.h"
+
+#define check(expr)                                                              \
+        do {                                                                     \
+                if (!(expr)) {                                                   \
+                        fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__,  \
+                                __LINE__, #expr);                                \
+                        abort();                                                 \
+                }                                                                \
+        } while (0)
+
+static char tmpdir[] = "/tmp/test-config-XXXXXX";
+static char path[256];
+
+static void write_config(const char *text, mode_t mode) {
+        int fd;
+
+        unlink(path);
+        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        check(fd >= 0);
+        check(write(fd, text, strlen(text)) == (ssize_t) strlen(text));
+        check(fchmod(fd, mode) == 0);
+        close(fd);
+}
+
+static Config *load_ok(const char *text) {
+        char **errors = NULL;
+        Config *c = NULL;
+        int r;
+
+        write_config(text, 0644);
+        r = config_load(-1, path, &c, &errors);
+        if (r < 0)
+                for (char **e = errors; e && *e; e++)
+                        fprintf(stderr, "unexpected: %s\n", *e);
+        check(r == 0);
+        check(c);
+        check(!errors);
+        return c;
+}
+
+/* Loading fails, and one of the errors is "<path>:<line>: ...<what>...". */
+static char **load_fails(const char *text) {
+        char **errors = NULL;
+        Config *c = NULL;
+        int r;
+
+        write_config(text, 0644);
+        r = config_load(-1, path, &c, &errors);
+        check(r == -EINVAL);
+        check(!c);
+        check(errors && errors[0]);
+        return errors;
+}
+
+static bool has_error(char **errors, unsigned line, const char *what) {
+        char prefix[300];
+
+        snprintf(prefix, sizeof prefix, "%s:%u: ", path, line);
+        for (char **e = errors; e && *e; e++)
+                if (strncmp(*e, prefix, strlen(prefix)) == 0 && strstr(*e, what))
+                        return true;
+        return false;
+}
+
+static void expect_error(const char *text, unsigned line, const char *what) {
+        char **errors = load_fails(text);
+
+        if (!has_error(errors, line, what)) {
+                fprintf(stderr, "expected line %u: '%s'; got:\n", line, what);
+                for (char **e = errors; *e; e++)
+                        fprintf(stderr, "  %s\n", *e);
+                abort();
+        }
+        strv_free(errors);
+}
+
+/* --- what loads -------------------------------------------------------- */
+
+static void test_nova_sections(void) {
+        Config *c = load_ok(
+                "# pasted from nova.conf\n"
+                "[devices]\n"
+                "enabled_mdev_types = nvidia-35, nvidia-36\n"
+                "\n"
+                "[mdev_nvidia-35]\n"
+                "device_addresses = 0000:84:00.0,0000:85:00.0\n"
+                "mdev_class = CUSTOM_NVIDIA_35\n"
+                "max_instances = 20\n"
+                "\n"
+                "[mdev_nvidia-36]\n"
+                "device_addresses = 0000:86:00.0\n");
+
+        check(c->n_types == 2);
+        check(streq(c->types[0].name, "nvidia-35"));
+        check(streq(c->types[1].name, "nvidia-36"));
+        check(c->types[0].line == 5);
+        check(c->types[0].max_instances == 20);
+        check(streq(c->types[0].mdev_class, "CUSTOM_NVIDIA_35"));
+        check(streq(c->types[1].mdev_class, "VGPU"));
+        check(c->types[1].max_instances == 0);
+        check(strv_length(c->types[0].addresses) == 2);
+        check(!c->default_type);
+        check(config_parent_type(c, "0000:85:00.0") == &c->types[0]);
+        check(config_parent_type(c, "0000:86:00.0") == &c->types[1]);
+        check(config_parent_type(c, "0000:87:00.0") == NULL);
+        check(config_parent_is_listed(c, "0000:84:00.0"));
+        check(!config_parent_is_listed(c, "0000:87:00.0"));
+        check(config_find_type(c, "nvidia-36") == &c->types[1]);
+        check(config_find_type(c, "nvidia-37") == NULL);
+        /* defaults of what is not set */
+        check(c->release == CONFIG_RELEASE_REMOVE);
+        check(c->placement == CONFIG_PLACEMENT_PACK);
+        check(c->recreate == CONFIG_RECREATE_LAZY);
+        check(c->lock_timeout == 30);
+        check(c->parent_wait == 0);
+        check(c->n_sriov == 0 && !c->sriov_command);
+        config_free(c);
+}
+
+static void test_old_names(void) {
+        Config *c = load_ok(
+                "[devices]\n"
+                "enabled_vgpu_types = nvidia-35, nvidia-36\n"
+                "[vgpu_nvidia-35]\n"
+                "device_addresses = 0000:84:00.0\n");
+
+        check(c->n_types == 2);
+        check(c->default_type == &c->types[1]);
+        check(c->types[1].line == 2);
+        check(config_parent_type(c, "0000:84:00.0") == &c->types[0]);
+        check(config_parent_type(c, "0000:99:00.0") == &c->types[1]);
+        check(config_parent_type(c, "mtty") == &c->types[1]);
+        config_free(c);
+}
+
+static void test_default_type_and_virtual_parent(void) {
+        Config *c = load_ok(
+                "[devices]\n"
+                "enabled_mdev_types = mtty-2, mtty-1\n"
+                "[mdev_mtty-2]\n"
+                "device_addresses = mtty\n");
+
+        check(config_parent_type(c, "mtty") == config_find_type(c, "mtty-2"));
+        check(c->default_type == config_find_type(c, "mtty-1"));
+        config_free(c);
+}
+
+static void test_addresses_normalised_and_continued(void) {
+        Config *c = load_ok(
+                "[devices]\n"
+                "enabled_mdev_types = nvidia-35\n"
+                "[mdev_nvidia-35]\n"
+                "device_addresses = 0000:85:00.0,\n"
+                "    0000:84:00.0, 0000:AF:00.0 ; inline comment\n"
+                "  0000:83:00.0\n");
+        char **a = c->types[0].addresses;
+
+        check(strv_length(a) == 4);
+        /* sorted and lower case */
+        check(streq(a[0], "0000:83:00.0"));
+        check(streq(a[1], "0000:84:00.0"));
+        check(streq(a[2], "0000:85:00.0"));
+        check(streq(a[3], "0000:af:00.0"));
+        check(config_parent_type(c, "0000:af:00.0") == &c->types[0]);
+        config_free(c);
+}
+
+static void test_hooks_and_sriov(void) {
+        Config *c = load_ok(
+                "[hooks]\n"
+                "release = keep\n"
+                "placement = spread\n"
+                "lock_timeout = 5\n"
+                "parent_wait = 60\n"
+                "recreate = eager\n"
+                "[sriov]\n"
+                "0000:41:00.0 = 16\n"
+                "0000:C1:00.0 = max\n"
+                "command = /usr/lib/nvidia/sriov-manage -e ALL\n");
+
+        check(c->n_types == 0 && !c->default_type);
+        check(c->release == CONFIG_RELEASE_KEEP);
+        check(c->placement == CONFIG_PLACEMENT_SPREAD);
+        check(c->recreate == CONFIG_RECREATE_EAGER);
+        check(c->lock_timeout == 5);
+        check(c->parent_wait == 60);
+        check(c->n_sriov == 2);
+        check(streq(c->sriov[0].address, "0000:41:00.0"));
+        check(c->sriov[0].numvfs == 16 && !c->sriov[0].max);
+        check(streq(c->sriov[1].address, "0000:c1:00.0"));
+        check(c->sriov[1].max);
+        check(streq(c->sriov_command, "/usr/lib/nvidia/sriov-manage -e ALL"));
+        check(streq(config_release_to_string(c->release), "keep"));
+        check(streq(config_placement_to_string(c->placement), "spread"));
+        check(streq(config_recreate_to_string(c->recreate), "eager"));
+        config_free(c);
+}
+
+static void test_empty_and_missing(void) {
+        char **errors = NULL;
+        Config *c = NULL;
+        int rootfd, r;
+
+        c = load_ok("");
+        check(c->n_types == 0 && c->lock_timeout == 30);
+        config_free(c);
+
+        /* A missing default config: an empty config. */
+        rootfd = open(tmpdir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        check(rootfd >= 0);
+        c = NULL;
+        check(config_load(rootfd, NULL, &c, &errors) == 0);
+        check(c && c->n_types == 0 && !errors);
+        check(streq(c->path, "/etc/mdev-hooks/mdev-hooks.conf"));
+        config_free(c);
+        close(rootfd);
+
+        /* A missing explicit path: an error naming it. */
+        c = NULL;
+        r = config_load(-1, "/nonexistent/mdev-hooks.conf", &c, &errors);
+        check(r == -ENOENT);
+        check(!c);
+        check(errors && strstr(errors[0], "/nonexistent/mdev-hooks.conf: cannot open"));
+        strv_free(errors);
+}
+
+static void test_pci_address_validation(void) {
+        check(config_pci_address_is_valid("0000:84:00.0"));
+        check(config_pci_address_is_valid("ffff:ff:1f.7"));
+        check(config_pci_address_is_valid("0000:AF:00.0"));
+        check(!config_pci_address_is_valid("0000:84:20.0")); /* slot > 0x1f */
+        check(!config_pci_address_is_valid("0000:84:00.8")); /* function > 7 */
+        check(!config_pci_address_is_valid("84:00.0"));
+        check(!config_pci_address_is_valid("0000:84:00"));
+        check(!config_pci_address_is_valid("0000:84:00.0 "));
+        check(!config_pci_address_is_valid("00000:84:00.0"));
+        check(!config_pci_address_is_valid("0000-84-00.0"));
+        check(!config_pci_address_is_valid("0000:g4:00.0"));
+        check(!config_pci_address_is_valid(""));
+        check(!config_pci_address_is_valid(NULL));
+}
+
+/* --- every error, with its line ------------------------------------------ */
+
+static void test_error_same_address_two_types(void) {
+        expect_error("[devices]\n"
+                     "enabled_mdev_types = nvidia-35, nvidia-36\n"
+                     "[mdev_nvidia-35]\n"
+                     "device_addresses = 0000:84:00.0\n"
+                     "[mdev_nvidia-36]\n"
+                     "device_addresses = 0000:85:00.0, 0000:84:00.0\n",
+                     6, "'0000:84:00.0' is listed under two types, nvidia-35 (line 4) and nvidia-36");
+        /* also after normalisation of the case */
+        expect_error("[devices]\n"
+                     "enabled_mdev_types = nvidia-35, nvidia-36\n"
+                     "[mdev_nvidia-36]\n"
+                     "device_addresses = 0000:AF:00.0\n"
+                     "[mdev_nvidia-35]\n"
+                     "device_addresses = 0000:af:00.0\n",
+                     6, "'0000:af:00.0' is listed under two types");
+        expect_error("[devices]\n"
+                     "enabled_mdev_types = nvidia-35\n"
+                     "[mdev_nvidia-35]\n"
+                     "device_addresses = 0000:84:00.0,\n"
+                     "   0000:84:00.0\n",
+                     5, "'0000:84:00.0' is listed twice");
+}
+
+static void test_error_malformed_address(void) {
+        expect_error("[devices]\n"
+                     "enabled_mdev_types = nvidia-35\n"
+                     "[mdev_nvidia-35]\n"
+                     "device_addresses = 0000:84:00.0, 0000:84:00\n",
+                     4, "'0000:84:00' is not a PCI address");
+        expect_error("[devices]\n"
+                     "enabled_mdev_types = nvidia-35\n"
+                     "[mdev_nvidia-35]\n"
+                     "device_addresses = 0000:84:00.0,\n"
+                     "  ../../etc\n",
+                     5, "'../../etc' is neither a PCI address nor a valid parent name");
+        expect_error("[sriov]\n"
+                     "command = true\n"
+                     "0000:41:00 = 4\n",
+                     3, "unknown key '0000:41:00' in [sriov]");
+}
+
+static void test_error_two_defaults(void) {
+        expect_error("[devices]\n"
+                     "enabled_mdev_types = nvidia-35, nvidia-36\n",
+                     2, "'nvidia-36' and 'nvidia-35' (line 2) both have no device_addresses");
+        expect_error("[devices]\n"
+                     "enabled_mdev_types = nvidia-35, nvidia-36, nvidia-37\n"
+                     "[mdev_nvidia-36]\n"
+                     "mdev_class = CUSTOM_B\n"
+                     "[mdev_nvidia-37]\n"
+                     "device_addresses = 0000:84:00.0\n",
+                     3, "'nvidia-36' and 'nvidia-35' (line 2) both have no device_addresses");
+}
+
+static void test_error_max_instances(void) {
+        static const char *bad[] = { "0", "-1", "ten", "1.5", "", "99999999999" };
+
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                char text[256];
+
+                snprintf(text, sizeof text,
+                         "[devices]\n"
+                         "enabled_mdev_types = nvidia-35\n"
+                         "[mdev_nvidia-35]\n"
+                         "\n"
+                         "max_instances = %s\n", bad[i]);
+                expect_error(text, 5, "max_instances must be an integer >= 1");
+        }
+}
+
+static void test_error_mdev_class(void) {
+        static const char *bad[] = { "vgpu", "CUSTOM_", "CUSTOM_lower", "CUSTOM_A-B", "PGPU", "" };
+
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                char text[256];
+
+                snprintf(text, sizeof text,
+                         "[devices]\n"
+                         "enabled_mdev_types = nvidia-35\n"
+                         "[mdev_nvidia-35]\n"
+                         "mdev_class = %s\n", bad[i]);
+                expect_error(text, 4, "mdev_class must be VGPU or CUSTOM_[A-Z0-9_]+");
+        }
+}
+
+static void test_error_unknown_key_and_section(void) {
+        expect_error("[devices]\n"
+                     "enabled_mdev_types = nvidia-35\n"
+                     "enabled_pci_types = x\n",
+                     3, "unknown key 'enabled_pci_types' in [devices]");
+        expect_error("[devices]\n"
+                     "enabled_mdev_types = nvidia-35\n"
+                     "[mdev_nvidia-35]\n"
+                     "device_address = 0000:84:00.0\n",
+                     4, "unknown key 'device_address' in [mdev_nvidia-35]");
+        expect_error("[hooks]\n"
+                     "release = keep\n"
+                     "timeout = 3\n",
+                     3, "unknown key 'timeout' in [hooks]");
+        expect_error("[devices]\n"
+                     "\n"
+                     "[libvirt]\n"
+                     "virt_type = kvm\n",
+                     3, "unknown section [libvirt]");
+        /* the section is reported once, not each of its keys */
+        {
+                char **errors = load_fails("[DEFAULT]\n"
+                                           "a = 1\n"
+                                           "b = 2\n");
+                check(strv_length(errors) == 1);
+                check(has_error(errors, 1, "unknown section [DEFAULT]"));
+                strv_free(errors);
+        }
+        expect_error("release = keep\n", 1, "key 'release' outside a section");
+}
+
+static void test_error_section_for_type_not_enabled(void) {
+        expect_error("[devices]\n"
+                     "enabled_mdev_types = nvidia-35\n"
+                     "[mdev_nvidia-35]\n"
+                     "device_addresses = 0000:84:00.0\n"
+                     "[mdev_nvidia-36]\n"
+                     "device_addresses = 0000:85:00.0\n",
+                     5, "[mdev_nvidia-36] configures a type that is not enabled");
+        /* also when [devices] comes after it, or is missing */
+        expect_error("[vgpu_nvidia-36]\n"
+                     "device_addresses = 0000:85:00.0\n",
+                     1, "[mdev_nvidia-36] configures a type that is not enabled");
+}
+
+static void test_error_duplicate_key(void) {
+        expect_error("[hooks]\n"
+                     "release = keep\n"
+                     "placement = pack\n"
+                     "release = remove\n",
+                     4, "duplicate key 'release' (first set on line 2)");
+        /* the old and the new name of one option */
+        expect_error("[devices]\n"
+                     "enabled_mdev_types = nvidia-35\n"
+                     "enabled_vgpu_types = nvidia-35\n",
+                     3, "duplicate key 'enabled_vgpu_types' (first set on line 2)");
+        /* one type's two section names */
+        expect_error("[devices]\n"
+                     "enabled_mdev_types = nvidia-35\n"
+                     "[mdev_nvidia-35]\n"
+                     "max_instances = 4\n"
+                     "[vgpu_nvidia-35]\n"
+                     "max_instances = 8\n",
+                     6, "duplicate key 'max_instances' (first set on line 4)");
+        /* a section repeated */
+        expect_error("[hooks]\n"
+                     "lock_timeout = 1\n"
+                     "[hooks]\n"
+                     "lock_timeout = 2\n",
+                     4, "duplicate key 'lock_timeout' (first set on line 2)");
+        expect_error("[sriov]\n"
+                     "0000:41:00.0 = 4\n"
+                     "0000:41:00.0 = 8\n",
+                     3, "duplicate key '0000:41:00.0' (first set on line 2)");
+        expect_error("[devices]\n"
+                     "enabled_mdev_types = nvidia-35, nvidia-35\n",
+                     2, "type 'nvidia-35' is enabled twice");
+}
+
+static void test_error_hooks_values(void) {
+        expect_error("[hooks]\nrelease = delete\n", 2, "release must be remove or keep, not 'delete'");
+        expect_error("[hooks]\nplacement = random\n", 2, "placement must be pack or spread");
+        expect_error("[hooks]\nrecreate = yes\n", 2, "recreate must be lazy or eager");
+        expect_error("[hooks]\nlock_timeout = 30s\n", 2, "lock_timeout must be a number of seconds, not '30s'");
+        expect_error("[hooks]\nparent_wait = -1\n", 2, "parent_wait must be a number of seconds");
+        expect_error("[sriov]\n0000:41:00.0 = 0\n", 2, "must be an integer >= 1 or max, not '0'");
+        expect_error("[sriov]\n0000:41:00.0 = all\n", 2, "must be an integer >= 1 or max, not 'all'");
+        expect_error("[sriov]\ncommand =\n", 2, "command is empty");
+        expect_error("[hooks]\nrelease = keep,\n  remove\n", 3, "'release' takes one value");
+}
+
+static void test_error_syntax(void) {
+        expect_error("[devices\nenabled_mdev_types = a\n", 1, "section header without ']'");
+        expect_error("[devices]\nenabled_mdev_types\n", 2, "expected 'key = value'");
+        expect_error("[mdev_../x]\n", 1, "is not a valid mdev type name");
+        expect_error("[devices]\nenabled_mdev_types = nvidia-35, ../x\n", 2, "'../x' is not a valid mdev type name");
+        {
+                char text[600];
+
+                snprintf(text, sizeof text, "[devices]\nenabled_mdev_types = nvidia-35\n[mdev_nvidia-35]\ndevice_addresses = %0250d\n", 0);
+                expect_error(text, 4, "line longer than 197 characters");
+        }
+}
+
+static void test_errors_all_collected_sorted(void) {
+        char **errors = load_fails("[devices]\n"                                /* 1 */
+                                   "enabled_mdev_types = nvidia-35, nvidia-36\n" /* 2 */
+                                   "bogus = 1\n"                                 /* 3 */
+                                   "[hooks]\n"                                   /* 4 */
+                                   "release = never\n"                           /* 5 */
+                                   "[mdev_nvidia-35]\n"                          /* 6 */
+                                   "max_instances = 0\n"                         /* 7 */
+                                   "[foo]\n");                                   /* 8 */
+        unsigned lines[] = { 2, 3, 5, 7, 8 };
+
+        check(strv_length(errors) == ELEMENTSOF(lines));
+        for (size_t i = 0; i < ELEMENTSOF(lines); i++) {
+                char prefix[300];
+
+                snprintf(prefix, sizeof prefix, "%s:%u: ", path, lines[i]);
+                check(strncmp(errors[i], prefix, strlen(prefix)) == 0);
+        }
+        strv_free(errors);
+}
+
+static void test_error_permissions(void) {
+        char **errors = NULL;
+        Config *c = NULL;
+
+        write_config("[hooks]\nrelease = keep\n", 0646);
+        check(config_load(-1, path, &c, &errors) == -EPERM);
+        check(!c);
+        check(strv_length(errors) == 1);
+        check(strstr(errors[0], path) == errors[0]);
+        check(strstr(errors[0], "world-writable"));
+        strv_free(errors);
+        errors = NULL;
+
+        if (geteuid() == 0) {
+                write_config("[hooks]\nrelease = keep\n", 0644);
+                check(chown(path, 65534, 65534) == 0);
+                check(config_load(-1, path, &c, &errors) == -EPERM);
+                check(!c);
+                check(strv_length(errors) == 1);
+                check(strstr(errors[0], path) == errors[0]);
+                check(strstr(errors[0], "not root"));
+                strv_free(errors);
+        } else
+                fprintf(stderr, "skipped: ownership check (needs root)\n");
+}
+
+int main(void) {
+        check(mkdtemp(tmpdir));
+        snprintf(path, sizeof path, "%s/mdev-hooks.conf", tmpdir);
+
+        test_nova_sections();
+        test_old_names();
+        test_default_type_and_virtual_parent();
+        test_addresses_normalised_and_continued();
+        test_hooks_and_sriov();
+        test_empty_and_missing();
+        test_pci_address_validation();
+        test_error_same_address_two_types();
+        test_error_malformed_address();
+        test_error_two_defaults();
+        test_error_max_instances();
+        test_error_mdev_class();
+        test_error_unknown_key_and_section();
+        test_error_section_for_type_not_enabled();
+        test_error_duplicate_key();
+        test_error_hooks_values();
+        test_error_syntax();
+        test_errors_all_collected_sorted();
+        test_error_permissions();
+
+        unlink(path);
+        rmdir(tmpdir);
+        return 0;
+}
