@@ -1,0 +1,570 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * domxml.c: what it extracts from a domain XML, what it refuses (hostile and
+ * malformed input), and that a rewrite changes nothing but the mdev UUIDs.
+ * Sample documents are in tests/data/domxml/.
+ */
+#include <fcntl.h>
+#include <stdarg.h>
+#include <sys/stat.h>
+
+#include <libxml/parser.h>
+
+#include "domxml.h"
+
+#define DATADIR SRCDIR "/tests/data/domxml/"
+
+static unsigned failures;
+
+#define CHECK(expr)                                                             \
+        do {                                                                    \
+                if (!(expr)) {                                                  \
+                        fprintf(stderr, "%s:%d: %s: check failed: %s\n",        \
+                                __FILE__, __LINE__, __func__, #expr);           \
+                        failures++;                                             \
+                }                                                               \
+        } while (0)
+
+#define CHECK_STREQ(a, b)                                                       \
+        do {                                                                    \
+                const char *_a = (a), *_b = (b);                                \
+                if (!streq_ptr(_a, _b)) {                                       \
+                        fprintf(stderr, "%s:%d: %s: '%s' != '%s'\n",            \
+                                __FILE__, __LINE__, __func__, strna(_a), strna(_b)); \
+                        failures++;                                             \
+                }                                                               \
+        } while (0)
+
+static char *read_data(const char *name, size_t *ret_len) {
+        _cleanup_close_ int fd = -1;
+        char *buf = NULL;
+        size_t len;
+        char path[1024];
+
+        snprintf(path, sizeof path, DATADIR "%s", name);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) {
+                fprintf(stderr, "cannot open %s: %s\n", path, strerror(errno));
+                exit(EXIT_FAILURE);
+        }
+        if (domxml_read_fd(fd, &buf, &len) < 0) {
+                fprintf(stderr, "cannot read %s\n", path);
+                exit(EXIT_FAILURE);
+        }
+        *ret_len = len;
+        return buf;
+}
+
+static int parse_data(const char *name, Domxml **ret) {
+        _cleanup_free_ char *buf = NULL;
+        size_t len;
+
+        buf = read_data(name, &len);
+        error_clear();
+        return domxml_parse(buf, len, ret);
+}
+
+/* --- what is extracted ------------------------------------------------- */
+
+static void test_two_mdevs(void) {
+        _cleanup_domxml_free_ Domxml *d = NULL;
+
+        CHECK(parse_data("two-mdevs.xml", &d) == 0);
+        if (!d)
+                return;
+        CHECK_STREQ(d->name, "web1");
+        CHECK_STREQ(d->uuid, "8d5e7a9c-0f4b-4c1e-9a55-0d3c2e6f1b27");
+        /* the PCI hostdev does not count; the third metadata entry has no hostdev */
+        CHECK(d->n_mdevs == 2);
+        if (d->n_mdevs != 2)
+                return;
+        CHECK_STREQ(d->mdevs[0].uuid, "b1ae8bf6-38b0-4c81-9d44-78ce2e5d2b9d");
+        CHECK_STREQ(d->mdevs[0].type, "nvidia-35");
+        CHECK_STREQ(d->mdevs[0].mdev_class, "");
+        CHECK_STREQ(d->mdevs[0].parent, "");
+        CHECK(d->mdevs[0].meta != NULL);
+        CHECK(d->mdevs[0].address && xmlStrEqual(d->mdevs[0].address->name, BAD_CAST "address"));
+        /* metadata UUID in upper case still matches */
+        CHECK_STREQ(d->mdevs[1].uuid, "5d0c4e8a-8d3a-4b38-9f7e-2f0f4c1d9a10");
+        CHECK_STREQ(d->mdevs[1].type, "");
+        CHECK_STREQ(d->mdevs[1].mdev_class, "CUSTOM_NVIDIA_11");
+        CHECK_STREQ(d->mdevs[1].parent, "0000:84:00.0");
+
+        CHECK(domxml_find_mdev(d, "5D0C4E8A-8D3A-4B38-9F7E-2F0F4C1D9A10") == 1);
+        CHECK(domxml_find_mdev(d, "11111111-2222-3333-4444-555555555555") == -ENOENT);
+        CHECK(domxml_find_mdev(d, "not-a-uuid") == -ENOENT);
+}
+
+static void test_no_mdev(void) {
+        _cleanup_domxml_free_ Domxml *d = NULL;
+
+        CHECK(parse_data("no-mdev.xml", &d) == 0);
+        if (!d)
+                return;
+        CHECK_STREQ(d->name, "plain");
+        CHECK(d->n_mdevs == 0);
+}
+
+static void test_wrong_namespace_ignored(void) {
+        _cleanup_domxml_free_ Domxml *d = NULL;
+
+        /* Metadata in another namespace or in none, and a hostdev in another
+         * namespace, are not ours: neither trusted nor validated. */
+        CHECK(parse_data("wrong-namespace.xml", &d) == 0);
+        if (!d)
+                return;
+        CHECK(d->n_mdevs == 1);
+        if (d->n_mdevs != 1)
+                return;
+        CHECK_STREQ(d->mdevs[0].type, "");
+        CHECK_STREQ(d->mdevs[0].parent, "");
+        CHECK(d->mdevs[0].meta == NULL);
+}
+
+static void test_default_namespace(void) {
+        _cleanup_domxml_free_ Domxml *d = NULL;
+
+        CHECK(parse_data("default-namespace.xml", &d) == 0);
+        if (!d || d->n_mdevs != 1)
+                return;
+        CHECK_STREQ(d->mdevs[0].type, "nvidia-35");
+        CHECK(d->mdevs[0].meta != NULL);
+}
+
+/* --- what is refused --------------------------------------------------- */
+
+static void test_refused(void) {
+        static const struct {
+                const char *file;
+                int error;
+                const char *message; /* a part of the one-line message */
+        } cases[] = {
+                { "billion-laughs.xml",    -EINVAL,  "DOCTYPE" },
+                { "external-entity.xml",   -EINVAL,  "DOCTYPE" },
+                { "external-dtd.xml",      -EINVAL,  "DOCTYPE" },
+                { "undeclared-entity.xml", -EBADMSG, "line 2" },
+                { "malformed.xml",         -EBADMSG, "line 5" },
+                { "not-domain.xml",        -EINVAL,  "<domain>" },
+                { "no-name.xml",           -EINVAL,  "<name>" },
+                { "no-source-uuid.xml",    -EINVAL,  "line 4" },
+                { "dup-uuid.xml",          -EINVAL,  "two hostdevs" },
+                { "bad-uuid.xml",          -EINVAL,  "not a UUID" },
+                { "bad-uuid-chars.xml",    -EINVAL,  "not a UUID" },
+                { "meta-bad-uuid.xml",     -EINVAL,  "'../../etc' is not a UUID" },
+                { "meta-type-dotdot.xml",  -EINVAL,  "type '..'" },
+                { "meta-type-slash.xml",   -EINVAL,  "type '../../../tmp/x'" },
+                { "meta-type-newline.xml", -EINVAL,  "type 'nv?idia/x'" },
+                { "meta-parent-slash.xml", -EINVAL,  "parent '0000:84:00.0/../x'" },
+                { "meta-bad-class.xml",    -EINVAL,  "class 'custom_lower'" },
+                { "meta-dup.xml",          -EINVAL,  "two metadata" },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                _cleanup_domxml_free_ Domxml *d = NULL;
+                int r = parse_data(cases[i].file, &d);
+                const char *msg = error_get(r);
+
+                if (r != cases[i].error || d || !strstr(msg, cases[i].message) || strchr(msg, '\n')) {
+                        fprintf(stderr, "%s: got %d '%s', expected %d with '%s'\n", cases[i].file, r, msg,
+                                cases[i].error, cases[i].message);
+                        failures++;
+                }
+        }
+}
+
+static void test_external_entity_not_read(void) {
+        _cleanup_free_ char *buf = NULL;
+        _cleanup_domxml_free_ Domxml *d = NULL;
+        size_t len;
+        int r;
+
+        /* Even if something let the document through, no byte of the
+         * referenced file may end up in the message or the tree. */
+        buf = read_data("external-entity.xml", &len);
+        error_clear();
+        r = domxml_parse(buf, len, &d);
+        CHECK(r < 0);
+        CHECK(!strstr(error_get(r), "root:"));
+}
+
+static void test_size_limit(void) {
+        _cleanup_free_ char *big = NULL;
+        _cleanup_domxml_free_ Domxml *d = NULL;
+        _cleanup_free_ char *buf = NULL;
+        char path[] = "/tmp/test-domxml-XXXXXX";
+        _cleanup_close_ int fd = -1;
+        size_t len, size = (size_t) DOMXML_MAX_SIZE + 1;
+        int r;
+
+        big = malloc(size);
+        CHECK(big);
+        if (!big)
+                return;
+        /* well-formed but one byte too big: refused before parsing */
+        memset(big, ' ', size);
+        memcpy(big, "<domain><name>x</name>", 22);
+        memcpy(big + DOMXML_MAX_SIZE - 9, "</domain>", 9);
+        big[DOMXML_MAX_SIZE] = '\n';
+        error_clear();
+        r = domxml_parse(big, size, &d);
+        CHECK(r == -EFBIG);
+        CHECK(strstr(error_get(r), "larger than"));
+        CHECK(domxml_parse(big, DOMXML_MAX_SIZE, &d) == 0);
+
+        /* reading stdin stops right after the limit */
+        fd = mkostemp(path, O_CLOEXEC);
+        CHECK(fd >= 0);
+        if (fd < 0)
+                return;
+        unlink(path);
+        CHECK(write(fd, big, size) == (ssize_t) size);
+        CHECK(lseek(fd, 0, SEEK_SET) == 0);
+        error_clear();
+        r = domxml_read_fd(fd, &buf, &len);
+        CHECK(r == -EFBIG);
+        CHECK(buf == NULL);
+
+        /* exactly the limit is fine */
+        CHECK(ftruncate(fd, DOMXML_MAX_SIZE) == 0);
+        CHECK(lseek(fd, 0, SEEK_SET) == 0);
+        CHECK(domxml_read_fd(fd, &buf, &len) == 0);
+        CHECK(len == DOMXML_MAX_SIZE);
+        CHECK(buf && buf[len] == '\0');
+}
+
+static void test_empty(void) {
+        _cleanup_domxml_free_ Domxml *d = NULL;
+
+        CHECK(domxml_parse("", 0, &d) == -EBADMSG);
+        CHECK(domxml_parse("<domain><name>a</name></domain><x/>", 35, &d) == -EBADMSG);
+}
+
+static void test_name_checks(void) {
+        static const char long_head[] = "<domain><name>";
+        static const char long_tail[] = "</name></domain>";
+        _cleanup_domxml_free_ Domxml *d = NULL;
+        char buf[1024];
+        size_t n;
+
+        /* a newline in the name would break the record's one-line fields */
+        n = (size_t) snprintf(buf, sizeof buf, "<domain><name>a&#10;b</name></domain>");
+        CHECK(domxml_parse(buf, n, &d) == -EINVAL);
+        /* GUEST_NAME_MAX - 1 bytes fit, one more does not */
+        memcpy(buf, long_head, sizeof long_head - 1);
+        n = sizeof long_head - 1;
+        memset(buf + n, 'a', GUEST_NAME_MAX - 1);
+        n += GUEST_NAME_MAX - 1;
+        memcpy(buf + n, long_tail, sizeof long_tail - 1);
+        n += sizeof long_tail - 1;
+        CHECK(domxml_parse(buf, n, &d) == 0);
+        domxml_free(steal_pointer(&d));
+
+        memcpy(buf, long_head, sizeof long_head - 1);
+        n = sizeof long_head - 1;
+        memset(buf + n, 'a', GUEST_NAME_MAX);
+        n += GUEST_NAME_MAX;
+        memcpy(buf + n, long_tail, sizeof long_tail - 1);
+        n += sizeof long_tail - 1;
+        CHECK(domxml_parse(buf, n, &d) == -EINVAL);
+        /* a character reference in an attribute is decoded before checks */
+        n = (size_t) snprintf(buf, sizeof buf,
+                              "<domain><name>c</name><devices><hostdev mode='subsystem' type='m&#100;ev'>"
+                              "<source><address uuid='B1AE8BF6-38B0-4C81-9D44-78CE2E5D2B9&#x44;'/></source>"
+                              "</hostdev></devices></domain>");
+        CHECK(domxml_parse(buf, n, &d) == 0);
+        CHECK(d && d->n_mdevs == 1 && streq(d->mdevs[0].uuid, "b1ae8bf6-38b0-4c81-9d44-78ce2e5d2b9d"));
+}
+
+/* --- the rewrite changes only the UUIDs -------------------------------- */
+
+typedef struct Rewrite {
+        const Domxml *in;      /* parsed input: says which nodes may change */
+        char (*new_uuid)[UUID_STRING_MAX]; /* per mdev of in */
+        unsigned changed;      /* attributes found changed as allowed */
+        unsigned mismatches;
+} Rewrite;
+
+static void mismatch(Rewrite *rw, const xmlNode *a, const char *fmt, ...) _printf_(3, 4);
+static void mismatch(Rewrite *rw, const xmlNode *a, const char *fmt, ...) {
+        va_list ap;
+
+        fprintf(stderr, "tree mismatch at line %ld: ", xmlGetLineNo(a));
+        va_start(ap, fmt);
+        vfprintf(stderr, fmt, ap);
+        va_end(ap);
+        fputc('\n', stderr);
+        rw->mismatches++;
+}
+
+static const char *ns_href(const xmlNs *ns) {
+        return ns ? (const char *) ns->href : NULL;
+}
+
+/* The new UUID the uuid= attribute of this input node must carry, or NULL
+ * if it must not change. */
+static const char *allowed_uuid(const Rewrite *rw, const xmlNode *a) {
+        for (size_t i = 0; i < rw->in->n_mdevs; i++)
+                if (a == rw->in->mdevs[i].address || a == rw->in->mdevs[i].meta)
+                        return rw->new_uuid[i];
+        return NULL;
+}
+
+static void compare_nodes(Rewrite *rw, const xmlNode *a, const xmlNode *b) {
+        const xmlNode *ca, *cb;
+
+        if (a->type != b->type) {
+                mismatch(rw, a, "node type %d != %d", a->type, b->type);
+                return;
+        }
+        if (!streq_ptr((const char *) a->name, (const char *) b->name))
+                mismatch(rw, a, "name '%s' != '%s'", a->name, b->name);
+        if (!streq_ptr(ns_href(a->ns), ns_href(b->ns)))
+                mismatch(rw, a, "namespace of <%s>", a->name);
+        if (a->type == XML_TEXT_NODE || a->type == XML_COMMENT_NODE || a->type == XML_CDATA_SECTION_NODE ||
+            a->type == XML_PI_NODE) {
+                if (!streq_ptr((const char *) a->content, (const char *) b->content))
+                        mismatch(rw, a, "content '%s' != '%s'", a->content, b->content);
+        }
+        if (a->type == XML_ELEMENT_NODE) {
+                const xmlNs *na, *nb;
+                const xmlAttr *pa, *pb;
+                const char *allowed = allowed_uuid(rw, a);
+
+                for (na = a->nsDef, nb = b->nsDef; na && nb; na = na->next, nb = nb->next)
+                        if (!streq_ptr((const char *) na->prefix, (const char *) nb->prefix) ||
+                            !streq_ptr((const char *) na->href, (const char *) nb->href))
+                                mismatch(rw, a, "namespace declaration on <%s>", a->name);
+                if (na || nb)
+                        mismatch(rw, a, "number of namespace declarations on <%s>", a->name);
+
+                for (pa = a->properties, pb = b->properties; pa && pb; pa = pa->next, pb = pb->next) {
+                        _cleanup_free_ char *va = NULL, *vb = NULL;
+
+                        va = (char *) xmlNodeListGetString(a->doc, pa->children, 1);
+                        vb = (char *) xmlNodeListGetString(b->doc, pb->children, 1);
+                        if (!streq_ptr((const char *) pa->name, (const char *) pb->name) ||
+                            !streq_ptr(ns_href(pa->ns), ns_href(pb->ns))) {
+                                mismatch(rw, a, "attribute '%s' != '%s'", pa->name, pb->name);
+                                continue;
+                        }
+                        if (allowed && !pa->ns && streq((const char *) pa->name, "uuid")) {
+                                /* the masked position: must hold exactly the new UUID */
+                                if (!streq_ptr(vb, allowed))
+                                        mismatch(rw, a, "uuid '%s', expected '%s'", strna(vb), allowed);
+                                else
+                                        rw->changed++;
+                                continue;
+                        }
+                        if (!streq_ptr(va, vb))
+                                mismatch(rw, a, "attribute %s='%s' became '%s'", pa->name, strna(va), strna(vb));
+                }
+                if (pa || pb)
+                        mismatch(rw, a, "number of attributes of <%s>", a->name);
+        }
+        for (ca = a->children, cb = b->children; ca && cb; ca = ca->next, cb = cb->next)
+                compare_nodes(rw, ca, cb);
+        if (ca || cb)
+                mismatch(rw, a, "number of children of <%s>", a->name);
+}
+
+static void compare_docs(Rewrite *rw, const xmlDoc *a, const xmlDoc *b) {
+        const xmlNode *ca, *cb;
+
+        for (ca = a->children, cb = b->children; ca && cb; ca = ca->next, cb = cb->next)
+                compare_nodes(rw, ca, cb);
+        if (ca || cb) {
+                fprintf(stderr, "tree mismatch: number of top-level nodes\n");
+                rw->mismatches++;
+        }
+}
+
+/* Rewrites every mdev of the document in buf to new UUIDs, formats it,
+ * parses both again and compares them node by node, attribute by attribute,
+ * with only the rewritten uuid= attributes allowed (and required) to differ. */
+static void check_rewrite(const char *buf, size_t len, unsigned expect_changed) {
+        _cleanup_domxml_free_ Domxml *in = NULL, *work = NULL, *out = NULL;
+        _cleanup_free_ char (*new_uuid)[UUID_STRING_MAX] = NULL;
+        _cleanup_free_ char *text = NULL;
+        Rewrite rw = { .mismatches = 0 };
+        size_t text_len;
+
+        CHECK(domxml_parse(buf, len, &in) == 0);
+        CHECK(domxml_parse(buf, len, &work) == 0);
+        if (!in || !work)
+                return;
+        new_uuid = calloc(work->n_mdevs + 1, sizeof *new_uuid);
+        CHECK(new_uuid);
+        if (!new_uuid)
+                return;
+        for (size_t i = 0; i < work->n_mdevs; i++) {
+                snprintf(new_uuid[i], UUID_STRING_MAX, "0000%04x-aaaa-4bbb-8ccc-dddddddddddd", (unsigned) (i & 0xffff));
+                CHECK(domxml_set_mdev_uuid(work, i, new_uuid[i]) == 0);
+                CHECK_STREQ(work->mdevs[i].uuid, new_uuid[i]);
+        }
+        CHECK(domxml_format(work, &text, &text_len) == 0);
+        if (!text)
+                return;
+        CHECK(strlen(text) == text_len);
+        CHECK(domxml_parse(text, text_len, &out) == 0);
+        if (!out)
+                return;
+        CHECK(out->n_mdevs == in->n_mdevs);
+        for (size_t i = 0; i < out->n_mdevs && i < in->n_mdevs; i++) {
+                CHECK_STREQ(out->mdevs[i].uuid, new_uuid[i]);
+                CHECK_STREQ(out->mdevs[i].type, in->mdevs[i].type);
+                CHECK_STREQ(out->mdevs[i].mdev_class, in->mdevs[i].mdev_class);
+                CHECK_STREQ(out->mdevs[i].parent, in->mdevs[i].parent);
+        }
+        CHECK_STREQ(out->name, in->name);
+        CHECK_STREQ(out->uuid, in->uuid);
+
+        rw.in = in;
+        rw.new_uuid = new_uuid;
+        compare_docs(&rw, in->doc, out->doc);
+        CHECK(rw.mismatches == 0);
+        CHECK(rw.changed == expect_changed);
+}
+
+static void test_rewrite_changes_only_uuids(void) {
+        _cleanup_free_ char *buf = NULL;
+        size_t len;
+
+        buf = read_data("two-mdevs.xml", &len);
+        /* two hostdev addresses and their two metadata entries */
+        check_rewrite(buf, len, 4);
+        free(steal_pointer(&buf));
+        buf = read_data("wrong-namespace.xml", &len);
+        /* the foreign metadata keeps the old UUID */
+        check_rewrite(buf, len, 1);
+}
+
+/* libvirt's own formatting (double quotes, self-closing empty elements, no
+ * XML declaration) comes back byte for byte apart from the UUID. */
+static void test_rewrite_bytes(void) {
+        _cleanup_domxml_free_ Domxml *d = NULL;
+        _cleanup_free_ char *buf = NULL, *text = NULL, *expected = NULL;
+        static const char old_uuid[] = "b1ae8bf6-38b0-4c81-9d44-78ce2e5d2b9d";
+        static const char new_uuid[] = "0f0e0d0c-0b0a-4908-8706-050403020100";
+        size_t len, text_len;
+        char *p;
+
+        buf = read_data("two-mdevs.xml", &len);
+        CHECK(domxml_parse(buf, len, &d) == 0);
+        if (!d)
+                return;
+        CHECK(domxml_set_mdev_uuid(d, 0, new_uuid) == 0);
+        CHECK(domxml_format(d, &text, &text_len) == 0);
+        expected = strdup(buf);
+        for (p = expected; (p = strstr(p, old_uuid)); p += sizeof old_uuid - 1)
+                memcpy(p, new_uuid, sizeof new_uuid - 1);
+        CHECK_STREQ(text, expected);
+}
+
+static void test_set_uuid_checks(void) {
+        _cleanup_domxml_free_ Domxml *d = NULL;
+
+        CHECK(parse_data("two-mdevs.xml", &d) == 0);
+        if (!d)
+                return;
+        CHECK(domxml_set_mdev_uuid(d, 0, "not-a-uuid") == -EINVAL);
+        CHECK(domxml_set_mdev_uuid(d, 2, "0f0e0d0c-0b0a-4908-8706-050403020100") == -EINVAL);
+        /* two hostdevs may not end up with one UUID */
+        CHECK(domxml_set_mdev_uuid(d, 0, "5D0C4E8A-8D3A-4B38-9F7E-2F0F4C1D9A10") == -EEXIST);
+        CHECK_STREQ(d->mdevs[0].uuid, "b1ae8bf6-38b0-4c81-9d44-78ce2e5d2b9d");
+        /* the same UUID is a no-op; upper case is normalised */
+        CHECK(domxml_set_mdev_uuid(d, 0, "B1AE8BF6-38B0-4C81-9D44-78CE2E5D2B9D") == 0);
+        CHECK(domxml_set_mdev_uuid(d, 1, "0F0E0D0C-0B0A-4908-8706-050403020100") == 0);
+        CHECK_STREQ(d->mdevs[1].uuid, "0f0e0d0c-0b0a-4908-8706-050403020100");
+        CHECK(domxml_find_mdev(d, "0f0e0d0c-0b0a-4908-8706-050403020100") == 1);
+        CHECK(domxml_find_mdev(d, "5d0c4e8a-8d3a-4b38-9f7e-2f0f4c1d9a10") == -ENOENT);
+}
+
+/* --- a large migration XML --------------------------------------------- */
+
+/* About `size` bytes of libvirt-like XML with n mdevs among many disks. */
+static char *make_large(size_t size, unsigned n, size_t *ret_len) {
+        size_t cap = size + 64 * 1024, len = 0;
+        char *buf = malloc(cap);
+        unsigned disk = 0;
+
+#define APPEND(...) len += (size_t) snprintf(buf + len, cap - len, __VA_ARGS__)
+        if (!buf)
+                return NULL;
+        APPEND("<domain type=\"kvm\">\n  <name>big</name>\n"
+               "  <uuid>0b3f4c2e-6d7a-4e8b-9c1d-2e3f4a5b6c7d</uuid>\n  <metadata>\n"
+               "    <mh:mdevs xmlns:mh=\"" DOMXML_NAMESPACE "\">\n");
+        for (unsigned i = 0; i < n; i++)
+                APPEND("      <mh:mdev uuid=\"%08x-38b0-4c81-9d44-78ce2e5d2b9d\" type=\"nvidia-35\"/>\n", i);
+        APPEND("    </mh:mdevs>\n  </metadata>\n  <devices>\n");
+        for (unsigned i = 0; len + 2048 < size; disk++) {
+                APPEND("    <disk type=\"file\" device=\"disk\">\n"
+                       "      <driver name=\"qemu\" type=\"qcow2\" cache=\"none\" io=\"native\"/>\n"
+                       "      <source file=\"/var/lib/libvirt/images/big-%u.qcow2\" index=\"%u\"/>\n"
+                       "      <target dev=\"vd%u\" bus=\"virtio\"/>\n"
+                       "      <alias name=\"virtio-disk%u\"/>\n"
+                       "      <address type=\"pci\" domain=\"0x0000\" bus=\"0x%02x\" slot=\"0x00\" function=\"0x0\"/>\n"
+                       "    </disk>\n", disk, disk, disk, disk, disk & 0xff);
+                if (i < n && disk % 64 == 0) {
+                        APPEND("    <hostdev mode=\"subsystem\" type=\"mdev\" managed=\"no\" model=\"vfio-pci\" display=\"off\">\n"
+                               "      <source>\n        <address uuid=\"%08x-38b0-4c81-9d44-78ce2e5d2b9d\"/>\n      </source>\n"
+                               "      <alias name=\"hostdev%u\"/>\n"
+                               "      <address type=\"pci\" domain=\"0x0000\" bus=\"0x%02x\" slot=\"0x00\" function=\"0x0\"/>\n"
+                               "    </hostdev>\n", i, i, 0x80 + i);
+                        i++;
+                }
+        }
+        APPEND("  </devices>\n</domain>\n");
+#undef APPEND
+        *ret_len = len;
+        return buf;
+}
+
+static void test_large(void) {
+        _cleanup_free_ char *buf = NULL, *text = NULL;
+        _cleanup_domxml_free_ Domxml *d = NULL;
+        unsigned long long t0, t1;
+        size_t len, text_len;
+
+        buf = make_large(1024 * 1024, 16, &len);
+        CHECK(buf);
+        if (!buf)
+                return;
+        t0 = now_usec();
+        CHECK(domxml_parse(buf, len, &d) == 0);
+        if (!d)
+                return;
+        for (size_t i = 0; i < d->n_mdevs; i++) {
+                char u[UUID_STRING_MAX];
+                snprintf(u, sizeof u, "%08x-0000-4000-8000-000000000000", (unsigned) i);
+                CHECK(domxml_set_mdev_uuid(d, i, u) == 0);
+        }
+        CHECK(domxml_format(d, &text, &text_len) == 0);
+        t1 = now_usec();
+        CHECK(d->n_mdevs == 16);
+        /* for information only: timings are asserted in bench/, not here */
+        printf("# %zu bytes, %zu mdevs: parse + rewrite + format took %llu us\n", len, d->n_mdevs, t1 - t0);
+
+        check_rewrite(buf, len, 32);
+}
+
+int main(void) {
+        test_two_mdevs();
+        test_no_mdev();
+        test_wrong_namespace_ignored();
+        test_default_namespace();
+        test_refused();
+        test_external_entity_not_read();
+        test_size_limit();
+        test_empty();
+        test_name_checks();
+        test_rewrite_changes_only_uuids();
+        test_rewrite_bytes();
+        test_set_uuid_checks();
+        test_large();
+        xmlCleanupParser();
+        if (failures) {
+                fprintf(stderr, "%u check(s) failed\n", failures);
+                return EXIT_FAILURE;
+        }
+        return EXIT_SUCCESS;
+}
