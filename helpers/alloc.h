@@ -92,6 +92,10 @@ typedef struct Alloc {
         const char *guest;
         const char *guest_uuid;            /* NULL or "" when unknown */
         char boot_id[UUID_STRING_MAX];
+        /* CRASHPOINT (crash.h) passed right after a successful create, before
+         * the caller goes on: "prepare-after-create" (the default) or
+         * "migrate-after-create". */
+        const char *crashpoint_create;
 
         AllocUndo *undo;
         size_t n_undo;

@@ -1,0 +1,742 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Choosing, claiming and creating mdevs (alloc.h).
+ *
+ * Crash safety of a creation: the record is written BEFORE the create, as the
+ * intent (state assigned/incoming, origin created, the parent being tried).
+ * A hook killed after that leaves either
+ *   - a record for an mdev that does not exist: the guest's release (libvirt
+ *     runs it after the failed prepare), the next prepare, the udev helper or
+ *     reconcile sees the mdev missing and drops or marks the record; or
+ *   - a record plus the mdev: a consistent claim, which the guest's release
+ *     removes (origin created).
+ * There is never an mdev that mdev-hooks created without a record saying so,
+ * which is what would leak (it would later look borrowed and never be removed).
+ *
+ * Reads stay small: for each candidate parent only the needed type's
+ * available_instances and devices/ are read. Every parent and every mdev are
+ * listed only where the answer needs them: max_instances (count the type on
+ * the whole host) and the failure message (which other parents offer it).
+ */
+#include <limits.h>
+#include <stdio.h>
+#include <time.h>
+
+#include "alloc.h"
+#include "crash.h"
+
+#define PARENT_WAIT_STEP_USEC 50000
+#define ROLLBACK_REMOVE_MSEC 2000
+#define RECLAIM_REMOVE_MSEC 1000
+
+/* --- small pure helpers (unit-tested) ----------------------------------- */
+
+void alloc_want_done(AllocWant *w) {
+        strv_free(w->types);
+        w->types = NULL;
+}
+
+static ConfigPlacement sort_placement;
+
+static int candidate_cmp(const void *x, const void *y) {
+        const AllocCandidate *a = x, *b = y;
+
+        if (a->count != b->count) {
+                if (sort_placement == CONFIG_PLACEMENT_PACK)
+                        return a->count > b->count ? -1 : 1;
+                return a->count < b->count ? -1 : 1;
+        }
+        if (a->order != b->order)
+                return a->order < b->order ? -1 : 1;
+        return strcmp(a->parent, b->parent);
+}
+
+void alloc_candidates_sort(AllocCandidate *c, size_t n, ConfigPlacement placement) {
+        sort_placement = placement;
+        if (n > 1)
+                qsort(c, n, sizeof *c, candidate_cmp);
+}
+
+unsigned alloc_max_left(unsigned max_instances, unsigned existing) {
+        if (max_instances == 0)
+                return UINT_MAX;
+        return existing >= max_instances ? 0 : max_instances - existing;
+}
+
+int alloc_candidate_describe(const AllocCandidate *c, char *buf, size_t size) {
+        int n = -1;
+
+        switch (c->verdict) {
+        case ALLOC_OK:
+                n = snprintf(buf, size, "%s has %u of %u left", c->parent, c->available, c->available + c->count);
+                break;
+        case ALLOC_FULL:
+                n = snprintf(buf, size, "%s has 0 of %u left", c->parent, c->count);
+                break;
+        case ALLOC_NOT_REGISTERED:
+                n = snprintf(buf, size, "%s is not registered as an mdev parent", c->parent);
+                break;
+        case ALLOC_NOT_OFFERED:
+                n = snprintf(buf, size, "%s does not offer %s", c->parent, c->type);
+                break;
+        case ALLOC_OTHER_TYPE:
+                if (c->other_type[0])
+                        n = snprintf(buf, size, "%s is configured for %s", c->parent, c->other_type);
+                else
+                        n = snprintf(buf, size, "%s is not configured for any type", c->parent);
+                break;
+        case ALLOC_CREATE_FAILED:
+                n = snprintf(buf, size, "%s refused create (%s)", c->parent, strerror(c->create_errno));
+                break;
+        case ALLOC_OVER_MAX:
+                n = snprintf(buf, size, "%s is over max_instances for %s", c->parent, c->type);
+                break;
+        }
+        if (n < 0 || (size_t) n >= size)
+                return -ENOBUFS;
+        return n;
+}
+
+/* --- the transaction ---------------------------------------------------- */
+
+void alloc_init(Alloc *a, int rootfd, int ledgerfd, const Config *config,
+                const char *guest, const char *guest_uuid, const char *boot_id) {
+        *a = (Alloc) {
+                .rootfd = rootfd,
+                .ledgerfd = ledgerfd,
+                .config = config,
+                .guest = guest,
+                .guest_uuid = guest_uuid,
+                .crashpoint_create = "prepare-after-create",
+        };
+        snprintf(a->boot_id, sizeof a->boot_id, "%s", strempty(boot_id));
+}
+
+void alloc_done(Alloc *a) {
+        free(a->undo);
+        a->undo = NULL;
+        a->n_undo = 0;
+}
+
+void alloc_commit(Alloc *a) {
+        a->n_undo = 0;
+}
+
+/* Remembers the record of uuid as it is before this call first touches it. */
+static int undo_push(Alloc *a, const char *uuid, bool created) {
+        AllocUndo *u;
+        int r;
+
+        for (size_t i = 0; i < a->n_undo; i++)
+                if (streq(a->undo[i].uuid, uuid)) {
+                        a->undo[i].created = a->undo[i].created || created;
+                        return 0;
+                }
+        u = realloc(a->undo, (a->n_undo + 1) * sizeof *u);
+        if (!u)
+                return -ENOMEM;
+        a->undo = u;
+        u = &a->undo[a->n_undo];
+        memset(u, 0, sizeof *u);
+        snprintf(u->uuid, sizeof u->uuid, "%s", uuid);
+        u->created = created;
+        r = ledger_read(a->ledgerfd, uuid, &u->prev);
+        if (r == -ENOENT)
+                u->had_record = false;
+        else if (r < 0)
+                return r;
+        else
+                u->had_record = true;
+        a->n_undo++;
+        return 0;
+}
+
+static void entry_fill(const Alloc *a, LedgerEntry *e, const char *uuid, const char *parent,
+                       const char *type, LedgerState state, LedgerOrigin origin) {
+        memset(e, 0, sizeof *e);
+        snprintf(e->uuid, sizeof e->uuid, "%s", uuid);
+        snprintf(e->parent, sizeof e->parent, "%s", parent);
+        snprintf(e->type, sizeof e->type, "%s", type);
+        e->state = state;
+        e->origin = origin;
+        snprintf(e->guest, sizeof e->guest, "%s", a->guest);
+        if (a->guest_uuid && uuid_is_valid(a->guest_uuid))
+                uuid_normalize(a->guest_uuid, e->guest_uuid);
+        snprintf(e->boot_id, sizeof e->boot_id, "%s", a->boot_id);
+        e->since = (uint64_t) time(NULL);
+}
+
+int alloc_remove_mdev(int rootfd, const char *uuid, unsigned timeout_msec) {
+        unsigned long long deadline = now_usec() + (unsigned long long) timeout_msec * 1000ULL;
+        useconds_t delay = 10000;
+        int r;
+
+        for (;;) {
+                r = sysfs_mdev_remove(rootfd, uuid);
+                if (r == 0 || r == -ENOENT)
+                        return 0;
+                if (r != -EBUSY)
+                        return r;
+                if (now_usec() >= deadline)
+                        return -EBUSY;
+                usleep(delay);
+                if (delay < 320000)
+                        delay *= 2;
+        }
+}
+
+int alloc_rollback(Alloc *a) {
+        int ret = 0;
+
+        for (size_t i = a->n_undo; i-- > 0;) {
+                AllocUndo *u = &a->undo[i];
+                int r;
+
+                if (u->created) {
+                        r = alloc_remove_mdev(a->rootfd, u->uuid, ROLLBACK_REMOVE_MSEC);
+                        if (r < 0) {
+                                /* Still there: keep a record that says we made it
+                                 * and that it must go, for the next hook or reconcile. */
+                                LedgerEntry e;
+
+                                if (ret == 0)
+                                        ret = r;
+                                if (ledger_read(a->ledgerfd, u->uuid, &e) >= 0) {
+                                        e.state = LEDGER_FREE;
+                                        e.guest[0] = '\0';
+                                        e.guest_uuid[0] = '\0';
+                                        e.remove_pending = true;
+                                        e.since = (uint64_t) time(NULL);
+                                        (void) ledger_write(a->ledgerfd, &e);
+                                }
+                                continue;
+                        }
+                }
+                if (u->had_record)
+                        r = ledger_write(a->ledgerfd, &u->prev);
+                else
+                        r = ledger_remove(a->ledgerfd, u->uuid);
+                if (r < 0 && ret == 0)
+                        ret = r;
+        }
+        a->n_undo = 0;
+        return ret;
+}
+
+/* --- type resolution and ownership ------------------------------------- */
+
+static int enabled_types_string(const Config *c, char *buf, size_t size) {
+        size_t o = 0;
+
+        buf[0] = '\0';
+        for (size_t i = 0; i < c->n_types; i++) {
+                int n = snprintf(buf + o, size - o, "%s%s", i ? ", " : "", c->types[i].name);
+                if (n < 0 || (size_t) n >= size - o)
+                        break;
+                o += (size_t) n;
+        }
+        if (o == 0)
+                snprintf(buf, size, "none");
+        return 0;
+}
+
+int alloc_want_resolve(const Alloc *a, const DomxmlMdev *m, const SysfsMdev *existing, AllocWant *ret) {
+        AllocWant w = { .types = NULL };
+        const Config *c = a->config;
+        char enabled[512];
+        int r;
+
+        snprintf(w.uuid, sizeof w.uuid, "%s", m->uuid);
+        snprintf(w.parent, sizeof w.parent, "%s", m->parent);
+
+        if (m->type[0]) {
+                r = strv_extend(&w.types, m->type);
+                snprintf(w.what, sizeof w.what, "%s", m->type);
+        } else if (m->mdev_class[0]) {
+                r = 0;
+                for (size_t i = 0; r >= 0 && i < c->n_types; i++)
+                        if (streq_ptr(c->types[i].mdev_class, m->mdev_class))
+                                r = strv_extend(&w.types, c->types[i].name);
+                if (r >= 0 && !w.types) {
+                        enabled_types_string(c, enabled, sizeof enabled);
+                        return error_set(-EINVAL, "mdev %s asks for class %s, but no enabled type has mdev_class = %s (enabled: %s)",
+                                         m->uuid, m->mdev_class, m->mdev_class, enabled);
+                }
+                snprintf(w.what, sizeof w.what, "class %s", m->mdev_class);
+        } else if (existing) {
+                r = strv_extend(&w.types, existing->type);
+                snprintf(w.what, sizeof w.what, "%s", existing->type);
+        } else if (c->default_type) {
+                r = strv_extend(&w.types, c->default_type->name);
+                snprintf(w.what, sizeof w.what, "%s", c->default_type->name);
+        } else {
+                enabled_types_string(c, enabled, sizeof enabled);
+                return error_set(-ENOENT, "mdev %s has no type and the config has no default type: add <mh:mdev uuid=\"%s\" type=\"...\"/> to the domain's <metadata><mh:mdevs xmlns:mh=\"" DOMXML_NAMESPACE "\"> (enabled types: %s)",
+                                 m->uuid, m->uuid, enabled);
+        }
+        if (r < 0) {
+                strv_free(w.types);
+                return r;
+        }
+        *ret = w;
+        return 0;
+}
+
+static bool entry_is_held(const Alloc *a, const LedgerEntry *e) {
+        return (e->state == LEDGER_ASSIGNED || e->state == LEDGER_INCOMING) &&
+               streq(e->boot_id, a->boot_id);
+}
+
+int alloc_held_by_other(const Alloc *a, const char *uuid, LedgerEntry *ret_holder) {
+        LedgerEntry e;
+        int r;
+
+        r = ledger_read(a->ledgerfd, uuid, &e);
+        if (r == -ENOENT)
+                return 0;
+        if (r < 0)
+                return r;
+        if (!entry_is_held(a, &e) || streq(e.guest, a->guest))
+                return 0;
+        if (ret_holder)
+                *ret_holder = e;
+        return 1;
+}
+
+int alloc_claim(Alloc *a, const AllocWant *w, const SysfsMdev *m, LedgerState state, LedgerEntry *ret) {
+        LedgerEntry prev, e;
+        LedgerOrigin origin = LEDGER_BORROWED;
+        int r;
+
+        if (!strv_contains(w->types, m->type))
+                return error_set(-EMEDIUMTYPE, "mdev %s exists with type %s, but the domain asks for %s; fix the domain's metadata or remove the mdev",
+                                 m->uuid, m->type, w->what);
+        if (w->parent[0] && !streq(w->parent, m->parent))
+                return error_set(-EMEDIUMTYPE, "mdev %s exists on parent %s, but the domain's metadata pins parent %s",
+                                 m->uuid, m->parent, w->parent);
+
+        r = ledger_read(a->ledgerfd, m->uuid, &prev);
+        if (r < 0 && r != -ENOENT)
+                return r;
+        if (r >= 0) {
+                if (entry_is_held(a, &prev) && !streq(prev.guest, a->guest))
+                        return error_set(-EBUSY, "mdev %s is held by guest '%s' (%s); give this guest another UUID",
+                                         m->uuid, prev.guest, ledger_state_to_string(prev.state));
+                /* Ours if we created it in this boot; an mdev of an earlier
+                 * boot's record is gone, so the one here was made by someone else. */
+                if (prev.origin == LEDGER_CREATED && streq(prev.boot_id, a->boot_id))
+                        origin = LEDGER_CREATED;
+        }
+
+        r = undo_push(a, m->uuid, false);
+        if (r < 0)
+                return r;
+        entry_fill(a, &e, m->uuid, m->parent, m->type, state, origin);
+        r = ledger_write(a->ledgerfd, &e);
+        if (r < 0)
+                return r;
+        if (ret)
+                *ret = e;
+        return 0;
+}
+
+int alloc_find_free(const Alloc *a, const AllocWant *w, SysfsMdev *ret) {
+        _cleanup_free_ LedgerEntry *l = NULL;
+        size_t n;
+        int r;
+
+        r = ledger_list(a->ledgerfd, &l, &n, NULL);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n; i++) {
+                LedgerEntry *e = &l[i];
+                SysfsMdev m;
+
+                if (e->state != LEDGER_FREE || e->origin != LEDGER_CREATED || e->remove_pending ||
+                    !streq(e->boot_id, a->boot_id) || !strv_contains(w->types, e->type) ||
+                    (w->parent[0] && !streq(w->parent, e->parent)))
+                        continue;
+                if (sysfs_mdev_get(a->rootfd, e->uuid, &m) < 0 || !streq(m.type, e->type))
+                        continue;
+                *ret = m;
+                return 1;
+        }
+        return 0;
+}
+
+/* --- creating ----------------------------------------------------------- */
+
+typedef struct CandidateList {
+        AllocCandidate *c;
+        size_t n;
+} CandidateList;
+
+static int candidates_add(CandidateList *l, const char *parent, const char *type, unsigned order) {
+        AllocCandidate *c;
+
+        for (size_t i = 0; i < l->n; i++)
+                if (streq(l->c[i].parent, parent))
+                        return 0;
+        c = realloc(l->c, (l->n + 1) * sizeof *c);
+        if (!c)
+                return -ENOMEM;
+        l->c = c;
+        c = &l->c[l->n++];
+        memset(c, 0, sizeof *c);
+        snprintf(c->parent, sizeof c->parent, "%s", parent);
+        snprintf(c->type, sizeof c->type, "%s", type);
+        c->order = order;
+        c->verdict = ALLOC_OK;
+        return 0;
+}
+
+/* The parents the config assigns to the wanted types (or the pinned one). */
+static int candidates_collect(const Alloc *a, const AllocWant *w, CandidateList *l, bool *ret_any_enabled) {
+        _cleanup_strv_free_ char **all = NULL;
+        bool any = false;
+        int r;
+
+        for (size_t t = 0; w->types[t]; t++) {
+                const ConfigType *ct = config_find_type(a->config, w->types[t]);
+
+                if (!ct)
+                        continue;
+                any = true;
+                if (w->parent[0]) {
+                        const ConfigType *pt = config_parent_type(a->config, w->parent);
+
+                        r = candidates_add(l, w->parent, ct->name, (unsigned) t);
+                        if (r < 0)
+                                return r;
+                        if (pt != ct) {
+                                AllocCandidate *c = &l->c[l->n - 1];
+                                c->verdict = ALLOC_OTHER_TYPE;
+                                snprintf(c->other_type, sizeof c->other_type, "%s", pt ? pt->name : "");
+                        }
+                        continue;
+                }
+                if (ct->addresses && ct->addresses[0]) {
+                        for (char **p = ct->addresses; *p; p++) {
+                                r = candidates_add(l, *p, ct->name, (unsigned) t);
+                                if (r < 0)
+                                        return r;
+                        }
+                        continue;
+                }
+                /* The default type: every registered parent not listed elsewhere. */
+                if (!all) {
+                        r = sysfs_parent_list(a->rootfd, &all);
+                        if (r < 0)
+                                return r;
+                }
+                for (char **p = all; *p; p++)
+                        if (config_parent_type(a->config, *p) == ct) {
+                                r = candidates_add(l, *p, ct->name, (unsigned) t);
+                                if (r < 0)
+                                        return r;
+                        }
+        }
+        *ret_any_enabled = any;
+        return 0;
+}
+
+/* Reads registration, available_instances and the count of one candidate. */
+static int candidate_probe(const Alloc *a, AllocCandidate *c) {
+        int r;
+
+        if (c->verdict == ALLOC_OTHER_TYPE)
+                return 0;
+        r = sysfs_type_available(a->rootfd, c->parent, c->type, &c->available);
+        if (r == -ENOENT) {
+                r = sysfs_parent_is_registered(a->rootfd, c->parent);
+                if (r < 0)
+                        return r;
+                c->verdict = r > 0 ? ALLOC_NOT_OFFERED : ALLOC_NOT_REGISTERED;
+                c->available = 0;
+                return 0;
+        }
+        if (r < 0)
+                return r;
+        r = sysfs_type_count(a->rootfd, c->parent, c->type, &c->count);
+        if (r < 0)
+                return r;
+        c->verdict = c->available > 0 ? ALLOC_OK : ALLOC_FULL;
+        return 0;
+}
+
+static bool candidates_have_room(const CandidateList *l) {
+        for (size_t i = 0; i < l->n; i++)
+                if (l->c[i].verdict == ALLOC_OK)
+                        return true;
+        return false;
+}
+
+/* parent_wait: a configured parent whose device exists but that has not
+ * registered yet (the vendor driver is still starting) is polled until it
+ * registers or the time is up, but only when no registered candidate has
+ * room. Polling, not a udev monitor: the wait is rare (right after a boot),
+ * and it also works on hosts and trees where no uevents are sent. */
+static int candidates_wait(const Alloc *a, CandidateList *l) {
+        unsigned long long deadline;
+        bool waiting = false;
+        int r;
+
+        if (a->config->parent_wait == 0 || candidates_have_room(l))
+                return 0;
+        for (size_t i = 0; i < l->n; i++)
+                if (l->c[i].verdict == ALLOC_NOT_REGISTERED &&
+                    sysfs_parent_device_present(a->rootfd, l->c[i].parent) > 0)
+                        waiting = true;
+        if (!waiting)
+                return 0;
+
+        deadline = now_usec() + (unsigned long long) a->config->parent_wait * 1000000ULL;
+        while (now_usec() < deadline) {
+                bool pending = false;
+
+                usleep(PARENT_WAIT_STEP_USEC);
+                for (size_t i = 0; i < l->n; i++) {
+                        AllocCandidate *c = &l->c[i];
+
+                        if (c->verdict != ALLOC_NOT_REGISTERED)
+                                continue;
+                        r = candidate_probe(a, c);
+                        if (r < 0)
+                                return r;
+                        if (c->verdict == ALLOC_NOT_REGISTERED)
+                                pending = true;
+                }
+                if (candidates_have_room(l) || !pending)
+                        return 0;
+        }
+        return 0;
+}
+
+/* max_instances: counts the type on the whole host, once per type. */
+static int candidates_apply_max(const Alloc *a, const AllocWant *w, CandidateList *l) {
+        _cleanup_free_ SysfsMdev *mdevs = NULL;
+        size_t n_mdevs = 0;
+        bool listed = false;
+        int r;
+
+        for (size_t t = 0; w->types[t]; t++) {
+                const ConfigType *ct = config_find_type(a->config, w->types[t]);
+                unsigned existing = 0;
+
+                if (!ct || ct->max_instances == 0)
+                        continue;
+                if (!listed) {
+                        r = sysfs_mdev_list(a->rootfd, &mdevs, &n_mdevs);
+                        if (r < 0)
+                                return r;
+                        listed = true;
+                }
+                for (size_t i = 0; i < n_mdevs; i++)
+                        if (streq(mdevs[i].type, ct->name))
+                                existing++;
+                if (alloc_max_left(ct->max_instances, existing) > 0)
+                        continue;
+                for (size_t i = 0; i < l->n; i++)
+                        if (streq(l->c[i].type, ct->name) &&
+                            (l->c[i].verdict == ALLOC_OK || l->c[i].verdict == ALLOC_FULL))
+                                l->c[i].verdict = ALLOC_OVER_MAX;
+        }
+        return 0;
+}
+
+/* Writes the intent record, creates, confirms. 0 on success; >0 (the errno)
+ * when this candidate refused and the next should be tried; <0 hard error. */
+static int candidate_create(Alloc *a, AllocCandidate *c, const char *uuid, LedgerState state, LedgerEntry *ret) {
+        LedgerEntry e;
+        SysfsMdev m;
+        int r;
+
+        r = undo_push(a, uuid, false);
+        if (r < 0)
+                return r;
+        entry_fill(a, &e, uuid, c->parent, c->type, state, LEDGER_CREATED);
+        r = ledger_write(a->ledgerfd, &e);
+        if (r < 0)
+                return r;
+
+        r = sysfs_mdev_create(a->rootfd, c->parent, c->type, uuid);
+        if (r == -EEXIST || r == -ENOSPC || r == -EUSERS || r == -EINVAL) {
+                c->verdict = ALLOC_CREATE_FAILED;
+                c->create_errno = -r;
+                return -r;
+        }
+        if (r < 0)
+                return error_set(r, "cannot create mdev %s of type %s on %s: %s", uuid, c->type, c->parent, strerror(-r));
+
+        r = sysfs_mdev_get(a->rootfd, uuid, &m);
+        if (r < 0 || !streq(m.type, c->type) || !streq(m.parent, c->parent)) {
+                /* The write succeeded but the device is not what we asked for. */
+                if (r >= 0)
+                        (void) alloc_remove_mdev(a->rootfd, uuid, ROLLBACK_REMOVE_MSEC);
+                c->verdict = ALLOC_CREATE_FAILED;
+                c->create_errno = r < 0 ? -r : EPROTO;
+                return c->create_errno;
+        }
+        /* From here on a rollback removes it. */
+        for (size_t i = 0; i < a->n_undo; i++)
+                if (streq(a->undo[i].uuid, uuid))
+                        a->undo[i].created = true;
+        if (a->crashpoint_create)
+                CRASHPOINT(a->crashpoint_create);
+        if (ret)
+                *ret = e;
+        return 0;
+}
+
+/* Removes one free mdev that mdev-hooks kept on a full candidate, to make
+ * room. Returns the index of the candidate that got room, or -ENOENT. */
+static int candidates_reclaim(Alloc *a, CandidateList *l) {
+        _cleanup_free_ LedgerEntry *recs = NULL;
+        size_t n;
+        int r;
+
+        r = ledger_list(a->ledgerfd, &recs, &n, NULL);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < l->n; i++) {
+                AllocCandidate *c = &l->c[i];
+
+                if (c->verdict != ALLOC_FULL && c->verdict != ALLOC_OVER_MAX)
+                        continue;
+                for (size_t j = 0; j < n; j++) {
+                        LedgerEntry *e = &recs[j];
+
+                        if (e->state != LEDGER_FREE || e->origin != LEDGER_CREATED ||
+                            !streq(e->boot_id, a->boot_id) || !streq(e->type, c->type))
+                                continue;
+                        /* over max_instances: a kept mdev anywhere of the type frees a slot;
+                         * full: it must be on this parent. */
+                        if (c->verdict == ALLOC_FULL && !streq(e->parent, c->parent))
+                                continue;
+                        r = alloc_remove_mdev(a->rootfd, e->uuid, RECLAIM_REMOVE_MSEC);
+                        if (r < 0)
+                                continue;
+                        r = ledger_remove(a->ledgerfd, e->uuid);
+                        if (r < 0)
+                                return r;
+                        e->state = LEDGER_LOST; /* do not pick it twice */
+                        r = candidate_probe(a, c);
+                        if (r < 0)
+                                return r;
+                        if (c->verdict == ALLOC_OK)
+                                return (int) i;
+                        break;
+                }
+        }
+        return -ENOENT;
+}
+
+static void message_append(char *buf, size_t size, const AllocCandidate *c, bool *first) {
+        size_t o = strlen(buf);
+        int n;
+
+        if (o + 3 >= size)
+                return;
+        memcpy(buf + o, *first ? " " : ", ", *first ? 2 : 3);
+        n = alloc_candidate_describe(c, buf + o + (*first ? 1 : 2), size - o - (*first ? 1 : 2));
+        if (n < 0)
+                buf[o] = '\0'; /* does not fit: leave it out */
+        else
+                *first = false;
+}
+
+static void candidates_message(const Alloc *a, const AllocWant *w, const CandidateList *l, char *buf, size_t size) {
+        _cleanup_strv_free_ char **all = NULL;
+        bool first = true;
+
+        snprintf(buf, size, "no capacity for %s:", w->what);
+        for (size_t i = 0; i < l->n; i++)
+                message_append(buf, size, &l->c[i], &first);
+
+        /* Registered parents that offer the type but are not candidates: say why. */
+        if (w->parent[0] || sysfs_parent_list(a->rootfd, &all) < 0)
+                return;
+        for (char **p = all; *p; p++) {
+                AllocCandidate x = { .verdict = ALLOC_OTHER_TYPE };
+                const ConfigType *pt;
+                bool skip = false, offers = false;
+                unsigned avail;
+
+                for (size_t i = 0; i < l->n; i++)
+                        if (streq(l->c[i].parent, *p))
+                                skip = true;
+                for (size_t t = 0; !skip && w->types[t] && !offers; t++)
+                        offers = sysfs_type_available(a->rootfd, *p, w->types[t], &avail) >= 0;
+                if (skip || !offers)
+                        continue;
+                pt = config_parent_type(a->config, *p);
+                snprintf(x.parent, sizeof x.parent, "%s", *p);
+                snprintf(x.other_type, sizeof x.other_type, "%s", pt ? pt->name : "");
+                message_append(buf, size, &x, &first);
+        }
+        if (first)
+                strncat(buf, " no parent is configured for it", size - strlen(buf) - 1);
+}
+
+int alloc_create(Alloc *a, const AllocWant *w, const char *uuid, LedgerState state, LedgerEntry *ret) {
+        _cleanup_free_ AllocCandidate *cand = NULL;
+        CandidateList l = { 0 };
+        bool any_enabled = false;
+        char msg[1024];
+        int r;
+
+        if (!uuid_is_valid(uuid))
+                return error_set(-EINVAL, "'%s' is not a UUID", uuid);
+
+        r = candidates_collect(a, w, &l, &any_enabled);
+        cand = l.c;
+        if (r < 0)
+                return r;
+        if (!any_enabled) {
+                char enabled[512];
+
+                enabled_types_string(a->config, enabled, sizeof enabled);
+                return error_set(-ENOENT, "type %s is not enabled here; enabled: %s", w->what, enabled);
+        }
+
+        for (size_t i = 0; i < l.n; i++) {
+                r = candidate_probe(a, &l.c[i]);
+                if (r < 0)
+                        return r;
+        }
+        r = candidates_wait(a, &l);
+        if (r < 0)
+                return r;
+        r = candidates_apply_max(a, w, &l);
+        if (r < 0)
+                return r;
+        alloc_candidates_sort(l.c, l.n, a->config->placement);
+
+        for (;;) {
+                for (size_t i = 0; i < l.n; i++) {
+                        if (l.c[i].verdict != ALLOC_OK)
+                                continue;
+                        r = candidate_create(a, &l.c[i], uuid, state, ret);
+                        if (r <= 0)
+                                return r;
+                }
+                /* Every candidate is full: make room by removing a kept free mdev. */
+                r = candidates_reclaim(a, &l);
+                if (r == -ENOENT)
+                        break;
+                if (r < 0)
+                        return r;
+        }
+
+        /* The intent record of the last try must not outlive the failure. */
+        for (size_t i = 0; i < a->n_undo; i++)
+                if (streq(a->undo[i].uuid, uuid)) {
+                        if (a->undo[i].had_record)
+                                (void) ledger_write(a->ledgerfd, &a->undo[i].prev);
+                        else
+                                (void) ledger_remove(a->ledgerfd, uuid);
+                }
+
+        candidates_message(a, w, &l, msg, sizeof msg);
+        return error_set(-ENOSPC, "%s", msg);
+}

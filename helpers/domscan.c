@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "domscan.h"
+#include "macro.h"
+
+static bool is_space(char c) {
+        return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+/* Does the start tag that begins at p (just after "<hostdev") mention mdev?
+ * Quotes are honoured, so a '>' inside an attribute value does not end the tag. */
+static bool tag_mentions_mdev(const char *p, const char *end) {
+        char quote = 0;
+
+        for (; p < end; p++) {
+                if (quote) {
+                        if (*p == quote)
+                                quote = 0;
+                } else if (*p == '\'' || *p == '"')
+                        quote = *p;
+                else if (*p == '>')
+                        return false;
+                if ((size_t) (end - p) >= 4 && memcmp(p, "mdev", 4) == 0)
+                        return true;
+        }
+        return false;
+}
+
+bool domscan_has_mdev(const char *buf, size_t len) {
+        static const char tag[] = "<hostdev";
+        const size_t tlen = sizeof tag - 1;
+        const char *p = buf, *end = buf + len;
+
+        while ((size_t) (end - p) > tlen) {
+                const char *hit = memmem(p, (size_t) (end - p), tag, tlen);
+                if (!hit)
+                        return false;
+                p = hit + tlen;
+                if (p < end && (is_space(*p) || *p == '>' || *p == '/') && tag_mentions_mdev(p, end))
+                        return true;
+        }
+        return false;
+}
+
+int domscan_read_fd(int fd, size_t max, char **ret_buf, size_t *ret_len) {
+        size_t size = 16384, len = 0;
+        _cleanup_free_ char *buf = malloc(size);
+
+        if (!buf)
+                return -ENOMEM;
+        for (;;) {
+                ssize_t n;
+
+                if (len + 1 >= size) {
+                        char *t;
+
+                        if (size > max + 1)
+                                return -EFBIG;
+                        size *= 2;
+                        t = realloc(buf, size);
+                        if (!t)
+                                return -ENOMEM;
+                        buf = t;
+                }
+                n = read(fd, buf + len, size - len - 1);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (n == 0)
+                        break;
+                len += (size_t) n;
+                if (len > max)
+                        return -EFBIG;
+        }
+        buf[len] = '\0';
+        *ret_buf = steal_pointer(&buf);
+        *ret_len = len;
+        return 0;
+}

@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * A quick, libc-only look at the domain XML for the hook's front end
+ * (hooks/mdev-hooks-qemu.c), which must cost about what /bin/true costs for a
+ * guest without mdevs and therefore cannot link libxml2.
+ *
+ * It answers one question: could this document hold an mdev hostdev? It may
+ * say yes wrongly (the worker then parses the XML with libxml2 and finds
+ * none), but it never says no to a document libvirt formatted with one.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* The same limit as domxml.h's DOMXML_MAX_SIZE (checked at build time in
+ * hook.c); this header stays free of libxml2. */
+#define DOMSCAN_MAX_SIZE (8u * 1024u * 1024u)
+
+/* True if buf holds a <hostdev ...> start tag whose attributes mention
+ * "mdev" (type='mdev' or type="mdev", in any attribute order or spacing).
+ * buf need not be NUL-terminated. */
+bool domscan_has_mdev(const char *buf, size_t len);
+
+/* Reads all of fd into a fresh NUL-terminated buffer, at most max bytes.
+ * -EFBIG when there is more. */
+int domscan_read_fd(int fd, size_t max, char **ret_buf, size_t *ret_len);

@@ -1,0 +1,287 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The libvirt qemu hook's operations: prepare, release, reconnect (hook.h).
+ * migrate/restore are in migrate.c.
+ *
+ * Crash safety (DESIGN.md §4). Everything below runs under the host-wide
+ * lock, so a crash is the only way to leave a half-done change. The rule
+ * that makes every crash recoverable: the record of an mdev that mdev-hooks
+ * creates is written BEFORE the create (alloc.c: the "intent"), and removed
+ * only AFTER the mdev is gone. So at any kill point:
+ *
+ *   prepare, before the create (after the intent record):
+ *       a record (this guest, assigned, created) for an mdev that does not
+ *       exist. libvirt runs release for the guest after the failed prepare;
+ *       release drops records whose mdev is gone. The next prepare of the
+ *       guest simply creates it; another guest's prepare is not blocked by
+ *       it beyond this boot's release; reconcile reports and drops it.
+ *   prepare-after-create (create done, nothing else yet):
+ *       record and mdev agree: a full claim. The release that libvirt runs
+ *       after the failed prepare removes it (origin created).
+ *   prepare-after-record (one mdev fully done, the next not started):
+ *       as above, for every mdev done so far.
+ *   release-after-remove (mdev removed, record not yet changed):
+ *       a record whose mdev is gone; the next release (idempotent), the
+ *       udev helper's mdev remove event or reconcile drops it.
+ *   rollback, half way: each undo step is itself ordered remove-then-record,
+ *       so the same cases apply.
+ *
+ * Nothing mdev-hooks creates can exist without a record naming it "created"
+ * (which is what would leak: it would later look borrowed and never be
+ * removed), and a record never names another guest's mdev, because claims are
+ * checked against the record under the lock.
+ */
+#include <stdio.h>
+#include <time.h>
+
+#include "alloc.h"
+#include "crash.h"
+#include "domscan.h"
+#include "hook.h"
+#include "ledger.h"
+#include "log.h"
+#include "sysfs.h"
+
+_Static_assert(DOMSCAN_MAX_SIZE == DOMXML_MAX_SIZE, "the front and the worker must agree on the size limit");
+
+/* How long release retries a busy remove before leaving it for later. */
+#define RELEASE_REMOVE_MSEC 3000
+
+static const char * const hook_op_table[_HOOK_OP_MAX] = {
+        [HOOK_OP_START] = "start",
+        [HOOK_OP_STOPPED] = "stopped",
+        [HOOK_OP_PREPARE] = "prepare",
+        [HOOK_OP_RELEASE] = "release",
+        [HOOK_OP_MIGRATE] = "migrate",
+        [HOOK_OP_STARTED] = "started",
+        [HOOK_OP_RECONNECT] = "reconnect",
+        [HOOK_OP_ATTACH] = "attach",
+        [HOOK_OP_RESTORE] = "restore",
+};
+
+const char *hook_op_to_string(HookOp op) {
+        if (op < 0 || op >= _HOOK_OP_MAX)
+                return NULL;
+        return hook_op_table[op];
+}
+
+HookOp hook_op_from_string(const char *s) {
+        for (int i = 0; s && i < _HOOK_OP_MAX; i++)
+                if (streq(hook_op_table[i], s))
+                        return (HookOp) i;
+        return _HOOK_OP_INVALID;
+}
+
+static void hook_alloc_init(const HookContext *ctx, Alloc *a) {
+        alloc_init(a, ctx->rootfd, ctx->ledgerfd, ctx->config, ctx->guest,
+                   ctx->dom && ctx->dom->uuid[0] ? ctx->dom->uuid : NULL, ctx->boot_id);
+}
+
+static void alloc_wants_free(AllocWant *w, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                alloc_want_done(&w[i]);
+        free(w);
+}
+
+/* What prepare needs for one hostdev, found before anything is changed so
+ * that a guest that cannot start leaves sysfs untouched when the reason is
+ * known up front (unknown type, UUID of another guest, wrong type). */
+typedef struct PrepareItem {
+        bool exists;
+        SysfsMdev mdev;
+} PrepareItem;
+
+int hook_prepare(HookContext *ctx) {
+        const Domxml *dom = ctx->dom;
+        _cleanup_free_ PrepareItem *items = NULL;
+        AllocWant *wants = NULL;
+        Alloc a;
+        int r = 0;
+
+        items = calloc(dom->n_mdevs + 1, sizeof *items);
+        wants = calloc(dom->n_mdevs + 1, sizeof *wants);
+        if (!items || !wants) {
+                free(wants);
+                return -ENOMEM;
+        }
+        hook_alloc_init(ctx, &a);
+
+        /* First pass: read only. */
+        for (size_t i = 0; i < dom->n_mdevs; i++) {
+                const DomxmlMdev *m = &dom->mdevs[i];
+                LedgerEntry holder;
+
+                r = sysfs_mdev_get(ctx->rootfd, m->uuid, &items[i].mdev);
+                if (r < 0 && r != -ENOENT) {
+                        r = error_set(r, "cannot look up mdev %s: %s", m->uuid, error_get(r));
+                        goto out;
+                }
+                items[i].exists = r >= 0;
+                r = alloc_want_resolve(&a, m, items[i].exists ? &items[i].mdev : NULL, &wants[i]);
+                if (r < 0)
+                        goto out;
+                r = alloc_held_by_other(&a, m->uuid, &holder);
+                if (r < 0)
+                        goto out;
+                if (r > 0) {
+                        r = error_set(-EBUSY, "mdev %s is held by guest '%s' (%s); give this guest another UUID or stop '%s'",
+                                      m->uuid, holder.guest, ledger_state_to_string(holder.state), holder.guest);
+                        goto out;
+                }
+                if (items[i].exists && !strv_contains(wants[i].types, items[i].mdev.type)) {
+                        r = error_set(-EMEDIUMTYPE, "mdev %s exists with type %s, but the domain asks for %s; fix the domain's metadata or remove the mdev",
+                                      m->uuid, items[i].mdev.type, wants[i].what);
+                        goto out;
+                }
+        }
+
+        /* Second pass: claim or create, all or nothing. */
+        for (size_t i = 0; i < dom->n_mdevs; i++) {
+                const DomxmlMdev *m = &dom->mdevs[i];
+                LedgerEntry e;
+
+                if (items[i].exists)
+                        r = alloc_claim(&a, &wants[i], &items[i].mdev, LEDGER_ASSIGNED, &e);
+                else
+                        r = alloc_create(&a, &wants[i], m->uuid, LEDGER_ASSIGNED, &e);
+                if (r < 0) {
+                        int k;
+
+                        /* Keep the reason: rollback may set messages of its own. */
+                        _cleanup_free_ char *reason = strdup(error_get(r));
+                        k = alloc_rollback(&a);
+                        if (k < 0)
+                                log_warning("rollback left something behind: %s", error_get(k));
+                        error_set(r, "%s", reason ? reason : strerror(-r));
+                        goto out;
+                }
+                log_info("mdev %s (%s on %s): %s", e.uuid, e.type, e.parent,
+                         items[i].exists ? (e.origin == LEDGER_BORROWED ? "borrowed" : "reused") : "created");
+                CRASHPOINT("prepare-after-record");
+        }
+        alloc_commit(&a);
+        r = 0;
+out:
+        alloc_done(&a);
+        alloc_wants_free(wants, dom->n_mdevs);
+        return r;
+}
+
+/* Frees one record of the guest. Returns <0 when something is left for later. */
+static int release_one(HookContext *ctx, LedgerEntry *e) {
+        SysfsMdev m;
+        int r;
+
+        /* A record of an earlier boot, or whose mdev is gone: nothing to remove. */
+        r = streq(e->boot_id, ctx->boot_id) ? sysfs_mdev_get(ctx->rootfd, e->uuid, &m) : -ENOENT;
+        if (r == -ENOENT) {
+                log_info("mdev %s is gone; forgetting it", e->uuid);
+                return ledger_remove(ctx->ledgerfd, e->uuid);
+        }
+        if (r < 0)
+                return r;
+
+        if (e->origin == LEDGER_BORROWED) {
+                log_info("mdev %s was borrowed; leaving it in place", e->uuid);
+                return ledger_remove(ctx->ledgerfd, e->uuid);
+        }
+
+        if (ctx->config->release == CONFIG_RELEASE_KEEP) {
+                e->state = LEDGER_FREE;
+                e->guest[0] = '\0';
+                e->guest_uuid[0] = '\0';
+                e->since = (uint64_t) time(NULL);
+                log_info("mdev %s kept free (release = keep)", e->uuid);
+                return ledger_write(ctx->ledgerfd, e);
+        }
+
+        r = alloc_remove_mdev(ctx->rootfd, e->uuid, RELEASE_REMOVE_MSEC);
+        if (r < 0) {
+                int k;
+
+                /* Left for the next hook, the udev helper or reconcile. */
+                e->state = LEDGER_FREE;
+                e->guest[0] = '\0';
+                e->guest_uuid[0] = '\0';
+                e->remove_pending = true;
+                e->since = (uint64_t) time(NULL);
+                k = ledger_write(ctx->ledgerfd, e);
+                if (k < 0)
+                        log_warning("cannot mark mdev %s for later removal: %s", e->uuid, error_get(k));
+                return error_set(r, "cannot remove mdev %s: %s; marked remove_pending for later cleanup (mdev-hooks reconcile --apply)",
+                                 e->uuid, strerror(-r));
+        }
+        CRASHPOINT("release-after-remove");
+        log_info("mdev %s removed", e->uuid);
+        return ledger_remove(ctx->ledgerfd, e->uuid);
+}
+
+int hook_release(HookContext *ctx) {
+        _cleanup_free_ LedgerEntry *l = NULL;
+        size_t n;
+        int r, ret = 0;
+
+        r = ledger_list_guest(ctx->ledgerfd, ctx->guest, &l, &n);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n; i++) {
+                /* Only what this guest holds; free records have no guest. */
+                if (l[i].state != LEDGER_ASSIGNED && l[i].state != LEDGER_INCOMING && l[i].state != LEDGER_LOST)
+                        continue;
+                error_clear();
+                r = release_one(ctx, &l[i]);
+                if (r < 0) {
+                        log_warning("%s", error_get(r));
+                        if (ret == 0)
+                                ret = r;
+                }
+        }
+        if (ret < 0)
+                error_set(ret, "some mdevs could not be freed; see the messages above");
+        return ret;
+}
+
+int hook_reconnect(HookContext *ctx) {
+        const Domxml *dom = ctx->dom;
+        Alloc a;
+        int ret = 0;
+
+        hook_alloc_init(ctx, &a);
+        for (size_t i = 0; i < dom->n_mdevs; i++) {
+                const DomxmlMdev *m = &dom->mdevs[i];
+                AllocWant w;
+                SysfsMdev sm;
+                int r;
+
+                error_clear();
+                r = sysfs_mdev_get(ctx->rootfd, m->uuid, &sm);
+                if (r < 0) {
+                        if (r == -ENOENT)
+                                r = error_set(r, "mdev %s of the running guest does not exist", m->uuid);
+                        log_warning("%s", error_get(r));
+                        ret = ret ? ret : r;
+                        continue;
+                }
+                /* The running guest uses it: its real type wins over metadata. */
+                r = alloc_want_resolve(&a, m, &sm, &w);
+                if (r >= 0 && !strv_contains(w.types, sm.type)) {
+                        alloc_want_done(&w);
+                        r = alloc_want_resolve(&a, &(DomxmlMdev) { .address = NULL }, &sm, &w);
+                        if (r >= 0)
+                                snprintf(w.uuid, sizeof w.uuid, "%s", m->uuid);
+                }
+                if (r >= 0) {
+                        r = alloc_claim(&a, &w, &sm, LEDGER_ASSIGNED, NULL);
+                        alloc_want_done(&w);
+                }
+                if (r < 0) {
+                        log_warning("cannot re-assert mdev %s: %s", m->uuid, error_get(r));
+                        ret = ret ? ret : r;
+                }
+        }
+        alloc_commit(&a); /* partial is better than nothing here */
+        alloc_done(&a);
+        if (ret < 0)
+                error_set(ret, "some mdevs could not be re-asserted; see the messages above");
+        return ret;
+}

@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * mdev-hooks-qemu-worker: run by mdev-hooks-qemu (same argv, the domain XML
+ * on stdin) when the XML may hold an mdev hostdev. Parses the XML, loads the
+ * config, opens the record, takes the host-wide lock and runs the operation.
+ *
+ * Exit status: 0 done (always for release and reconnect, which libvirt
+ * ignores or which must never fail); 1 when prepare, migrate or restore
+ * failed, with one line on stderr that libvirt shows to the user.
+ */
+#include <stdio.h>
+
+#include "config.h"
+#include "domxml.h"
+#include "hook.h"
+#include "ledger.h"
+#include "lock.h"
+#include "log.h"
+#include "util.h"
+
+static bool op_fails_start(HookOp op) {
+        return op == HOOK_OP_PREPARE || op == HOOK_OP_MIGRATE || op == HOOK_OP_RESTORE;
+}
+
+static int run(HookOp op, const char *guest, HookContext *ctx) {
+        _cleanup_config_free_ Config *config = NULL;
+        _cleanup_domxml_free_ Domxml *dom = NULL;
+        _cleanup_strv_free_ char **errors = NULL;
+        _cleanup_close_ int rootfd = -1, ledgerfd = -1, lockfd = -1;
+        _cleanup_free_ char *buf = NULL;
+        char what[GUEST_NAME_MAX + 32];
+        size_t len;
+        int r;
+
+        r = domxml_read_fd(STDIN_FILENO, &buf, &len);
+        if (r < 0)
+                return r;
+        r = domxml_parse(buf, len, &dom);
+        if (r < 0)
+                return r;
+        if (dom->n_mdevs == 0 && op != HOOK_OP_RELEASE)
+                return 0; /* the front's scan over-reported */
+
+        r = root_open(&rootfd);
+        if (r < 0)
+                return r;
+        r = config_load(rootfd, NULL, &config, &errors);
+        if (r < 0) {
+                if (errors && errors[0])
+                        return error_set(r, "the config has errors, fix it first (mdev-hooks check-config): %s", errors[0]);
+                return r;
+        }
+        *ctx = (HookContext) {
+                .rootfd = rootfd,
+                .config = config,
+                .dom = dom,
+                .guest = guest,
+        };
+        r = boot_id_read(rootfd, ctx->boot_id);
+        if (r < 0)
+                return r;
+        r = ledger_open(rootfd, &ledgerfd);
+        if (r < 0)
+                return r;
+        ctx->ledgerfd = ledgerfd;
+
+        snprintf(what, sizeof what, "%s %s", hook_op_to_string(op), guest);
+        r = lock_acquire(rootfd, config->lock_timeout, what, &lockfd);
+        if (r < 0)
+                return r;
+
+        switch (op) {
+        case HOOK_OP_PREPARE:
+                return hook_prepare(ctx);
+        case HOOK_OP_RELEASE:
+                return hook_release(ctx);
+        case HOOK_OP_RECONNECT:
+                return hook_reconnect(ctx);
+        case HOOK_OP_MIGRATE:
+        case HOOK_OP_RESTORE:
+                r = migrate_run(ctx, op);
+                if (r >= 0 && ctx->out) {
+                        if (fwrite(ctx->out, 1, ctx->out_len, stdout) != ctx->out_len || fflush(stdout) != 0)
+                                r = error_set(-EIO, "cannot write the rewritten domain XML to stdout");
+                }
+                free(ctx->out);
+                ctx->out = NULL;
+                return r;
+        default:
+                return 0;
+        }
+}
+
+int main(int argc, char **argv) {
+        HookContext ctx = { .rootfd = -1, .ledgerfd = -1 };
+        HookOp op;
+        int r;
+
+        if (argc < 3) {
+                fprintf(stderr, "usage: %s <guest> <operation> <sub-operation> <extra>\n", program_invocation_short_name);
+                return 2;
+        }
+        op = hook_op_from_string(argv[2]);
+        if (op < 0)
+                return 0;
+
+        log_open("mdev-hooks-qemu", LOG_TARGET_STDERR | LOG_TARGET_SYSLOG);
+        log_set_subject(argv[1]);
+        if (argv[1][0] == '\0' || strlen(argv[1]) >= GUEST_NAME_MAX) {
+                log_error("the guest name is empty or longer than %u bytes", GUEST_NAME_MAX - 1);
+                return op_fails_start(op) ? 1 : 0;
+        }
+
+        r = run(op, argv[1], &ctx);
+        if (r < 0) {
+                if (op_fails_start(op)) {
+                        log_error("%s", error_get(r));
+                        return 1;
+                }
+                log_warning("%s", error_get(r));
+        }
+        log_close();
+        return 0;
+}

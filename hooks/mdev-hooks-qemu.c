@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * mdev-hooks-qemu: the program libvirt runs from /etc/libvirt/hooks/qemu.d/ as
+ *
+ *     <guest> <op> <subop> <extra>     with the domain XML on stdin
+ *
+ * This is its front end, linked against libc only (util.c, log.c, domscan.c):
+ * libvirt runs it for every operation of every guest, and a guest without
+ * mdevs must cost about what /bin/true costs. Operations that never concern
+ * mdevs exit 0 at once, reading nothing. For the others it reads stdin, and
+ * only if the XML may hold an mdev hostdev it hands the XML (in a memfd, as
+ * stdin) to mdev-hooks-qemu-worker from the same directory, which links
+ * libxml2 and the rest and does the work. No config, no lock, no output
+ * otherwise.
+ */
+#include <fcntl.h>
+#include <limits.h>
+#include <sys/mman.h>
+
+#include "domscan.h"
+#include "log.h"
+#include "util.h"
+
+#define WORKER_NAME "mdev-hooks-qemu-worker"
+
+/* The operations the worker handles (hook.h's HookOp names). Everything
+ * else, including operations libvirt adds in the future, is a no-op. */
+static const struct {
+        const char *name;
+        bool fails_start; /* a failure must be reported with exit 1 */
+} worker_ops[] = {
+        { "prepare", true },
+        { "release", false },
+        { "migrate", true },
+        { "restore", true },
+        { "reconnect", false },
+};
+
+static int exec_worker(char **argv, const char *buf, size_t len) {
+        char self[PATH_MAX], *slash;
+        ssize_t n;
+        int fd;
+
+        n = readlink("/proc/self/exe", self, sizeof self - sizeof WORKER_NAME - 1);
+        if (n < 0)
+                return error_set(-errno, "cannot find my own path in /proc/self/exe: %s", strerror(errno));
+        self[n] = '\0';
+        slash = strrchr(self, '/');
+        if (!slash)
+                return error_set(-ENOENT, "cannot find my own directory");
+        strcpy(slash + 1, WORKER_NAME);
+
+        /* No MFD_CLOEXEC: the worker reads it as its stdin. */
+        fd = memfd_create("mdev-hooks-domxml", 0);
+        if (fd < 0)
+                return error_set(-errno, "memfd_create: %s", strerror(errno));
+        for (size_t done = 0; done < len;) {
+                n = write(fd, buf + done, len - done);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        return error_set(n < 0 ? -errno : -EIO, "cannot pass the domain XML on: %s", strerror(n < 0 ? errno : EIO));
+                done += (size_t) n;
+        }
+        if (lseek(fd, 0, SEEK_SET) < 0 || dup2(fd, STDIN_FILENO) < 0)
+                return error_set(-errno, "cannot pass the domain XML on: %s", strerror(errno));
+        close(fd);
+
+        argv[0] = self;
+        execv(self, argv);
+        return error_set(-errno, "cannot run '%s': %s", self, strerror(errno));
+}
+
+int main(int argc, char **argv) {
+        _cleanup_free_ char *buf = NULL;
+        bool fails_start = false, handled = false;
+        size_t len;
+        int r;
+
+        if (argc < 3) {
+                fprintf(stderr, "usage: %s <guest> <operation> <sub-operation> <extra>  (run by libvirt, with the domain XML on stdin)\n",
+                        program_invocation_short_name);
+                return 2;
+        }
+        for (size_t i = 0; i < ELEMENTSOF(worker_ops); i++)
+                if (streq(argv[2], worker_ops[i].name)) {
+                        handled = true;
+                        fails_start = worker_ops[i].fails_start;
+                }
+        if (!handled)
+                return 0;
+
+        r = domscan_read_fd(STDIN_FILENO, DOMSCAN_MAX_SIZE, &buf, &len);
+        if (r >= 0 && !domscan_has_mdev(buf, len))
+                return 0;
+
+        log_open("mdev-hooks-qemu", LOG_TARGET_STDERR | LOG_TARGET_SYSLOG);
+        log_set_subject(argv[1]);
+        if (r == -EFBIG)
+                r = error_set(r, "the domain XML on stdin is larger than %u MiB; refusing it", DOMSCAN_MAX_SIZE >> 20);
+        else if (r < 0)
+                r = error_set(r, "cannot read the domain XML from stdin: %s", strerror(-r));
+        else
+                r = exec_worker(argv, buf, len);
+        log_error("%s", error_get(r));
+        return fails_start ? 1 : 0;
+}
