@@ -1,3 +1,403 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Placeholder until the implementation lands. */
+/*
+ * The kernel's mdev sysfs (sysfs.h), always relative to the root dirfd.
+ * Paths in messages are shown as the kernel's ("/sys/..."), whatever the root.
+ */
+#include <fcntl.h>
+#include <limits.h>
+#include <sys/stat.h>
+
+#include "config.h"
 #include "sysfs.h"
+
+#define MDEV_BUS "sys/class/mdev_bus"
+#define MDEV_DEVICES "sys/bus/mdev/devices"
+
+/* "sys/class/mdev_bus/<parent>/mdev_supported_types/<type>[/<file>]" */
+static int type_path(const char *parent, const char *type, const char *file, char *buf, size_t size) {
+        int n;
+
+        if (!name_is_valid(parent) || !name_is_valid(type))
+                return -EINVAL;
+        n = snprintf(buf, size, MDEV_BUS "/%s/mdev_supported_types/%s%s%s",
+                     parent, type, file ? "/" : "", strempty(file));
+        if (n < 0 || (size_t) n >= size)
+                return -ENAMETOOLONG;
+        return 0;
+}
+
+static int bad_name(const char *what, const char *s) {
+        return error_set(-EINVAL, "invalid %s name '%s'", what, strna(s));
+}
+
+int sysfs_parent_list(int rootfd, char ***ret) {
+        _cleanup_strv_free_ char **all = NULL;
+        _cleanup_strv_free_ char **l = NULL;
+        int r;
+
+        r = dir_list_at(rootfd, MDEV_BUS, &all);
+        if (r == -ENOENT) {
+                /* No mdev_bus: the mdev module is not loaded, no parents. */
+                l = calloc(1, sizeof(char *));
+                if (!l)
+                        return -ENOMEM;
+                *ret = steal_pointer(&l);
+                return 0;
+        }
+        if (r < 0)
+                return error_set(r, "cannot list '/" MDEV_BUS "': %s", strerror(-r));
+        l = calloc(1, sizeof(char *));
+        if (!l)
+                return -ENOMEM;
+        for (char **p = all; *p; p++) {
+                /* A name we could not safely use in a path is no parent of ours. */
+                if (!name_is_valid(*p))
+                        continue;
+                r = strv_extend(&l, *p);
+                if (r < 0)
+                        return r;
+        }
+        *ret = steal_pointer(&l);
+        return 0;
+}
+
+int sysfs_parent_is_registered(int rootfd, const char *parent) {
+        char path[PATH_MAX];
+        struct stat st;
+
+        if (!name_is_valid(parent))
+                return bad_name("parent", parent);
+        snprintf(path, sizeof path, MDEV_BUS "/%s", parent);
+        if (fstatat(rootfd, path, &st, 0) < 0) {
+                if (errno == ENOENT)
+                        return 0;
+                return error_set(-errno, "cannot stat '/%s': %s", path, strerror(errno));
+        }
+        return 1;
+}
+
+int sysfs_parent_device_present(int rootfd, const char *parent) {
+        char path[PATH_MAX];
+        struct stat st;
+
+        if (!name_is_valid(parent))
+                return bad_name("parent", parent);
+        if (config_pci_address_is_valid(parent))
+                snprintf(path, sizeof path, "sys/bus/pci/devices/%s", parent);
+        else
+                /* The kernel's sample drivers (mtty, mdpy, mbochs) make a
+                 * virtual device class/name of the same name. */
+                snprintf(path, sizeof path, "sys/devices/virtual/%s/%s", parent, parent);
+        if (fstatat(rootfd, path, &st, 0) < 0) {
+                if (errno == ENOENT || errno == ENOTDIR)
+                        return 0;
+                return error_set(-errno, "cannot stat '/%s': %s", path, strerror(errno));
+        }
+        return 1;
+}
+
+int sysfs_parent_types(int rootfd, const char *parent, char ***ret) {
+        _cleanup_strv_free_ char **all = NULL;
+        _cleanup_strv_free_ char **l = NULL;
+        char path[PATH_MAX];
+        int r;
+
+        if (!name_is_valid(parent))
+                return bad_name("parent", parent);
+        snprintf(path, sizeof path, MDEV_BUS "/%s/mdev_supported_types", parent);
+        r = dir_list_at(rootfd, path, &all);
+        if (r == -ENOENT) {
+                r = sysfs_parent_is_registered(rootfd, parent);
+                if (r == 0)
+                        return error_set(-ENOENT, "'%s' is not a registered mdev parent (no '/" MDEV_BUS "/%s')", parent, parent);
+                return error_set(-ENOENT, "cannot list '/%s': %s", path, strerror(ENOENT));
+        }
+        if (r < 0)
+                return error_set(r, "cannot list '/%s': %s", path, strerror(-r));
+        l = calloc(1, sizeof(char *));
+        if (!l)
+                return -ENOMEM;
+        for (char **p = all; *p; p++) {
+                if (!name_is_valid(*p))
+                        continue;
+                r = strv_extend(&l, *p);
+                if (r < 0)
+                        return r;
+        }
+        *ret = steal_pointer(&l);
+        return 0;
+}
+
+/* Opens the type's directory: -ENOENT (with a message) if the parent does not offer it. */
+static int type_open(int rootfd, const char *parent, const char *type, int *ret_fd) {
+        char path[PATH_MAX];
+        int fd, r;
+
+        r = type_path(parent, type, NULL, path, sizeof path);
+        if (r == -EINVAL)
+                return name_is_valid(parent) ? bad_name("type", type) : bad_name("parent", parent);
+        if (r < 0)
+                return r;
+        fd = openat(rootfd, path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0) {
+                if (errno == ENOENT)
+                        return error_set(-ENOENT, "'%s' does not offer type '%s' (no '/%s')", parent, type, path);
+                return error_set(-errno, "cannot open '/%s': %s", path, strerror(errno));
+        }
+        *ret_fd = fd;
+        return 0;
+}
+
+static int type_read_available(int typefd, const char *parent, const char *type, unsigned *ret) {
+        char buf[64];
+        unsigned u;
+        int r;
+
+        r = read_small_at(typefd, "available_instances", buf, sizeof buf);
+        if (r < 0)
+                return error_set(r, "cannot read '/" MDEV_BUS "/%s/mdev_supported_types/%s/available_instances': %s",
+                                 parent, type, strerror(-r));
+        if (safe_atou(buf, &u) < 0)
+                return error_set(-EBADMSG, "'/" MDEV_BUS "/%s/mdev_supported_types/%s/available_instances' does not hold a number: '%.32s'",
+                                 parent, type, buf);
+        *ret = u;
+        return 0;
+}
+
+/* An optional file: NULL when absent, an error naming it otherwise. */
+static int type_read_string(int typefd, const char *parent, const char *type, const char *file,
+                            bool optional, char **ret) {
+        char *s = NULL;
+        int r;
+
+        r = read_line_at(typefd, file, &s);
+        if (r == -ENOENT && optional) {
+                *ret = NULL;
+                return 0;
+        }
+        if (r < 0)
+                return error_set(r, "cannot read '/" MDEV_BUS "/%s/mdev_supported_types/%s/%s': %s",
+                                 parent, type, file, strerror(-r));
+        *ret = s;
+        return 0;
+}
+
+void sysfs_type_done(SysfsType *t) {
+        if (!t)
+                return;
+        free(t->id);
+        free(t->name);
+        free(t->description);
+        free(t->device_api);
+        *t = (SysfsType) { 0 };
+}
+
+int sysfs_type_read(int rootfd, const char *parent, const char *type, SysfsType *ret) {
+        _cleanup_close_ int fd = -1;
+        SysfsType t = { 0 };
+        int r;
+
+        r = type_open(rootfd, parent, type, &fd);
+        if (r < 0)
+                return r;
+        r = type_read_available(fd, parent, type, &t.available);
+        if (r < 0)
+                return r;
+        t.id = strdup(type);
+        if (!t.id)
+                return -ENOMEM;
+        r = type_read_string(fd, parent, type, "device_api", false, &t.device_api);
+        if (r >= 0 && !*t.device_api)
+                r = error_set(-EBADMSG, "'/" MDEV_BUS "/%s/mdev_supported_types/%s/device_api' is empty", parent, type);
+        if (r >= 0)
+                r = type_read_string(fd, parent, type, "name", true, &t.name);
+        if (r >= 0)
+                r = type_read_string(fd, parent, type, "description", true, &t.description);
+        if (r < 0) {
+                sysfs_type_done(&t);
+                return r;
+        }
+        *ret = t;
+        return 0;
+}
+
+int sysfs_type_available(int rootfd, const char *parent, const char *type, unsigned *ret) {
+        _cleanup_close_ int fd = -1;
+        int r;
+
+        r = type_open(rootfd, parent, type, &fd);
+        if (r < 0)
+                return r;
+        return type_read_available(fd, parent, type, ret);
+}
+
+int sysfs_type_count(int rootfd, const char *parent, const char *type, unsigned *ret) {
+        _cleanup_strv_free_ char **l = NULL;
+        char path[PATH_MAX];
+        unsigned n = 0;
+        int r;
+
+        r = type_path(parent, type, "devices", path, sizeof path);
+        if (r == -EINVAL)
+                return name_is_valid(parent) ? bad_name("type", type) : bad_name("parent", parent);
+        if (r < 0)
+                return r;
+        r = dir_list_at(rootfd, path, &l);
+        if (r == -ENOENT) {
+                _cleanup_close_ int fd = -1;
+
+                r = type_open(rootfd, parent, type, &fd);
+                if (r < 0)
+                        return r;
+                return error_set(-ENOENT, "cannot list '/%s': %s", path, strerror(ENOENT));
+        }
+        if (r < 0)
+                return error_set(r, "cannot list '/%s': %s", path, strerror(-r));
+        /* The kernel puts only <uuid> links there. */
+        for (char **p = l; *p; p++)
+                if (uuid_is_valid(*p))
+                        n++;
+        *ret = n;
+        return 0;
+}
+
+/* The last component of a link target, and the one before it. */
+static int link_components(const char *target, const char **ret_last, const char **ret_before, size_t *ret_before_len) {
+        const char *last, *before;
+        size_t len = strlen(target);
+
+        while (len > 0 && target[len - 1] == '/')
+                len--;
+        if (len == 0)
+                return -EBADMSG;
+        last = target + len;
+        while (last > target && last[-1] != '/')
+                last--;
+        *ret_last = last;
+        if (ret_before) {
+                const char *end = last;
+
+                while (end > target && end[-1] == '/')
+                        end--;
+                before = end;
+                while (before > target && before[-1] != '/')
+                        before--;
+                if (before == end)
+                        return -EBADMSG;
+                *ret_before = before;
+                *ret_before_len = (size_t) (end - before);
+        }
+        return 0;
+}
+
+int sysfs_mdev_get(int rootfd, const char *uuid, SysfsMdev *ret) {
+        char path[PATH_MAX], target[PATH_MAX];
+        const char *last, *before;
+        size_t before_len;
+        SysfsMdev m = { 0 };
+        ssize_t n;
+
+        if (!uuid_is_valid(uuid))
+                return error_set(-EINVAL, "invalid mdev UUID '%s'", strna(uuid));
+        uuid_normalize(uuid, m.uuid);
+
+        /* sys/bus/mdev/devices/<uuid> -> ../../../devices/.../<parent>/<uuid> */
+        snprintf(path, sizeof path, MDEV_DEVICES "/%s", m.uuid);
+        n = readlinkat(rootfd, path, target, sizeof target - 1);
+        if (n < 0) {
+                if (errno == ENOENT)
+                        return -ENOENT;
+                return error_set(-errno, "cannot read link '/%s': %s", path, strerror(errno));
+        }
+        target[n] = '\0';
+        if (link_components(target, &last, &before, &before_len) < 0 ||
+            !streq(last, m.uuid) || before_len >= sizeof m.parent)
+                return error_set(-EBADMSG, "'/%s' points to '%s', not to <parent>/%s", path, target, m.uuid);
+        memcpy(m.parent, before, before_len);
+        m.parent[before_len] = '\0';
+        if (!name_is_valid(m.parent))
+                return error_set(-EBADMSG, "'/%s' points to '%s': invalid parent name", path, target);
+
+        /* <uuid>/mdev_type -> ../mdev_supported_types/<type> */
+        snprintf(path, sizeof path, MDEV_DEVICES "/%s/mdev_type", m.uuid);
+        n = readlinkat(rootfd, path, target, sizeof target - 1);
+        if (n < 0) {
+                if (errno == ENOENT) {
+                        /* Either the mdev went away between the two reads, or its type link is missing. */
+                        struct stat st;
+                        snprintf(path, sizeof path, MDEV_DEVICES "/%s", m.uuid);
+                        if (fstatat(rootfd, path, &st, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT)
+                                return -ENOENT;
+                        return error_set(-EBADMSG, "'/%s/mdev_type' is missing", path);
+                }
+                return error_set(-errno, "cannot read link '/%s': %s", path, strerror(errno));
+        }
+        target[n] = '\0';
+        if (link_components(target, &last, NULL, NULL) < 0 || !name_is_valid(last) ||
+            strlen(last) >= sizeof m.type)
+                return error_set(-EBADMSG, "'/%s' points to '%s': invalid type name", path, target);
+        strcpy(m.type, last);
+
+        *ret = m;
+        return 0;
+}
+
+static int cmp_mdev(const void *a, const void *b) {
+        return strcmp(((const SysfsMdev *) a)->uuid, ((const SysfsMdev *) b)->uuid);
+}
+
+int sysfs_mdev_list(int rootfd, SysfsMdev **ret, size_t *ret_n) {
+        _cleanup_strv_free_ char **l = NULL;
+        _cleanup_free_ SysfsMdev *m = NULL;
+        size_t n = 0;
+        int r;
+
+        r = dir_list_at(rootfd, MDEV_DEVICES, &l);
+        if (r == -ENOENT) {
+                /* No mdev bus: no mdevs. */
+                *ret = NULL;
+                *ret_n = 0;
+                return 0;
+        }
+        if (r < 0)
+                return error_set(r, "cannot list '/" MDEV_DEVICES "': %s", strerror(-r));
+        m = calloc(strv_length(l) + 1, sizeof *m);
+        if (!m)
+                return -ENOMEM;
+        for (char **p = l; *p; p++) {
+                if (!uuid_is_valid(*p))
+                        continue;
+                r = sysfs_mdev_get(rootfd, *p, &m[n]);
+                if (r == -ENOENT)
+                        continue; /* removed while we were reading */
+                if (r < 0)
+                        return r;
+                n++;
+        }
+        qsort(m, n, sizeof *m, cmp_mdev);
+        *ret = steal_pointer(&m);
+        *ret_n = n;
+        return 0;
+}
+
+int sysfs_mdev_create(int rootfd, const char *parent, const char *type, const char *uuid) {
+        char path[PATH_MAX];
+        int r;
+
+        if (!uuid_is_valid(uuid))
+                return -EINVAL;
+        r = type_path(parent, type, "create", path, sizeof path);
+        if (r < 0)
+                return r;
+        return write_string_at(rootfd, path, uuid);
+}
+
+int sysfs_mdev_remove(int rootfd, const char *uuid) {
+        char path[PATH_MAX], u[UUID_STRING_MAX];
+
+        if (!uuid_is_valid(uuid))
+                return -EINVAL;
+        uuid_normalize(uuid, u);
+        snprintf(path, sizeof path, MDEV_DEVICES "/%s/remove", u);
+        return write_string_at(rootfd, path, "1");
+}
