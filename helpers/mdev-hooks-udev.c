@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * mdev-hooks-udev: run by udev (udev-rules/60-mdev-hooks.rules) as
+ *
+ *     mdev-hooks-udev %k
+ *
+ * with the event's properties (ACTION, DEVPATH, SUBSYSTEM, SEQNUM, and
+ * MDEV_STATE for a parent) in its environment. It keeps the record true as
+ * mdev parents, mdevs and SR-IOV physical functions come and go; the logic is
+ * in uevent.c. It never fails its event: it logs what it could not do and
+ * exits 0.
+ */
+#include <libudev.h>
+
+#include "log.h"
+#include "uevent.h"
+#include "util.h"
+
+static inline void udev_unrefp(struct udev **u) {
+        if (*u)
+                udev_unref(*u);
+}
+
+static inline void udev_device_unrefp(struct udev_device **d) {
+        if (*d)
+                udev_device_unref(*d);
+}
+
+/* libudev (systemd 252) cuts the strings of environ at '=' in place while it
+ * reads the event, which leaves getenv() blind afterwards (MDEV_HOOKS_ROOT,
+ * PATH): hand it a copy of the environment instead of the real one. */
+static struct udev_device *device_from_environment(struct udev *udev, char ***ret_copy) {
+        extern char **environ;
+        _cleanup_strv_free_ char **copy = NULL;
+        struct udev_device *dev;
+        char **saved = environ;
+
+        for (char **e = environ; e && *e; e++)
+                if (strv_extend(&copy, *e) < 0)
+                        return NULL;
+        if (!copy)
+                return NULL;
+        environ = copy;
+        dev = udev_device_new_from_environment(udev);
+        environ = saved;
+        *ret_copy = steal_pointer(&copy);
+        return dev;
+}
+
+static void log_line(int level, const char *message) {
+        log_msg(level, "%s", message);
+}
+
+int main(int argc, char **argv) {
+        _cleanup_strv_free_ char **env_copy = NULL; /* freed after the device */
+        _cleanup_(udev_unrefp) struct udev *udev = NULL;
+        _cleanup_(udev_device_unrefp) struct udev_device *dev = NULL;
+        _cleanup_close_ int rootfd = -1;
+        Uevent ev;
+        int r;
+
+        log_open("mdev-hooks-udev", LOG_TARGET_SYSLOG | LOG_TARGET_STDERR);
+
+        /* The event as udev passes it: no access to sysfs here. */
+        udev = udev_new();
+        if (udev)
+                dev = device_from_environment(udev, &env_copy);
+        if (!dev) {
+                log_warning("not started by udev: ACTION, DEVPATH, SUBSYSTEM and SEQNUM must be set; nothing done");
+                return 0;
+        }
+
+        r = uevent_classify(udev_device_get_action(dev),
+                            udev_device_get_subsystem(dev),
+                            udev_device_get_devpath(dev),
+                            udev_device_get_property_value(dev, "MDEV_STATE"),
+                            argc > 1 ? argv[1] : NULL,
+                            &ev);
+        if (r < 0) {
+                log_warning("%s: event ignored", error_get(r));
+                return 0;
+        }
+        if (ev.kind == UEVENT_IGNORE)
+                return 0;
+
+        log_set_subject(ev.name);
+        r = root_open(&rootfd);
+        if (r >= 0)
+                r = uevent_handle(rootfd, &ev, log_line);
+        if (r < 0)
+                log_error("%s event not handled: %s", uevent_kind_to_string(ev.kind), error_get(r));
+        log_close();
+        return 0;
+}
