@@ -1,0 +1,159 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Nova's inventory arithmetic (inventory.c): one type on two parents, two
+ * types, max_instances that zeroes the second parent, parents without a type
+ * or whose type they do not offer; the names Nova and libvirt give them.
+ */
+#include <stdio.h>
+
+#include "inventory.h"
+#include "util.h"
+
+#define check(expr)                                                              \
+        do {                                                                     \
+                if (!(expr)) {                                                   \
+                        fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__,  \
+                                __LINE__, #expr);                                \
+                        abort();                                                 \
+                }                                                                \
+        } while (0)
+
+#define P(n_, t_, cap_, ex_, av_) \
+        { .parent = (n_), .type = (t_), .max_instances = (cap_), .offered = true, \
+          .existing = (ex_), .available = (av_) }
+
+static void test_one_type_two_parents(void) {
+        /* 15 available + 1 existing, and 7 + 1: totals 16 and 8, each with 1 used. */
+        InventoryParent p[] = {
+                P("0000:85:00.0", "nvidia-35", 0, 1, 7),
+                P("0000:84:00.0", "nvidia-35", 0, 1, 15),
+        };
+
+        inventory_compute(p, ELEMENTSOF(p));
+        check(streq(p[0].parent, "0000:84:00.0")); /* sorted */
+        check(p[0].total == 16 && p[0].used == 1 && p[0].free == 15 && p[0].reason == INVENTORY_OK);
+        check(p[1].total == 8 && p[1].used == 1 && p[1].free == 7 && p[1].reason == INVENTORY_OK);
+}
+
+static void test_two_types(void) {
+        /* Each type's parents are counted on their own; a cap on one does not touch the other. */
+        InventoryParent p[] = {
+                P("0000:84:00.0", "nvidia-35", 16, 1, 15),
+                P("0000:85:00.0", "nvidia-36", 0, 0, 16),
+                P("0000:86:00.0", "nvidia-36", 0, 2, 6),
+        };
+
+        inventory_compute(p, ELEMENTSOF(p));
+        check(p[0].total == 16 && p[0].used == 1 && p[0].reason == INVENTORY_OK);
+        check(p[1].total == 16 && p[1].used == 0 && p[1].reason == INVENTORY_OK);
+        check(p[2].total == 8 && p[2].used == 2 && p[2].free == 6 && p[2].reason == INVENTORY_OK);
+}
+
+static void test_max_instances_zeroes_second_parent(void) {
+        /* max_instances = 16: the first parent (16) fits exactly, the second (8) would cross it. */
+        InventoryParent p[] = {
+                P("0000:85:00.0", "nvidia-35", 16, 1, 7),
+                P("0000:84:00.0", "nvidia-35", 16, 1, 15),
+        };
+
+        inventory_compute(p, ELEMENTSOF(p));
+        check(streq(p[0].parent, "0000:84:00.0"));
+        check(p[0].total == 16 && p[0].reason == INVENTORY_OK);
+        check(p[1].total == 0 && p[1].reason == INVENTORY_CAPPED);
+        /* its existing mdev is still used; nothing is free */
+        check(p[1].used == 1 && p[1].free == 0);
+}
+
+static void test_max_instances_later_parent_may_fit(void) {
+        /* cap 20: 16 fits, 8 would make 24 and is zeroed, 4 makes 20 and fits. */
+        InventoryParent p[] = {
+                P("0000:84:00.0", "nvidia-35", 20, 0, 16),
+                P("0000:85:00.0", "nvidia-35", 20, 0, 8),
+                P("0000:86:00.0", "nvidia-35", 20, 0, 4),
+                P("0000:87:00.0", "nvidia-35", 20, 0, 1),
+        };
+
+        inventory_compute(p, ELEMENTSOF(p));
+        check(p[0].total == 16 && p[0].reason == INVENTORY_OK);
+        check(p[1].total == 0 && p[1].reason == INVENTORY_CAPPED);
+        check(p[2].total == 4 && p[2].reason == INVENTORY_OK);
+        check(p[3].total == 0 && p[3].reason == INVENTORY_CAPPED);
+}
+
+static void test_sriov_vfs_capped(void) {
+        /* 16 VFs with one instance each, max_instances 12: the last 4 report 0. */
+        InventoryParent p[16];
+        char names[16][16];
+
+        for (unsigned i = 0; i < 16; i++) {
+                snprintf(names[i], sizeof names[i], "0000:3b:%02x.%u", (4 + i) / 8, (4 + i) % 8);
+                p[i] = (InventoryParent) P(names[i], "nvidia-472", 12, i < 2, i < 2 ? 0 : 1);
+        }
+        inventory_compute(p, ELEMENTSOF(p));
+        for (unsigned i = 0; i < 16; i++) {
+                check(p[i].total == (i < 12 ? 1u : 0u));
+                check(p[i].reason == (i < 12 ? INVENTORY_OK : INVENTORY_CAPPED));
+        }
+        check(p[0].used == 1 && p[0].free == 0);
+}
+
+static void test_no_type_and_not_offered(void) {
+        InventoryParent p[] = {
+                { .parent = "mtty", .type = NULL, .existing = 3, .available = 5 },
+                { .parent = "0000:84:00.0", .type = "nvidia-35", .max_instances = 4, .offered = false, .existing = 0, .available = 0 },
+                P("0000:85:00.0", "nvidia-35", 4, 0, 4),
+        };
+
+        inventory_compute(p, ELEMENTSOF(p));
+        check(streq(p[0].parent, "0000:84:00.0"));
+        check(p[0].total == 0 && p[0].reason == INVENTORY_NOT_OFFERED);
+        /* a parent that does not offer the type takes nothing from the cap */
+        check(p[1].total == 4 && p[1].reason == INVENTORY_OK);
+        check(streq(p[2].parent, "mtty"));
+        check(p[2].total == 0 && p[2].used == 0 && p[2].reason == INVENTORY_NO_TYPE);
+        check(streq(inventory_reason_to_string(INVENTORY_CAPPED), "over max_instances"));
+}
+
+static void test_names(void) {
+        char *s;
+
+        s = inventory_nodedev_name("0000:84:00.0");
+        check(streq(s, "pci_0000_84_00_0"));
+        free(s);
+        s = inventory_nodedev_name("0000:AF:1f.7");
+        check(streq(s, "pci_0000_af_1f_7"));
+        free(s);
+        s = inventory_nodedev_name("0.0.0023");
+        check(streq(s, "css_0_0_0023"));
+        free(s);
+        s = inventory_nodedev_name("matrix");
+        check(streq(s, "ap_matrix"));
+        free(s);
+        s = inventory_nodedev_name("mtty");
+        check(streq(s, "mtty"));
+        free(s);
+        s = inventory_nodedev_name("my-parent.1");
+        check(streq(s, "my_parent_1"));
+        free(s);
+
+        s = inventory_type_trait("nvidia-35");
+        check(streq(s, "CUSTOM_MDEV_NVIDIA_35"));
+        free(s);
+        s = inventory_type_trait("i915-GVTg_V5_4");
+        check(streq(s, "CUSTOM_MDEV_I915_GVTG_V5_4"));
+        free(s);
+        s = inventory_type_trait("mtty-1");
+        check(streq(s, "CUSTOM_MDEV_MTTY_1"));
+        free(s);
+}
+
+int main(void) {
+        test_one_type_two_parents();
+        test_two_types();
+        test_max_instances_zeroes_second_parent();
+        test_max_instances_later_parent_may_fit();
+        test_sriov_vfs_capped();
+        test_no_type_and_not_offered();
+        test_names();
+        return 0;
+}
