@@ -474,6 +474,7 @@ static int mdev_create(Type *t, const char *buf, size_t len) {
                                 xasprintf("../../../devices/%s/%s", p->devpath, uuid));
         m->bus_link->obj = m;
         m->type_link = node_link(t->devices, uuid, xasprintf("../../../%s", uuid));
+        m->type_link->obj = m;
         t->used++;
         p->used++;
         if (p->pool)
