@@ -1,0 +1,384 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * migrate begin / restore begin (DESIGN.md §1, issue 5): libvirt runs the
+ * destination's hook with the incoming domain XML on stdin, and whatever the
+ * hook prints replaces it. The UUIDs in that XML are the source host's; here
+ * each mdev hostdev gets a local mdev of the same type, claimed for the guest
+ * as `incoming` (the `prepare` that follows makes it `assigned`), and the
+ * XML is rewritten only where the local UUID differs.
+ *
+ * For each hostdev, in this order of preference:
+ *   1. the mdev with the same UUID, if it exists here, is of the type (and on
+ *      the pinned parent) and no other guest holds it;
+ *   2. a free mdev of the type that mdev-hooks kept (release = keep);
+ *   3. a new mdev: with the same UUID if nothing here uses it, else with a
+ *      fresh random one.
+ * All hostdevs are resolved first, without changing anything, so that a type
+ * this host does not enable refuses the migration before any create. Then
+ * choices 1 are claimed for every hostdev before any choice 2 or 3 is made,
+ * so that a kept or new mdev never takes a UUID another hostdev of the guest
+ * keeps. All or nothing: one failure rolls back this call's creations and
+ * claims (alloc.h), and the XML is left as it came.
+ *
+ * Crash safety is alloc.c's: the record of a created mdev is written before
+ * the create; the crash point "migrate-after-create" sits right after it.
+ * libvirt runs `release` for the guest on the destination when the incoming
+ * migration fails, which frees the incoming claims like any other.
+ */
+#include <stdio.h>
+#include <sys/random.h>
+
+#include "alloc.h"
+#include "hook.h"
+#include "ledger.h"
+#include "log.h"
+#include "sysfs.h"
+
+typedef enum MigrateChoice {
+        MIGRATE_UNDECIDED,
+        MIGRATE_SAME,      /* the mdev with the incoming UUID, here already */
+        MIGRATE_KEPT,      /* a free mdev mdev-hooks kept */
+        MIGRATE_CREATED,   /* created by this call */
+} MigrateChoice;
+
+typedef struct MigrateItem {
+        AllocWant want;
+        bool exists;                 /* an mdev with the incoming UUID exists here */
+        SysfsMdev mdev;              /* ... and this is it */
+        MigrateChoice choice;
+        char uuid[UUID_STRING_MAX];  /* the local UUID chosen */
+        LedgerEntry entry;           /* its record after the claim */
+} MigrateItem;
+
+static const char *choice_to_string(MigrateChoice c) {
+        switch (c) {
+        case MIGRATE_SAME:
+                return "same UUID";
+        case MIGRATE_KEPT:
+                return "kept free mdev";
+        case MIGRATE_CREATED:
+                return "created";
+        default:
+                return "undecided";
+        }
+}
+
+static void items_free(MigrateItem *items, size_t n) {
+        if (!items)
+                return;
+        for (size_t i = 0; i < n; i++)
+                alloc_want_done(&items[i].want);
+        free(items);
+}
+
+static int enabled_types(const Config *c, char *buf, size_t size) {
+        size_t o = 0;
+
+        buf[0] = '\0';
+        for (size_t i = 0; i < c->n_types; i++) {
+                int n = snprintf(buf + o, size - o, "%s%s", i ? ", " : "", c->types[i].name);
+                if (n < 0 || (size_t) n >= size - o)
+                        break;
+                o += (size_t) n;
+        }
+        if (o == 0)
+                snprintf(buf, size, "none");
+        return 0;
+}
+
+/* The type the hostdev needs. The incoming UUID names an mdev on the source
+ * host, so an mdev here with that UUID says nothing about the type: without a
+ * metadata entry the type is known only when this host enables exactly one
+ * type (the default type, or the one type configured). */
+static int resolve_want(const HookContext *ctx, const Alloc *a, const DomxmlMdev *m, AllocWant *ret) {
+        const Config *c = ctx->config;
+        char enabled[512];
+        AllocWant w = { .types = NULL };
+        bool any = false;
+        int r;
+
+        if (!m->type[0] && !m->mdev_class[0]) {
+                enabled_types(c, enabled, sizeof enabled);
+                if (c->n_types == 0)
+                        return error_set(-ENOENT, "mdev %s: no mdev types are enabled here ([devices] enabled_mdev_types is empty)",
+                                         m->uuid);
+                if (c->n_types > 1)
+                        return error_set(-ENOENT, "mdev %s has no type in the domain metadata and this host enables several (%s), "
+                                         "so the type it has on the source is unknown: add <mh:mdev uuid=\"%s\" type=\"...\"/> to "
+                                         "the domain's <metadata><mh:mdevs xmlns:mh=\"" DOMXML_NAMESPACE "\">",
+                                         m->uuid, enabled, m->uuid);
+                snprintf(w.uuid, sizeof w.uuid, "%s", m->uuid);
+                snprintf(w.parent, sizeof w.parent, "%s", m->parent);
+                snprintf(w.what, sizeof w.what, "%s", c->types[0].name);
+                r = strv_extend(&w.types, c->types[0].name);
+                if (r < 0)
+                        return r;
+                *ret = w;
+                return 0;
+        }
+
+        r = alloc_want_resolve(a, m, NULL, &w);
+        if (r < 0)
+                return r;
+        /* The type must be enabled here: otherwise refuse now, before any
+         * other hostdev of the guest changes anything. */
+        for (size_t t = 0; w.types[t] && !any; t++)
+                any = config_find_type(c, w.types[t]) != NULL;
+        if (!any) {
+                enabled_types(c, enabled, sizeof enabled);
+                r = error_set(-ENOENT, "type %s is not enabled here; enabled: %s", w.what, enabled);
+                alloc_want_done(&w);
+                return r;
+        }
+        *ret = w;
+        return 0;
+}
+
+/* Choice 1: the mdev with the incoming UUID, if this guest may have it. */
+static int same_uuid_usable(const Alloc *a, const MigrateItem *it) {
+        int r;
+
+        if (!it->exists || !strv_contains(it->want.types, it->mdev.type))
+                return 0;
+        if (it->want.parent[0] && !streq(it->want.parent, it->mdev.parent))
+                return 0;
+        r = alloc_held_by_other(a, it->mdev.uuid, NULL);
+        if (r < 0)
+                return r;
+        return r == 0;
+}
+
+/* Whether a UUID is one of the guest's incoming UUIDs other than item i's,
+ * or already chosen for another item. */
+static bool uuid_taken_in_call(const Domxml *dom, const MigrateItem *items, size_t i, const char *uuid) {
+        for (size_t j = 0; j < dom->n_mdevs; j++) {
+                if (j == i)
+                        continue;
+                if (streq(dom->mdevs[j].uuid, uuid) || streq(items[j].uuid, uuid))
+                        return true;
+        }
+        return false;
+}
+
+/* Whether nothing on this host uses the UUID: no mdev, no record at all. */
+static int uuid_unused_here(const HookContext *ctx, const char *uuid) {
+        LedgerEntry e;
+        SysfsMdev m;
+        int r;
+
+        r = sysfs_mdev_get(ctx->rootfd, uuid, &m);
+        if (r >= 0)
+                return 0;
+        if (r != -ENOENT)
+                return r;
+        r = ledger_read(ctx->ledgerfd, uuid, &e);
+        if (r >= 0)
+                return 0;
+        if (r != -ENOENT)
+                return r;
+        return 1;
+}
+
+static int uuid_random(char ret[UUID_STRING_MAX]) {
+        uint8_t b[16];
+        size_t n = 0;
+
+        while (n < sizeof b) {
+                ssize_t k = getrandom(b + n, sizeof b - n, 0);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                n += (size_t) k;
+        }
+        b[6] = (uint8_t) ((b[6] & 0x0f) | 0x40); /* version 4 */
+        b[8] = (uint8_t) ((b[8] & 0x3f) | 0x80); /* RFC 4122 variant */
+        snprintf(ret, UUID_STRING_MAX,
+                 "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+                 b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7],
+                 b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+        return 0;
+}
+
+/* A fresh UUID for item i: the kernel's proc/sys/kernel/random/uuid under
+ * the root (so that a test root can make it predictable), else getrandom().
+ * Never one that this host or this guest already uses. */
+static int uuid_new(const HookContext *ctx, const MigrateItem *items, size_t i, char ret[UUID_STRING_MAX]) {
+        char buf[64];
+        int r;
+
+        for (unsigned attempt = 0; attempt < 16; attempt++) {
+                char u[UUID_STRING_MAX];
+
+                if (attempt == 0 && read_small_at(ctx->rootfd, "proc/sys/kernel/random/uuid", buf, sizeof buf) >= 0 &&
+                    uuid_is_valid(buf))
+                        uuid_normalize(buf, u);
+                else {
+                        r = uuid_random(u);
+                        if (r < 0)
+                                return error_set(r, "cannot get random bytes for a new mdev UUID: %s", strerror(-r));
+                }
+                if (uuid_taken_in_call(ctx->dom, items, i, u))
+                        continue;
+                r = uuid_unused_here(ctx, u);
+                if (r < 0)
+                        return r;
+                if (r > 0) {
+                        memcpy(ret, u, UUID_STRING_MAX);
+                        return 0;
+                }
+        }
+        return error_set(-EEXIST, "cannot find an unused UUID for a new mdev");
+}
+
+/* Choices 2 and 3 for one item. */
+static int place_one(HookContext *ctx, Alloc *a, MigrateItem *items, size_t i) {
+        MigrateItem *it = &items[i];
+        const char *incoming = ctx->dom->mdevs[i].uuid;
+        SysfsMdev kept;
+        int r;
+
+        r = alloc_find_free(a, &it->want, &kept);
+        if (r < 0)
+                return r;
+        /* A kept mdev whose UUID another hostdev of the guest brings along is
+         * left alone: the rewrite would give two hostdevs one UUID. */
+        if (r > 0 && !uuid_taken_in_call(ctx->dom, items, i, kept.uuid)) {
+                r = alloc_claim(a, &it->want, &kept, LEDGER_INCOMING, &it->entry);
+                if (r < 0)
+                        return r;
+                it->choice = MIGRATE_KEPT;
+                memcpy(it->uuid, kept.uuid, sizeof it->uuid);
+                return 0;
+        }
+
+        /* Create: with the incoming UUID if nothing here uses it. */
+        if (it->exists)
+                r = 0;
+        else {
+                r = alloc_held_by_other(a, incoming, NULL);
+                if (r < 0)
+                        return r;
+                r = r == 0;
+        }
+        if (r > 0 && !uuid_taken_in_call(ctx->dom, items, i, incoming))
+                memcpy(it->uuid, incoming, sizeof it->uuid);
+        else {
+                r = uuid_new(ctx, items, i, it->uuid);
+                if (r < 0)
+                        return r;
+        }
+        r = alloc_create(a, &it->want, it->uuid, LEDGER_INCOMING, &it->entry);
+        if (r < 0) {
+                it->uuid[0] = '\0';
+                return r;
+        }
+        it->choice = MIGRATE_CREATED;
+        return 0;
+}
+
+/* Rewrites the XML where a local UUID differs; sets ctx->out if it did. */
+static int rewrite(HookContext *ctx, const MigrateItem *items) {
+        Domxml *dom = ctx->dom;
+        bool changed = false;
+        int r;
+
+        for (size_t i = 0; i < dom->n_mdevs; i++) {
+                if (streq(dom->mdevs[i].uuid, items[i].uuid))
+                        continue;
+                r = domxml_set_mdev_uuid(dom, i, items[i].uuid);
+                if (r < 0)
+                        return r;
+                changed = true;
+        }
+        if (!changed)
+                return 0;
+        return domxml_format(dom, &ctx->out, &ctx->out_len);
+}
+
+int migrate_run(HookContext *ctx, HookOp op) {
+        const Domxml *dom = ctx->dom;
+        _cleanup_free_ char (*incoming)[UUID_STRING_MAX] = NULL;
+        MigrateItem *items = NULL;
+        Alloc a;
+        int r = 0;
+
+        if (op != HOOK_OP_MIGRATE && op != HOOK_OP_RESTORE)
+                return -EINVAL;
+        if (dom->n_mdevs == 0)
+                return 0;
+
+        items = calloc(dom->n_mdevs, sizeof *items);
+        incoming = calloc(dom->n_mdevs, sizeof *incoming);
+        if (!items || !incoming) {
+                free(items);
+                return -ENOMEM;
+        }
+        alloc_init(&a, ctx->rootfd, ctx->ledgerfd, ctx->config, ctx->guest,
+                   dom->uuid[0] ? dom->uuid : NULL, ctx->boot_id);
+        a.crashpoint_create = "migrate-after-create";
+
+        /* Read only: every type resolved and enabled, what exists here. */
+        for (size_t i = 0; i < dom->n_mdevs; i++) {
+                memcpy(incoming[i], dom->mdevs[i].uuid, UUID_STRING_MAX);
+                r = resolve_want(ctx, &a, &dom->mdevs[i], &items[i].want);
+                if (r < 0)
+                        goto out;
+                r = sysfs_mdev_get(ctx->rootfd, dom->mdevs[i].uuid, &items[i].mdev);
+                if (r < 0 && r != -ENOENT) {
+                        r = error_set(r, "cannot look up mdev %s: %s", dom->mdevs[i].uuid, error_get(r));
+                        goto out;
+                }
+                items[i].exists = r >= 0;
+        }
+
+        /* Choice 1 for every hostdev, then 2 or 3 for the rest. */
+        for (size_t i = 0; i < dom->n_mdevs; i++) {
+                r = same_uuid_usable(&a, &items[i]);
+                if (r < 0)
+                        goto fail;
+                if (r == 0)
+                        continue;
+                r = alloc_claim(&a, &items[i].want, &items[i].mdev, LEDGER_INCOMING, &items[i].entry);
+                if (r < 0)
+                        goto fail;
+                items[i].choice = MIGRATE_SAME;
+                memcpy(items[i].uuid, items[i].mdev.uuid, sizeof items[i].uuid);
+        }
+        for (size_t i = 0; i < dom->n_mdevs; i++) {
+                if (items[i].choice != MIGRATE_UNDECIDED)
+                        continue;
+                r = place_one(ctx, &a, items, i);
+                if (r < 0)
+                        goto fail;
+        }
+
+        r = rewrite(ctx, items);
+        if (r < 0)
+                goto fail;
+        alloc_commit(&a);
+        for (size_t i = 0; i < dom->n_mdevs; i++)
+                log_info("%s: mdev %s -> %s (%s on %s, %s)", hook_op_to_string(op), incoming[i], items[i].uuid,
+                         items[i].entry.type, items[i].entry.parent, choice_to_string(items[i].choice));
+        r = 0;
+        goto out;
+
+fail: {
+        /* Keep the reason: the rollback may set messages of its own. */
+        _cleanup_free_ char *reason = strdup(error_get(r));
+        int k;
+
+        free(ctx->out);
+        ctx->out = NULL;
+        ctx->out_len = 0;
+        k = alloc_rollback(&a);
+        if (k < 0)
+                log_warning("rollback left something behind: %s", error_get(k));
+        error_set(r, "%s", reason ? reason : strerror(-r));
+}
+out:
+        alloc_done(&a);
+        items_free(items, dom->n_mdevs);
+        return r;
+}
