@@ -365,7 +365,7 @@ static int plan_release(ReconcilePlan *p, const ReconcileInput *in, const Ledger
                 return -ENOMEM;
         if (e->origin != LEDGER_CREATED)
                 return plan_add(p, e->uuid, kind, guest, RECONCILE_ACTION_DROP, true, e,
-                                "%s, %s; borrowed, so only the record goes, the mdev stays", desc, why);
+                                "%s, %s; borrowed, so the mdev stays", desc, why);
         if (in->release == CONFIG_RELEASE_KEEP && !e->remove_pending) {
                 LedgerEntry f = *e;
 
@@ -413,13 +413,13 @@ static int plan_uuid(ReconcilePlan *p, const ReconcileInput *in, const char *uui
                 if (m && run) {
                         LedgerEntry f = entry_assigned(NULL, m, run, LEDGER_BORROWED, in);
                         return plan_add(p, uuid, "unrecorded-in-use", run->name, RECONCILE_ACTION_RECORD, true, &f,
-                                        "running guest '%s' uses this mdev on %s (%s) but it has no record; "
-                                        "recorded as borrowed, since nothing shows mdev-hooks created it",
+                                        "running guest '%s' uses this mdev (%s, %s) but it has no record, "
+                                        "and nothing shows mdev-hooks created it",
                                         run->name, m->parent, m->type);
                 }
                 if (m)
                         return plan_add(p, uuid, "foreign", def ? def->name : NULL, RECONCILE_ACTION_NONE, false, NULL,
-                                        "mdev on %s (%s) not created by mdev-hooks and used by no running guest%s%s%s; never touched",
+                                        "mdev (%s, %s) not created by mdev-hooks, used by no running guest%s%s%s; never touched",
                                         m->parent, m->type,
                                         def ? " (defined guest '" : "", def ? def->name : "", def ? "' uses it)" : "");
                 if (run)
@@ -445,7 +445,7 @@ static int plan_uuid(ReconcilePlan *p, const ReconcileInput *in, const char *uui
                         f.since = in->now;
                         f.remove_pending = false;
                         return plan_add(p, uuid, "record-without-mdev", def->name, RECONCILE_ACTION_MARK_LOST, true, &f,
-                                        "%s but the mdev does not exist; %s guest '%s' uses it, so it is marked lost "
+                                        "%s but the mdev does not exist; %s guest '%s' uses it "
                                         "(its next start creates it again)",
                                         desc, def->active ? "running" : "defined", def->name);
                 }
@@ -469,13 +469,13 @@ static int plan_uuid(ReconcilePlan *p, const ReconcileInput *in, const char *uui
                 if (run) {
                         LedgerEntry f = entry_assigned(e, m, run, LEDGER_BORROWED, in);
                         return plan_add(p, uuid, "stale-record", run->name, RECONCILE_ACTION_RECORD, true, &f,
-                                        "record (%s, %s/%s) %s, but the mdev exists on %s (%s) and running guest '%s' "
-                                        "uses it; recorded as borrowed",
+                                        "record (%s, %s/%s) %s, but the mdev exists (%s, %s) and running guest '%s' "
+                                        "uses it; mdev-hooks did not create it in this boot",
                                         desc, e->parent, e->type, why, m->parent, m->type, run->name);
                 }
                 return plan_add(p, uuid, "stale-record", e->guest[0] ? e->guest : NULL, RECONCILE_ACTION_DROP, true, e,
-                                "record (%s, %s/%s) %s; the mdev now on %s (%s) was not created by mdev-hooks "
-                                "in this boot and no guest runs with it: the record goes, the mdev stays",
+                                "record (%s, %s/%s) %s; the mdev there now (%s, %s) was not created by mdev-hooks "
+                                "in this boot and no guest runs with it, so it stays",
                                 desc, e->parent, e->type, why, m->parent, m->type);
         }
 
@@ -487,11 +487,11 @@ static int plan_uuid(ReconcilePlan *p, const ReconcileInput *in, const char *uui
                 f = entry_assigned(e, m, run, e->origin, in);
                 if (record_is_guest(e, run))
                         return plan_add(p, uuid, "unrecorded-in-use", run->name, RECONCILE_ACTION_RECORD, true, &f,
-                                        "%s%s, and running guest '%s' uses it; recorded as assigned",
+                                        "%s%s, and running guest '%s' uses it",
                                         desc, e->remove_pending ? ", marked for removal" : "", run->name);
                 return plan_add(p, uuid, "unrecorded-in-use", run->name, RECONCILE_ACTION_RECORD, true, &f,
-                                "%s, but running guest '%s' uses it; recorded as assigned to '%s'",
-                                desc, run->name, run->name);
+                                "%s, but running guest '%s' uses it",
+                                desc, run->name);
         }
 
         /* No running guest uses it. */
@@ -696,7 +696,7 @@ size_t reconcile_apply(ReconcilePlan *p, int rootfd, int ledgerfd) {
 static char *action_describe(const ReconcileFinding *f) {
         switch (f->action) {
         case RECONCILE_ACTION_NONE:
-                return strdup("no action");
+                return strdup(f->counts ? "none: needs a person" : "none");
         case RECONCILE_ACTION_DROP:
                 return strdup("drop the record");
         case RECONCILE_ACTION_MARK_LOST:
@@ -731,8 +731,6 @@ void reconcile_print_text(const ReconcilePlan *p, bool applied, FILE *f) {
                         fprintf(f, ": FAILED: %s", strna(x->error));
                         break;
                 case RECONCILE_SKIPPED:
-                        if (x->counts)
-                                fputs(": needs a person", f);
                         break;
                 case RECONCILE_PLANNED:
                         if (x->action != RECONCILE_ACTION_NONE)

@@ -1,0 +1,366 @@
+#!/usr/bin/env bats
+# `mdev-hooks reconcile` (issue 8) against libvirt's test driver (a node file
+# of guests, no daemon) and the sysfs simulator. Records are written by hand
+# (node.bash: record_write) in the state a hook would have left them.
+
+load common
+load ../sim/sim
+load ../fixtures/libvirt/node
+
+P=0000:84:00.0
+T=nvidia-35
+U1=aaaaaaaa-0000-4000-8000-000000000001 # web1's
+U2=aaaaaaaa-0000-4000-8000-000000000002 # web2's
+U3=aaaaaaaa-0000-4000-8000-000000000003 # db1's
+U9=aaaaaaaa-0000-4000-8000-000000000009 # nobody's
+
+setup() {
+        sim_mount nvidia-timesliced
+        write_config "[devices]
+enabled_mdev_types = $T"
+}
+
+teardown() {
+        sim_umount
+}
+
+# reconcile URI [ARGS...]
+reconcile() {
+        local uri="$1"
+        shift
+        run "$MH_CLI" reconcile --connect "$uri" "$@"
+}
+
+@test "reconcile says all agrees and exits 0 when guests, record and sysfs match" {
+        sim_create $P $T $U1
+        record_write $U1 $P $T assigned created web1
+        uri="$(node_xml "$BATS_TEST_TMPDIR/node.xml" web1 db1:off plain)"
+        reconcile "$uri"
+        [ "$status" -eq 0 ]
+        [ "$output" = "all agrees: libvirt's guests, the record and sysfs" ]
+        reconcile "$uri" --apply
+        [ "$status" -eq 0 ]
+}
+
+@test "reconcile without --apply changes nothing and exits 1 when it finds something" {
+        sim_create $P $T $U3
+        record_write $U3 $P $T assigned created db1
+        record_write $U2 $P $T assigned created web2
+        sim_create $P $T $U1
+        uri="$(node_xml "$BATS_TEST_TMPDIR/node.xml" web1 web2:off db1:off)"
+        before="$(host_snapshot)"
+        reconcile "$uri"
+        [ "$status" -eq 1 ]
+        [ "$(host_snapshot)" = "$before" ]
+        [ -n "$output" ]
+}
+
+@test "a record whose mdev is gone is marked lost when a defined guest uses it" {
+        record_write $U3 $P $T assigned created db1
+        uri="$(node_xml "$BATS_TEST_TMPDIR/node.xml" db1:off)"
+        reconcile "$uri"
+        [ "$status" -eq 1 ]
+        [[ "$output" == "$U3 record-without-mdev: "*"-> mark it lost for 'db1' (with --apply)" ]]
+        reconcile "$uri" --apply
+        [ "$status" -eq 0 ]
+        [ "$(record_get $U3 state)" = lost ]
+        [ "$(record_get $U3 guest)" = db1 ]
+        reconcile "$uri"
+        [ "$status" -eq 0 ]
+}
+
+@test "a record whose mdev is gone and that no guest uses is dropped" {
+        record_write $U2 $P $T assigned created web2
+        uri="$(node_xml "$BATS_TEST_TMPDIR/node.xml" web1:off)"
+        reconcile "$uri" --apply
+        [ "$status" -eq 0 ]
+        [[ "$output" == "$U2 record-without-mdev: "*"-> drop the record: done" ]]
+        [ -z "$(records)" ]
+        reconcile "$uri"
+        [ "$status" -eq 0 ]
+}
+
+@test "an mdev mdev-hooks created for a guest that is not running is removed" {
+        sim_create $P $T $U3
+        record_write $U3 $P $T assigned created db1
+        uri="$(node_xml "$BATS_TEST_TMPDIR/node.xml" db1:off)"
+        reconcile "$uri" --apply
+        [ "$status" -eq 0 ]
+        [[ "$output" == "$U3 unused: assigned to 'db1' (created), which is not running -> remove the mdev and its record: done" ]]
+        [ -z "$(sim_mdevs)" ]
+        [ -z "$(records)" ]
+        reconcile "$uri"
+        [ "$status" -eq 0 ]
+}
+
+@test "an mdev a guest no longer uses is removed although the guest runs" {
+        sim_create $P $T $U9
+        record_write $U9 $P $T assigned created web1
+        uri="$(node_xml "$BATS_TEST_TMPDIR/node.xml" web1)"
+        reconcile "$uri" --apply
+        [ "$status" -eq 1 ] # web1's own mdev (U1) does not exist: missing-mdev
+        [[ "$output" == *"$U9 unused: assigned to 'web1' (created), which runs without it -> remove the mdev and its record: done"* ]]
+        [ -z "$(sim_mdevs)" ]
+}
+
+@test "with release = keep an unused mdev mdev-hooks created is kept as free" {
+        write_config "[devices]
+enabled_mdev_types = $T
+[hooks]
+release = keep"
+        sim_create $P $T $U3
+        record_write $U3 $P $T assigned created db1
+        uri="$(node_xml "$BATS_TEST_TMPDIR/node.xml" db1:off)"
+        reconcile "$uri" --apply
+        [ "$status" -eq 0 ]
+        [ "$(sim_mdevs)" = "$U3" ]
+        [ "$(record_get $U3 state)" = free ]
+        [ "$(record_get $U3 guest)" = "" ]
+        reconcile "$uri"
+        [ "$status" -eq 0 ]
+        [ "$output" = "all agrees: libvirt's guests, the record and sysfs" ]
+}
+
+@test "a free mdev is removed when the config says release = remove" {
+        sim_create $P $T $U9
+        record_write $U9 $P $T free created ""
+        uri="$(node_xml "$BATS_TEST_TMPDIR/node.xml" web1:off)"
+        reconcile "$uri" --apply
+        [ "$status" -eq 0 ]
+        [ -z "$(sim_mdevs)" ]
+        [ -z "$(records)" ]
+}
+
+@test "a running guest's mdev without a record is recorded as borrowed" {
+        sim_create $P $T $U1
+        uri="$(node_xml "$BATS_TEST_TMPDIR/node.xml" web1)"
+        reconcile "$uri" --apply
+        [ "$status" -eq 0 ]
+        [[ "$output" == "$U1 unrecorded-in-use: "*"-> record it as assigned to 'web1' (borrowed): done" ]]
+        [ "$(record_get $U1 state)" = assigned ]
+        [ "$(record_get $U1 origin)" = borrowed ]
+        [ "$(record_get $U1 guest)" = web1 ]
+        [ "$(record_get $U1 guest_uuid)" = "$(guest_uuid web1)" ]
+        [ "$(record_get $U1 parent)" = $P ]
+        [ "$(record_get $U1 type)" = $T ]
+        reconcile "$uri"
+        [ "$status" -eq 0 ]
+}
+
+@test "a running guest's mdev recorded for a stopped guest is recorded for the running one" {
+        sim_create $P $T $U1
+        record_write $U1 $P $T assigned created web2
+        uri="$(node_xml "$BATS_TEST_TMPDIR/node.xml" web1 web2:off)"
+        reconcile "$uri" --apply
+        [ "$status" -eq 0 ]
+        [ "$(record_get $U1 guest)" = web1 ]
+        [ "$(record_get $U1 origin)" = created ]
+        [ "$(sim_mdevs)" = "$U1" ]
+}
+
+@test "an mdev mdev-hooks did not create is reported and never touched" {
+        sim_create $P $T $U9
+        uri="$(node_xml "$BATS_TEST_TMPDIR/node.xml" web1:off)"
+        before="$(host_snapshot)"
+        reconcile "$uri"
+        [ "$status" -eq 0 ]
+        [[ "$output" == "$U9 foreign: mdev ($P, $T) not created by mdev-hooks"*"-> none" ]]
+        reconcile "$uri" --apply
+        [ "$status" -eq 0 ]
+        [ "$(host_snapshot)" = "$before" ]
+}
+
+@test "an incoming claim older than the bound with no guest is dropped and its mdev removed" {
+        sim_create $P $T $U2
+        record_write $U2 $P $T incoming created web2 since=$(( $(date +%s) - 3600 ))
+        uri="$(node_xml "$BATS_TEST_TMPDIR/node.xml" web1:off)"
+        reconcile "$uri" --apply
+        [ "$status" -eq 0 ]
+        [[ "$output" == "$U2 incoming-expired: "*"-> remove the mdev and its record: done" ]]
+        [ -z "$(sim_mdevs)" ]
+        [ -z "$(records)" ]
+}
+
+@test "a recent incoming claim is left alone: the guest may be arriving" {
+        sim_create $P $T $U2
+        record_write $U2 $P $T incoming created web2
+        uri="$(node_xml "$BATS_TEST_TMPDIR/node.xml" web1:off)"
+        before="$(host_snapshot)"
+        reconcile "$uri" --apply
+        [ "$status" -eq 0 ]
+        [ "$(host_snapshot)" = "$before" ]
+}
+
+@test "an incoming claim whose guest now runs with it is recorded as assigned" {
+        sim_create $P $T $U2
+        record_write $U2 $P $T incoming created web2
+        uri="$(node_xml "$BATS_TEST_TMPDIR/node.xml" web2)"
+        reconcile "$uri" --apply
+        [ "$status" -eq 0 ]
+        [ "$(record_get $U2 state)" = assigned ]
+        [ "$(record_get $U2 origin)" = created ]
+}
+
+@test "a record marked remove_pending is removed again" {
+        sim_create $P $T $U3
+        record_write $U3 $P $T free created "" remove_pending=yes
+        uri="$(node_xml "$BATS_TEST_TMPDIR/node.xml" db1:off)"
+        reconcile "$uri" --apply
+        [ "$status" -eq 0 ]
+        [[ "$output" == "$U3 remove-pending: "*": done" ]]
+        [ -z "$(sim_mdevs)" ]
+        [ -z "$(records)" ]
+}
+
+@test "a busy remove is reported as not fixed, left marked, and done by the next run" {
+        sim_create $P $T $U3
+        record_write $U3 $P $T assigned created db1
+        uri="$(node_xml "$BATS_TEST_TMPDIR/node.xml" db1:off)"
+        sim_remove_busy 1 $U3
+        reconcile "$uri" --apply
+        [ "$status" -eq 1 ]
+        [[ "$output" == *": FAILED: the mdev is busy"* ]]
+        [ "$(sim_mdevs)" = "$U3" ]
+        [ "$(record_get $U3 remove_pending)" = yes ]
+        reconcile "$uri" --apply
+        [ "$status" -eq 0 ]
+        [ -z "$(sim_mdevs)" ]
+        [ -z "$(records)" ]
+}
+
+@test "a record from an earlier boot is dropped and the mdev there now is left alone" {
+        sim_create $P $T $U3
+        record_write $U3 $P $T assigned created db1 boot_id=00000000-0000-4000-8000-000000000000
+        uri="$(node_xml "$BATS_TEST_TMPDIR/node.xml" db1:off)"
+        reconcile "$uri" --apply
+        [ "$status" -eq 0 ]
+        [[ "$output" == "$U3 stale-record: "*"is from an earlier boot"*"-> drop the record: done" ]]
+        [ "$(sim_mdevs)" = "$U3" ]
+        [ -z "$(records)" ]
+        reconcile "$uri"
+        [ "$status" -eq 0 ]
+        [[ "$output" == "$U3 foreign: "* ]]
+}
+
+@test "a record from an earlier boot for a running guest's mdev becomes borrowed" {
+        sim_create $P $T $U1
+        record_write $U1 $P $T assigned created web1 boot_id=00000000-0000-4000-8000-000000000000
+        uri="$(node_xml "$BATS_TEST_TMPDIR/node.xml" web1)"
+        reconcile "$uri" --apply
+        [ "$status" -eq 0 ]
+        [ "$(record_get $U1 origin)" = borrowed ]
+        [ "$(record_get $U1 boot_id)" = "$(boot_id)" ]
+}
+
+@test "a borrowed mdev whose guest stopped is forgotten, never removed" {
+        sim_create $P $T $U3
+        record_write $U3 $P $T assigned borrowed db1
+        uri="$(node_xml "$BATS_TEST_TMPDIR/node.xml" db1:off)"
+        reconcile "$uri" --apply
+        [ "$status" -eq 0 ]
+        [ "$(sim_mdevs)" = "$U3" ]
+        [ -z "$(records)" ]
+}
+
+@test "reconcile removes nothing while a guest's XML cannot be read" {
+        sim_create $P $T $U3
+        record_write $U3 $P $T assigned created db1
+        uri="$(node_xml "$BATS_TEST_TMPDIR/node.xml" db1:off badmeta)"
+        before="$(host_snapshot)"
+        reconcile "$uri" --apply
+        [ "$status" -eq 1 ]
+        [[ "$output" == "- unreadable-guest: guest 'badmeta': cannot read its mdevs"* ]]
+        [[ "$output" == *"$U3 unused: "*"left as it is while a guest's XML cannot be read -> none: needs a person"* ]]
+        [ "$(host_snapshot)" = "$before" ]
+}
+
+@test "a running guest using an mdev that does not exist is reported and exits 1" {
+        uri="$(node_xml "$BATS_TEST_TMPDIR/node.xml" web2)"
+        reconcile "$uri" --apply
+        [ "$status" -eq 1 ]
+        [ "$output" = "$U2 missing-mdev: running guest 'web2' uses this mdev but it does not exist and has no record -> none: needs a person" ]
+}
+
+@test "record files that do not parse are reported" {
+        mkdir -p "$MDEV_HOOKS_ROOT/var/lib/mdev-hooks"
+        echo "garbage" > "$MDEV_HOOKS_ROOT/var/lib/mdev-hooks/$U9"
+        uri="$(node_xml "$BATS_TEST_TMPDIR/node.xml" web1:off)"
+        reconcile "$uri" --apply
+        [ "$status" -eq 1 ]
+        [[ "$output" == "- unreadable-records: 1 file(s) under /var/lib/mdev-hooks do not parse"* ]]
+}
+
+@test "reconcile prints one line per finding, sorted" {
+        sim_create $P $T $U9
+        sim_create $P $T $U3
+        sim_create $P $T $U1
+        record_write $U3 $P $T assigned created db1
+        record_write $U2 $P $T assigned created web2
+        uri="$(node_xml "$BATS_TEST_TMPDIR/node.xml" web1 web2:off db1:off)"
+        reconcile "$uri"
+        [ "$status" -eq 1 ]
+        [ "${#lines[@]}" -eq 4 ]
+        printf '%s\n' "$output" | sort -c
+        assert_golden "$MH_DATA/reconcile/mixed.expected" "$output"
+}
+
+@test "reconcile --json gives one object per finding with its action and result" {
+        sim_create $P $T $U3
+        record_write $U3 $P $T assigned created db1
+        sim_create $P $T $U9
+        uri="$(node_xml "$BATS_TEST_TMPDIR/node.xml" db1:off)"
+        reconcile "$uri" --json --apply
+        [ "$status" -eq 0 ]
+        python3 - "$output" "$U3" "$U9" <<'EOF'
+import json, sys
+doc = json.loads(sys.argv[1])
+f = {x["uuid"]: x for x in doc["findings"]}
+assert doc["applied"] is True and doc["found"] == 1 and doc["fixed"] == 1 and doc["failed"] == 0, doc
+a = f[sys.argv[2]]
+assert a["finding"] == "unused" and a["action"] == "remove" and a["result"] == "done" and a["guest"] == "db1", a
+b = f[sys.argv[3]]
+assert b["finding"] == "foreign" and b["action"] == "none" and b["counts"] is False, b
+EOF
+}
+
+@test "reconcile --apply waits for the hooks' lock and gives up after lock_timeout" {
+        write_config "[devices]
+enabled_mdev_types = $T
+[hooks]
+lock_timeout = 1"
+        sim_create $P $T $U3
+        record_write $U3 $P $T assigned created db1
+        uri="$(node_xml "$BATS_TEST_TMPDIR/node.xml" db1:off)"
+        mkdir -p "$MDEV_HOOKS_ROOT/run/mdev-hooks"
+        before="$(host_snapshot)"
+        exec 9>"$MDEV_HOOKS_ROOT/run/mdev-hooks/lock"
+        flock -x 9
+        reconcile "$uri" --apply
+        exec 9>&-
+        [ "$status" -eq 1 ]
+        [[ "$output" == *"lock"* ]]
+        [ "$(host_snapshot)" = "$before" ]
+}
+
+@test "reconcile refuses bad usage with exit 2" {
+        run "$MH_CLI" reconcile --bogus
+        [ "$status" -eq 2 ]
+        run "$MH_CLI" reconcile extra
+        [ "$status" -eq 2 ]
+        run "$MH_CLI" reconcile --connect
+        [ "$status" -eq 2 ]
+}
+
+@test "reconcile refuses a config with errors with exit 2" {
+        write_config "[hooks]
+release = sometimes"
+        uri="$(node_xml "$BATS_TEST_TMPDIR/node.xml" web1:off)"
+        reconcile "$uri"
+        [ "$status" -eq 2 ]
+}
+
+@test "reconcile says why when libvirt cannot be reached and exits 1" {
+        reconcile "test:///$BATS_TEST_TMPDIR/no-such-node.xml"
+        [ "$status" -eq 1 ]
+        [[ "$output" == *"cannot connect to 'test:///"* ]]
+}
