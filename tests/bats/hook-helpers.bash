@@ -1,0 +1,113 @@
+# Helpers for the qemu hook's bats tests (hook-*.bats): domain XML as libvirt
+# formats it, the hook run exactly as libvirt runs it, and checks of the
+# record against sysfs. Loaded after common and ../sim/sim.
+
+bats_require_minimum_version 1.5.0
+
+U1=b1ae8bf6-38b0-4c81-9d44-78ce2e5d2b01
+U2=b1ae8bf6-38b0-4c81-9d44-78ce2e5d2b02
+U3=b1ae8bf6-38b0-4c81-9d44-78ce2e5d2b03
+U4=b1ae8bf6-38b0-4c81-9d44-78ce2e5d2b04
+P84=0000:84:00.0
+P85=0000:85:00.0
+P86=0000:86:00.0
+P87=0000:87:00.0
+
+# domxml NAME [SPEC...]: prints a domain XML with one mdev hostdev per SPEC,
+# SPEC = UUID[,type=T][,class=C][,parent=P] (the attributes become the
+# domain's mdev-hooks metadata entry for that UUID).
+domxml() {
+        local name="$1" spec uuid attrs a
+        shift
+        printf "<domain type='kvm'>\n  <name>%s</name>\n  <uuid>%s</uuid>\n" "$name" \
+                "$(printf '%s' "$name" | md5sum | sed -E 's/^(.{8})(.{4}).(.{3}).(.{3})(.{12}).*/\1-\2-4\3-8\4-\5/')"
+        printf "  <memory unit='KiB'>1048576</memory>\n  <metadata>\n"
+        printf "    <mh:mdevs xmlns:mh=\"http://mdev-hooks.org/xmlns/domain/1.0\">\n"
+        for spec in "$@"; do
+                uuid="${spec%%,*}"
+                [ "$spec" = "$uuid" ] && continue
+                attrs=""
+                IFS=, read -ra a <<< "${spec#*,}"
+                for kv in "${a[@]}"; do attrs+=" ${kv%%=*}=\"${kv#*=}\""; done
+                printf "      <mh:mdev uuid=\"%s\"%s/>\n" "$uuid" "$attrs"
+        done
+        printf "    </mh:mdevs>\n  </metadata>\n  <os>\n    <type arch='x86_64' machine='pc-q35-7.2'>hvm</type>\n  </os>\n  <devices>\n"
+        printf "    <emulator>/usr/bin/qemu-system-x86_64</emulator>\n"
+        for spec in "$@"; do
+                printf "    <hostdev mode='subsystem' type='mdev' managed='no' model='vfio-pci' display='off'>\n"
+                printf "      <source>\n        <address uuid='%s'/>\n      </source>\n" "${spec%%,*}"
+                printf "    </hostdev>\n"
+        done
+        printf "  </devices>\n</domain>\n"
+}
+
+# conf: the config from stdin.
+conf() {
+        cat > "$MDEV_HOOKS_ROOT/etc/mdev-hooks/mdev-hooks.conf"
+}
+
+# hook GUEST OP SUBOP EXTRA < xml: the hook exactly as libvirt runs it.
+hook() {
+        "$MH_QEMU_HOOK" "$@"
+}
+
+# prepare NAME [SPEC...]: writes NAME's XML to $BATS_TEST_TMPDIR/NAME.xml
+# and runs "NAME prepare begin -" with it on stdin.
+prepare() {
+        local name="$1"
+        shift
+        domxml "$name" "$@" > "$BATS_TEST_TMPDIR/$name.xml"
+        hook "$name" prepare begin - < "$BATS_TEST_TMPDIR/$name.xml"
+}
+
+# release NAME [REASON]: "NAME release end REASON" with NAME's last XML.
+release() {
+        hook "$1" release end "${2:--}" < "$BATS_TEST_TMPDIR/$1.xml"
+}
+
+# record UUID KEY: a field of the record of UUID (empty if no record).
+record() {
+        local f="$MDEV_HOOKS_ROOT/var/lib/mdev-hooks/$1"
+        [ -f "$f" ] || return 0
+        sed -n "s/^$2 = //p" "$f"
+}
+
+# records: the UUIDs that have a record, sorted.
+records() {
+        ls "$MDEV_HOOKS_ROOT/var/lib/mdev-hooks" 2>/dev/null | grep -E '^[0-9a-f-]{36}$' | sort || true
+}
+
+# mdev_parent UUID / mdev_type UUID: as sysfs shows them.
+mdev_parent() {
+        basename "$(dirname "$(readlink -f "$SIM_SYS/bus/mdev/devices/$1")")"
+}
+mdev_type() {
+        basename "$(readlink "$SIM_SYS/bus/mdev/devices/$1/mdev_type")"
+}
+mdev_exists() {
+        [ -e "$SIM_SYS/bus/mdev/devices/$1" ]
+}
+
+# assert_record_matches_sysfs: every record of a held mdev names an existing
+# mdev with its parent and type, and every mdev in sysfs that a guest holds
+# has exactly one record.
+assert_record_matches_sysfs() {
+        local u
+        for u in $(records); do
+                case "$(record "$u" state)" in
+                assigned | incoming | free)
+                        mdev_exists "$u" || { echo "record $u without mdev"; return 1; }
+                        [ "$(record "$u" parent)" = "$(mdev_parent "$u")" ] || { echo "parent of $u differs"; return 1; }
+                        [ "$(record "$u" type)" = "$(mdev_type "$u")" ] || { echo "type of $u differs"; return 1; }
+                        ;;
+                esac
+        done
+        for u in $(sim_mdevs); do
+                [ -f "$MDEV_HOOKS_ROOT/var/lib/mdev-hooks/$u" ] || { echo "mdev $u without record"; return 1; }
+        done
+}
+
+# hook_setup TOPOLOGY: a simulator root for this test.
+hook_setup() {
+        sim_mount "$1"
+}

@@ -1,0 +1,393 @@
+#!/usr/bin/env bats
+# The qemu hook's "prepare begin" on the simulator, run as libvirt runs it:
+# type resolution, placement, capacity, all or nothing, ownership.
+
+load common
+load ../sim/sim
+load hook-helpers
+
+setup() {
+        hook_setup nvidia-timesliced
+}
+
+teardown() {
+        sim_umount
+}
+
+two_types_conf() {
+        conf <<-EOF
+	[devices]
+	enabled_mdev_types = nvidia-35, nvidia-36
+
+	[mdev_nvidia-35]
+	device_addresses = $P84, $P85
+
+	[mdev_nvidia-36]
+	device_addresses = $P86
+	EOF
+}
+
+@test "prepare creates the default type's mdev with the UUID from the XML" {
+        conf <<-EOF
+	[devices]
+	enabled_mdev_types = nvidia-35
+	EOF
+        run prepare web1 "$U1"
+        [ "$status" -eq 0 ]
+        [ -z "$output" ]
+        mdev_exists "$U1"
+        [ "$(mdev_type "$U1")" = nvidia-35 ]
+        [ "$(record "$U1" guest)" = web1 ]
+        [ "$(record "$U1" state)" = assigned ]
+        [ "$(record "$U1" origin)" = created ]
+        [ "$(record "$U1" boot_id)" = "$(cat "$MDEV_HOOKS_ROOT/proc/sys/kernel/random/boot_id")" ]
+}
+
+@test "two types with device_addresses each go to their own parents" {
+        two_types_conf
+        run prepare web1 "$U1,type=nvidia-35" "$U2,type=nvidia-36"
+        [ "$status" -eq 0 ]
+        [ "$(mdev_type "$U1")" = nvidia-35 ]
+        [[ "$(mdev_parent "$U1")" == "$P84" || "$(mdev_parent "$U1")" == "$P85" ]]
+        [ "$(mdev_type "$U2")" = nvidia-36 ]
+        [ "$(mdev_parent "$U2")" = "$P86" ]
+        assert_record_matches_sysfs
+}
+
+@test "metadata class picks an enabled type of that mdev_class" {
+        conf <<-EOF
+	[devices]
+	enabled_mdev_types = nvidia-35, nvidia-36
+
+	[mdev_nvidia-35]
+	device_addresses = $P84
+
+	[mdev_nvidia-36]
+	device_addresses = $P86
+	mdev_class = CUSTOM_NVIDIA_36
+	EOF
+        run prepare web1 "$U1,class=CUSTOM_NVIDIA_36"
+        [ "$status" -eq 0 ]
+        [ "$(mdev_type "$U1")" = nvidia-36 ]
+        [ "$(mdev_parent "$U1")" = "$P86" ]
+}
+
+@test "a metadata class that no enabled type has is refused" {
+        two_types_conf
+        run prepare web1 "$U1,class=CUSTOM_NOPE"
+        [ "$status" -eq 1 ]
+        [[ "$output" == "mdev-hooks: web1: "*"CUSTOM_NOPE"* ]]
+        [ -z "$(sim_mdevs)" ]
+}
+
+@test "metadata parent pins the parent" {
+        two_types_conf
+        run prepare web1 "$U1,type=nvidia-35,parent=$P85"
+        [ "$status" -eq 0 ]
+        [ "$(mdev_parent "$U1")" = "$P85" ]
+}
+
+@test "a pinned parent that serves another type is refused" {
+        two_types_conf
+        run prepare web1 "$U1,type=nvidia-35,parent=$P86"
+        [ "$status" -eq 1 ]
+        [[ "$output" == *"$P86 is configured for nvidia-36"* ]]
+        [ -z "$(sim_mdevs)" ]
+}
+
+@test "without metadata and without a default type prepare says which entry to add" {
+        two_types_conf
+        run prepare web1 "$U1"
+        [ "$status" -eq 1 ]
+        [ "${#lines[@]}" -eq 1 ]
+        [[ "$output" == *"<mh:mdev uuid=\"$U1\" type=\"...\"/>"* ]]
+        [ -z "$(sim_mdevs)" ]
+}
+
+@test "the existing mdev's type is used when the metadata has none" {
+        two_types_conf
+        sim_create "$P86" nvidia-36 "$U1"
+        run prepare web1 "$U1"
+        [ "$status" -eq 0 ]
+        [ "$(record "$U1" type)" = nvidia-36 ]
+}
+
+@test "an existing mdev of another type than the metadata asks is refused" {
+        two_types_conf
+        sim_create "$P86" nvidia-36 "$U1"
+        run prepare web1 "$U1,type=nvidia-35"
+        [ "$status" -eq 1 ]
+        [[ "$output" == *"exists with type nvidia-36"* ]]
+        [ -z "$(records)" ]
+}
+
+@test "max_instances caps the type across the host" {
+        conf <<-EOF
+	[devices]
+	enabled_mdev_types = nvidia-35
+
+	[mdev_nvidia-35]
+	device_addresses = $P84, $P85
+	max_instances = 2
+	EOF
+        # One made by hand counts too.
+        sim_create "$P87" nvidia-35 "$U4"
+        run prepare web1 "$U1,type=nvidia-35"
+        [ "$status" -eq 0 ]
+        run prepare web2 "$U2,type=nvidia-35"
+        [ "$status" -eq 1 ]
+        [[ "$output" == *"max_instances"* ]]
+        ! mdev_exists "$U2"
+        [ "$(sim_mdevs | wc -l)" -eq 2 ]
+}
+
+@test "pack puts a new mdev on the parent that already holds most of its type" {
+        conf <<-EOF
+	[devices]
+	enabled_mdev_types = nvidia-35
+
+	[mdev_nvidia-35]
+	device_addresses = $P84, $P85
+
+	[hooks]
+	placement = pack
+	EOF
+        sim_create "$P85" nvidia-35 "$U4"
+        run prepare web1 "$U1,type=nvidia-35"
+        [ "$status" -eq 0 ]
+        [ "$(mdev_parent "$U1")" = "$P85" ]
+        run prepare web2 "$U2,type=nvidia-35"
+        [ "$(mdev_parent "$U2")" = "$P85" ]
+}
+
+@test "spread puts a new mdev on the parent that holds fewest of its type" {
+        conf <<-EOF
+	[devices]
+	enabled_mdev_types = nvidia-35
+
+	[mdev_nvidia-35]
+	device_addresses = $P84, $P85
+
+	[hooks]
+	placement = spread
+	EOF
+        sim_create "$P84" nvidia-35 "$U4"
+        run prepare web1 "$U1,type=nvidia-35"
+        [ "$status" -eq 0 ]
+        [ "$(mdev_parent "$U1")" = "$P85" ]
+        run prepare web2 "$U2,type=nvidia-35"
+        [ "$status" -eq 0 ]
+        # Now one each: the tie goes to the lower address.
+        [ "$(mdev_parent "$U2")" = "$P84" ]
+}
+
+@test "no capacity: one line lists every candidate and why, and nothing is created" {
+        conf <<-EOF
+	[devices]
+	enabled_mdev_types = nvidia-44, nvidia-36
+
+	[mdev_nvidia-44]
+	device_addresses = $P84, $P86
+
+	[mdev_nvidia-36]
+	device_addresses = $P85
+	EOF
+        sim_unregister "$P86"
+        run prepare web1 "$U1,type=nvidia-44"
+        [ "$status" -eq 0 ]
+        run prepare web2 "$U2,type=nvidia-44"
+        [ "$status" -eq 1 ]
+        [ "${#lines[@]}" -eq 1 ]
+        [[ "$output" == "mdev-hooks: web2: no capacity for nvidia-44: "* ]]
+        [[ "$output" == *"$P84 has 0 of 1 left"* ]]
+        [[ "$output" == *"$P86 is not registered"* ]]
+        [[ "$output" == *"$P85 is configured for nvidia-36"* ]]
+        [[ "$output" == *"$P87 is not configured for any type"* ]]
+        ! mdev_exists "$U2"
+        [ "$(records)" = "$U1" ]
+}
+
+@test "a create refused by one parent moves on to the next" {
+        conf <<-EOF
+	[devices]
+	enabled_mdev_types = nvidia-35
+
+	[mdev_nvidia-35]
+	device_addresses = $P84, $P85
+	EOF
+        sim_create_fail EINVAL "$P84"
+        run prepare web1 "$U1,type=nvidia-35"
+        [ "$status" -eq 0 ]
+        [ "$(mdev_parent "$U1")" = "$P85" ]
+        [ "$(record "$U1" parent)" = "$P85" ]
+}
+
+@test "a guest with two mdevs whose second fails leaves nothing behind" {
+        conf <<-EOF
+	[devices]
+	enabled_mdev_types = nvidia-35, nvidia-44
+
+	[mdev_nvidia-35]
+	device_addresses = $P84
+
+	[mdev_nvidia-44]
+	device_addresses = $P85
+	EOF
+        sim_create "$P85" nvidia-44 "$U4"
+        run prepare web1 "$U1,type=nvidia-35" "$U2,type=nvidia-44"
+        [ "$status" -eq 1 ]
+        [[ "$output" == *"no capacity for nvidia-44"* ]]
+        ! mdev_exists "$U1"
+        ! mdev_exists "$U2"
+        [ "$(sim_mdevs)" = "$U4" ]
+        [ -z "$(records)" ]
+}
+
+@test "a UUID held by another guest is refused and names that guest" {
+        two_types_conf
+        run prepare web1 "$U1"
+        run prepare web1 "$U1,type=nvidia-35"
+        [ "$status" -eq 0 ]
+        run prepare web2 "$U1,type=nvidia-35"
+        [ "$status" -eq 1 ]
+        [[ "$output" == "mdev-hooks: web2: "*"held by guest 'web1'"* ]]
+        [ "$(record "$U1" guest)" = web1 ]
+}
+
+@test "release after a refused prepare removes nothing of the other guest" {
+        two_types_conf
+        run prepare web1 "$U1,type=nvidia-35"
+        [ "$status" -eq 0 ]
+        run prepare web2 "$U2,type=nvidia-35" "$U1,type=nvidia-35"
+        [ "$status" -eq 1 ]
+        run release web2 failed
+        [ "$status" -eq 0 ]
+        run release web2 -
+        [ "$status" -eq 0 ]
+        mdev_exists "$U1"
+        [ "$(record "$U1" guest)" = web1 ]
+        [ "$(record "$U1" state)" = assigned ]
+        ! mdev_exists "$U2"
+}
+
+@test "a restart of the same guest reuses its mdev" {
+        two_types_conf
+        run prepare web1 "$U1,type=nvidia-35"
+        [ "$status" -eq 0 ]
+        parent="$(mdev_parent "$U1")"
+        sim_counters_reset
+        run prepare web1 "$U1,type=nvidia-35"
+        [ "$status" -eq 0 ]
+        [ "$(mdev_parent "$U1")" = "$parent" ]
+        [ "$(record "$U1" origin)" = created ]
+        # Reused: nothing was written to sysfs.
+        [ "$(sim_counter_total writes)" -eq 0 ]
+}
+
+@test "a record of an earlier boot does not hold the UUID" {
+        two_types_conf
+        run prepare web1 "$U1,type=nvidia-35"
+        [ "$status" -eq 0 ]
+        sim_remove "$U1"
+        sim_new_boot
+        run prepare web2 "$U1,type=nvidia-35"
+        [ "$status" -eq 0 ]
+        [ "$(record "$U1" guest)" = web2 ]
+}
+
+@test "a borrowed mdev is recorded as borrowed" {
+        two_types_conf
+        sim_create "$P84" nvidia-35 "$U1"
+        run prepare web1 "$U1,type=nvidia-35"
+        [ "$status" -eq 0 ]
+        [ "$(record "$U1" origin)" = borrowed ]
+}
+
+@test "a parent that registers during parent_wait is used" {
+        conf <<-EOF
+	[devices]
+	enabled_mdev_types = nvidia-35
+
+	[mdev_nvidia-35]
+	device_addresses = $P84
+
+	[hooks]
+	parent_wait = 10
+	EOF
+        sim_unregister "$P84"
+        sim_register "$P84" 700
+        run prepare web1 "$U1,type=nvidia-35"
+        [ "$status" -eq 0 ]
+        [ "$(mdev_parent "$U1")" = "$P84" ]
+}
+
+@test "a parent that does not register within parent_wait is reported" {
+        conf <<-EOF
+	[devices]
+	enabled_mdev_types = nvidia-35
+
+	[mdev_nvidia-35]
+	device_addresses = $P84
+
+	[hooks]
+	parent_wait = 1
+	EOF
+        sim_unregister "$P84"
+        run prepare web1 "$U1,type=nvidia-35"
+        [ "$status" -eq 1 ]
+        [[ "$output" == *"$P84 is not registered"* ]]
+        [ -z "$(records)" ]
+}
+
+@test "a guest without mdevs takes no lock and reads no config" {
+        printf '[devices]\nbogus line\n' | conf
+        domxml plain > "$BATS_TEST_TMPDIR/plain.xml"
+        for op in "prepare begin -" "release end -" "migrate begin -" "restore begin -" "reconnect begin -"; do
+                run -0 hook plain $op < "$BATS_TEST_TMPDIR/plain.xml"
+                [ -z "$output" ]
+        done
+        [ ! -e "$MDEV_HOOKS_ROOT/run/mdev-hooks/lock" ]
+        [ ! -e "$MDEV_HOOKS_ROOT/var/lib/mdev-hooks" ]
+}
+
+@test "start, started, stopped, attach and unknown operations exit 0 at once" {
+        printf '[devices]\nbogus line\n' | conf
+        domxml web1 "$U1" > "$BATS_TEST_TMPDIR/web1.xml"
+        for op in "start begin -" "started begin -" "stopped end -" "attach begin -" "frobnicate begin -"; do
+                run -0 hook web1 $op < "$BATS_TEST_TMPDIR/web1.xml"
+                [ -z "$output" ]
+        done
+        [ ! -e "$MDEV_HOOKS_ROOT/run/mdev-hooks/lock" ]
+        [ -z "$(sim_mdevs)" ]
+}
+
+@test "a config with errors refuses prepare with its first error and writes nothing" {
+        printf '[devices]\nenabled_mdev_types = nvidia-35\n[mdev_nvidia-35]\nmax_instances = 0\n' | conf
+        sim_counters_reset
+        run prepare web1 "$U1"
+        [ "$status" -eq 1 ]
+        [ "${#lines[@]}" -eq 1 ]
+        [[ "$output" == "mdev-hooks: web1: "*"mdev-hooks.conf:4"* ]]
+        [ "$(sim_counter_total writes)" -eq 0 ]
+}
+
+@test "the lock times out naming the holder and lock_timeout" {
+        printf '[devices]\nenabled_mdev_types = nvidia-35\n[hooks]\nlock_timeout = 1\n' | conf
+        mkdir -p "$MDEV_HOOKS_ROOT/run/mdev-hooks"
+        lock="$MDEV_HOOKS_ROOT/run/mdev-hooks/lock"
+        flock "$lock" sh -c 'echo "$$ prepare other" > "$1"; sleep 3' sh "$lock" 3>&- &
+        sleep 0.3
+        run prepare web1 "$U1"
+        [ "$status" -eq 1 ]
+        [[ "$output" == *"prepare other"* ]]
+        [[ "$output" == *"lock_timeout"* ]]
+        ! mdev_exists "$U1"
+        wait
+}
+
+@test "the hook's front end does not link libxml2" {
+        run ldd "$MH_QEMU_HOOK"
+        [ "$status" -eq 0 ]
+        [[ "$output" != *libxml2* ]]
+        [[ "$output" != *libinih* ]]
+}
