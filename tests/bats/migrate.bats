@@ -1,0 +1,536 @@
+#!/usr/bin/env bats
+# Live migration and restore (issue 5): "migrate begin -" and "restore begin -"
+# on the destination, run exactly as libvirt runs them (the incoming XML on
+# stdin, the replacement XML on stdout, nothing printed when unchanged).
+# Two simulator mounts and two roots play the source host A and the
+# destination host B.
+
+load common
+load ../sim/sim
+load hook-helpers
+
+setup() {
+        A="$BATS_TEST_TMPDIR/a"
+        B="$BATS_TEST_TMPDIR/b"
+        sim_mount nvidia-timesliced "$A"
+        sim_mount nvidia-timesliced "$B"
+        T="$BATS_TEST_TMPDIR"
+}
+
+teardown() {
+        sim_umount
+}
+
+# conf_on ROOT: the config of that host from stdin.
+conf_on() {
+        sim_use "$1"
+        conf
+}
+
+one_type_conf() {
+        conf_on "$1" <<-EOF
+	[devices]
+	enabled_mdev_types = ${2:-nvidia-35}
+	EOF
+}
+
+# migrate_to_b NAME: "NAME migrate begin -" on B with NAME's XML from A
+# ($T/NAME.xml). Sets status/output (stdout)/stderr, and writes the XML that
+# libvirt continues with on B to $T/NAME.b.xml.
+migrate_to_b() {
+        sim_use "$B"
+        run --separate-stderr hook "$1" "${2:-migrate}" begin - < "$T/$1.xml"
+        if [ -n "$output" ]; then
+                printf '%s\n' "$output" > "$T/$1.b.xml"
+        else
+                cp "$T/$1.xml" "$T/$1.b.xml"
+        fi
+}
+
+# The rest of a successful migration: prepare on B with the XML that migrate
+# produced, then the source's release (libvirt >= 10.5 says "migrated").
+finish_migration() {
+        sim_use "$B"
+        run --separate-stderr hook "$1" prepare begin - < "$T/$1.b.xml"
+        [ "$status" -eq 0 ]
+        sim_use "$A"
+        run --separate-stderr hook "$1" release end migrated < "$T/$1.xml"
+        [ "$status" -eq 0 ]
+}
+
+# The source UUIDs of the hostdevs in an XML file, in document order.
+xml_uuids() {
+        grep -o "<address uuid=['\"][0-9a-f-]*" "$1" | sed -E "s/.*uuid=['\"]//"
+}
+
+# guest_records GUEST: the UUIDs the current root's record gives GUEST.
+guest_records() {
+        local u
+        for u in $(records); do
+                [ "$(record "$u" guest)" = "$1" ] && echo "$u"
+        done
+        return 0
+}
+
+# A holds nothing of the guest; B holds exactly the guest's mdevs (those in
+# $T/NAME.b.xml), assigned, existing, of the right type.
+assert_moved() {
+        local name="$1" type="$2" u
+        sim_use "$A"
+        [ -z "$(guest_records "$name")" ]
+        [ -z "$(sim_mdevs)" ]
+        assert_record_matches_sysfs
+        sim_use "$B"
+        [ "$(guest_records "$name")" = "$(xml_uuids "$T/$name.b.xml" | sort)" ]
+        for u in $(xml_uuids "$T/$name.b.xml"); do
+                mdev_exists "$u"
+                [ "$(mdev_type "$u")" = "$type" ]
+                [ "$(record "$u" state)" = assigned ]
+        done
+        assert_record_matches_sysfs
+}
+
+# The rewritten XML differs from the incoming one only in the UUIDs given as
+# OLD NEW pairs (quotes normalised: libxml2 writes attributes with ").
+assert_only_uuids_changed() {
+        local in="$1" out="$2" masked_in masked_out
+        shift 2
+        masked_in="$(tr "'" '"' < "$in")"
+        masked_out="$(cat "$out")"
+        while [ $# -gt 0 ]; do
+                masked_in="${masked_in//$1/UUID-$1}"
+                masked_out="${masked_out//$2/UUID-$1}"
+                shift 2
+        done
+        diff -u <(printf '%s\n' "$masked_in") <(printf '%s\n' "$masked_out")
+}
+
+@test "migrate keeps the UUID when it is free on the destination" {
+        one_type_conf "$A"
+        one_type_conf "$B"
+        sim_use "$A"
+        run prepare web1 "$U1,type=nvidia-35"
+        [ "$status" -eq 0 ]
+
+        migrate_to_b web1
+        [ "$status" -eq 0 ]
+        [ -z "$output" ]
+        mdev_exists "$U1"
+        [ "$(mdev_type "$U1")" = nvidia-35 ]
+        [ "$(record "$U1" guest)" = web1 ]
+        [ "$(record "$U1" state)" = incoming ]
+        [ "$(record "$U1" origin)" = created ]
+
+        finish_migration web1
+        assert_moved web1 nvidia-35
+}
+
+@test "migrate rewrites the UUID when it is taken on the destination" {
+        one_type_conf "$A"
+        one_type_conf "$B"
+        sim_use "$B"
+        run prepare other "$U1,type=nvidia-35"
+        [ "$status" -eq 0 ]
+        sim_use "$A"
+        run prepare web1 "$U1,type=nvidia-35"
+        [ "$status" -eq 0 ]
+
+        migrate_to_b web1
+        [ "$status" -eq 0 ]
+        [ -n "$output" ]
+        new="$(xml_uuids "$T/web1.b.xml")"
+        [ "$new" != "$U1" ]
+        mdev_exists "$new"
+        [ "$(mdev_type "$new")" = nvidia-35 ]
+        [ "$(record "$new" guest)" = web1 ]
+        [ "$(record "$new" state)" = incoming ]
+        # the metadata entry follows the hostdev, and nothing else changed
+        grep -q "<mh:mdev uuid=\"$new\" type=\"nvidia-35\"/>" "$T/web1.b.xml"
+        assert_only_uuids_changed "$T/web1.xml" "$T/web1.b.xml" "$U1" "$new"
+        # the other guest's mdev is untouched
+        [ "$(record "$U1" guest)" = other ]
+        [ "$(record "$U1" state)" = assigned ]
+
+        finish_migration web1
+        assert_moved web1 nvidia-35
+        [ "$(record "$U1" guest)" = other ]
+}
+
+@test "a new UUID comes from proc/sys/kernel/random/uuid under the root" {
+        one_type_conf "$A"
+        one_type_conf "$B"
+        fresh=0f0e0d0c-0b0a-4908-8706-050403020100
+        printf '%s\n' "$fresh" > "$B/proc/sys/kernel/random/uuid"
+        sim_use "$B"
+        run prepare other "$U1,type=nvidia-35"
+        [ "$status" -eq 0 ]
+        sim_use "$A"
+        run prepare web1 "$U1,type=nvidia-35"
+
+        migrate_to_b web1
+        [ "$status" -eq 0 ]
+        [ "$(xml_uuids "$T/web1.b.xml")" = "$fresh" ]
+        [ "$(record "$fresh" state)" = incoming ]
+}
+
+@test "migrate rewrites to a free mdev kept on the destination instead of creating one" {
+        one_type_conf "$A"
+        conf_on "$B" <<-EOF
+	[devices]
+	enabled_mdev_types = nvidia-35
+
+	[hooks]
+	release = keep
+	EOF
+        sim_use "$B"
+        run prepare old "$U3,type=nvidia-35"
+        [ "$status" -eq 0 ]
+        run release old
+        [ "$(record "$U3" state)" = free ]
+        sim_use "$A"
+        run prepare web1 "$U1,type=nvidia-35"
+        [ "$status" -eq 0 ]
+
+        migrate_to_b web1
+        [ "$status" -eq 0 ]
+        [ "$(xml_uuids "$T/web1.b.xml")" = "$U3" ]
+        [ "$(sim_mdevs)" = "$U3" ]
+        run ! mdev_exists "$U1"
+        [ "$(record "$U3" guest)" = web1 ]
+        [ "$(record "$U3" state)" = incoming ]
+        [ "$(record "$U3" origin)" = created ]
+        assert_only_uuids_changed "$T/web1.xml" "$T/web1.b.xml" "$U1" "$U3"
+
+        finish_migration web1
+        assert_moved web1 nvidia-35
+}
+
+@test "migrate reuses an mdev with the same UUID that exists on the destination" {
+        one_type_conf "$A"
+        one_type_conf "$B"
+        sim_use "$B"
+        sim_create "$P85" nvidia-35 "$U1"
+        sim_use "$A"
+        run prepare web1 "$U1,type=nvidia-35"
+        [ "$status" -eq 0 ]
+
+        migrate_to_b web1
+        [ "$status" -eq 0 ]
+        [ -z "$output" ]
+        [ "$(sim_mdevs)" = "$U1" ]
+        [ "$(mdev_parent "$U1")" = "$P85" ]
+        [ "$(record "$U1" state)" = incoming ]
+        # mdev-hooks did not make it, so it will never remove it
+        [ "$(record "$U1" origin)" = borrowed ]
+}
+
+@test "migrate refuses a type that is not enabled on the destination and creates nothing" {
+        one_type_conf "$A"
+        one_type_conf "$B" nvidia-36
+        sim_use "$A"
+        run prepare web1 "$U1,type=nvidia-35"
+        [ "$status" -eq 0 ]
+
+        migrate_to_b web1
+        [ "$status" -ne 0 ]
+        [ -z "$output" ]
+        [[ "$stderr" == *"web1: type nvidia-35 is not enabled here; enabled: nvidia-36"* ]]
+        [ -z "$(sim_mdevs)" ]
+        [ -z "$(records)" ]
+}
+
+@test "migrate refuses before any create when only the second mdev's type is not enabled" {
+        conf_on "$A" <<-EOF
+	[devices]
+	enabled_mdev_types = nvidia-35, nvidia-36
+
+	[mdev_nvidia-35]
+	device_addresses = $P84
+
+	[mdev_nvidia-36]
+	device_addresses = $P85
+	EOF
+        one_type_conf "$B"
+        sim_use "$A"
+        run prepare web1 "$U1,type=nvidia-35" "$U2,type=nvidia-36"
+        [ "$status" -eq 0 ]
+
+        migrate_to_b web1
+        [ "$status" -ne 0 ]
+        [[ "$stderr" == *"type nvidia-36 is not enabled here; enabled: nvidia-35"* ]]
+        [ -z "$(sim_mdevs)" ]
+        [ -z "$(records)" ]
+}
+
+@test "migrate refuses when the destination is full and names its parents" {
+        conf_on "$A" <<-EOF
+	[devices]
+	enabled_mdev_types = nvidia-45
+	EOF
+        conf_on "$B" <<-EOF
+	[devices]
+	enabled_mdev_types = nvidia-45
+
+	[mdev_nvidia-45]
+	device_addresses = $P84, $P85
+	EOF
+        sim_use "$B"
+        run prepare other1 "$U3,type=nvidia-45"
+        [ "$status" -eq 0 ]
+        run prepare other2 "$U4,type=nvidia-45"
+        [ "$status" -eq 0 ]
+        sim_use "$A"
+        run prepare web1 "$U1,type=nvidia-45"
+        [ "$status" -eq 0 ]
+
+        migrate_to_b web1
+        [ "$status" -ne 0 ]
+        [ -z "$output" ]
+        [[ "$stderr" == *"no capacity for nvidia-45"* ]]
+        [[ "$stderr" == *"$P84"* ]]
+        [[ "$stderr" == *"$P85"* ]]
+        [ "$(sim_mdevs)" = "$(printf '%s\n' "$U3" "$U4")" ]
+        [ -z "$(guest_records web1)" ]
+        assert_record_matches_sysfs
+}
+
+@test "release on the destination after a failed migration removes what migrate made" {
+        one_type_conf "$A"
+        one_type_conf "$B"
+        sim_use "$B"
+        run prepare other "$U1,type=nvidia-35"
+        sim_use "$A"
+        run prepare web1 "$U1,type=nvidia-35" "$U2,type=nvidia-35"
+        [ "$status" -eq 0 ]
+
+        migrate_to_b web1
+        [ "$status" -eq 0 ]
+        [ "$(guest_records web1 | wc -l)" -eq 2 ]
+
+        # The migration fails: libvirt runs stopped and release on B.
+        run --separate-stderr hook web1 release end failed < "$T/web1.b.xml"
+        [ "$status" -eq 0 ]
+        [ -z "$(guest_records web1)" ]
+        [ "$(sim_mdevs)" = "$U1" ]
+        [ "$(record "$U1" guest)" = other ]
+        assert_record_matches_sysfs
+        # the source still runs the guest
+        sim_use "$A"
+        [ "$(guest_records web1)" = "$(printf '%s\n' "$U1" "$U2")" ]
+}
+
+@test "migrate of a guest with two mdevs undoes the first when the second cannot be placed" {
+        conf_on "$A" <<-EOF
+	[devices]
+	enabled_mdev_types = nvidia-45
+	EOF
+        conf_on "$B" <<-EOF
+	[devices]
+	enabled_mdev_types = nvidia-45
+
+	[mdev_nvidia-45]
+	device_addresses = $P84
+	EOF
+        sim_use "$A"
+        run prepare web1 "$U1,type=nvidia-45" "$U2,type=nvidia-45"
+        [ "$status" -eq 0 ]
+
+        migrate_to_b web1
+        [ "$status" -ne 0 ]
+        [ -z "$output" ]
+        [[ "$stderr" == *"no capacity for nvidia-45"* ]]
+        [ -z "$(sim_mdevs)" ]
+        [ -z "$(records)" ]
+        [ "$(sim_available "$P84" nvidia-45)" -eq 1 ]
+}
+
+@test "a failed migrate gives back the kept mdev it had claimed" {
+        conf_on "$A" <<-EOF
+	[devices]
+	enabled_mdev_types = nvidia-45
+	EOF
+        conf_on "$B" <<-EOF
+	[devices]
+	enabled_mdev_types = nvidia-45
+
+	[mdev_nvidia-45]
+	device_addresses = $P84
+
+	[hooks]
+	release = keep
+	EOF
+        sim_use "$B"
+        run prepare old "$U3,type=nvidia-45"
+        run release old
+        [ "$(record "$U3" state)" = free ]
+        sim_use "$A"
+        run prepare web1 "$U1,type=nvidia-45" "$U2,type=nvidia-45"
+        [ "$status" -eq 0 ]
+
+        migrate_to_b web1
+        [ "$status" -ne 0 ]
+        [ "$(sim_mdevs)" = "$U3" ]
+        [ "$(record "$U3" state)" = free ]
+        [ -z "$(record "$U3" guest)" ]
+        [ -z "$(guest_records web1)" ]
+}
+
+@test "migrate of a guest with two mdevs rewrites only the one that is taken" {
+        one_type_conf "$A"
+        one_type_conf "$B"
+        sim_use "$B"
+        run prepare other "$U2,type=nvidia-35"
+        sim_use "$A"
+        run prepare web1 "$U1,type=nvidia-35" "$U2,type=nvidia-35"
+        [ "$status" -eq 0 ]
+
+        migrate_to_b web1
+        [ "$status" -eq 0 ]
+        mapfile -t got < <(xml_uuids "$T/web1.b.xml")
+        [ "${got[0]}" = "$U1" ]
+        [ "${got[1]}" != "$U2" ]
+        assert_only_uuids_changed "$T/web1.xml" "$T/web1.b.xml" "$U2" "${got[1]}"
+
+        finish_migration web1
+        assert_moved web1 nvidia-35
+        sim_use "$B"
+        [ "$(record "$U2" guest)" = other ]
+}
+
+@test "migrate of a domain without mdevs prints nothing and exits 0" {
+        one_type_conf "$B"
+        domxml plain > "$T/plain.xml"
+        migrate_to_b plain
+        [ "$status" -eq 0 ]
+        [ -z "$output" ]
+        [ -z "$stderr" ]
+        [ -z "$(records)" ]
+}
+
+@test "migrate without metadata uses the only enabled type" {
+        one_type_conf "$A"
+        one_type_conf "$B"
+        sim_use "$A"
+        run prepare web1 "$U1"
+        [ "$status" -eq 0 ]
+
+        migrate_to_b web1
+        [ "$status" -eq 0 ]
+        [ "$(mdev_type "$U1")" = nvidia-35 ]
+}
+
+@test "migrate without metadata refuses when the destination enables several types" {
+        one_type_conf "$A"
+        conf_on "$B" <<-EOF
+	[devices]
+	enabled_mdev_types = nvidia-35, nvidia-36
+
+	[mdev_nvidia-36]
+	device_addresses = $P87
+	EOF
+        sim_use "$A"
+        run prepare web1 "$U1"
+        [ "$status" -eq 0 ]
+
+        migrate_to_b web1
+        [ "$status" -ne 0 ]
+        [[ "$stderr" == *"$U1 has no type in the domain metadata"* ]]
+        [[ "$stderr" == *"<mh:mdev uuid=\"$U1\" type=\"...\"/>"* ]]
+        [ -z "$(sim_mdevs)" ]
+        [ -z "$(records)" ]
+}
+
+@test "migrate refuses hostile XML and writes nothing" {
+        one_type_conf "$B"
+        sim_use "$B"
+        for f in billion-laughs external-entity dup-uuid meta-type-slash meta-parent-slash bad-hostdev-uuid huge; do
+                case "$f" in
+                bad-hostdev-uuid)
+                        domxml evil "../../../etc/passwd" > "$T/$f.xml" ;;
+                huge)
+                        # over the 8 MiB limit
+                        { domxml evil "$U1,type=nvidia-35"; head -c 9000000 /dev/zero | tr '\0' ' '; } > "$T/$f.xml" ;;
+                *)
+                        cp "$MH_DATA/domxml/$f.xml" "$T/$f.xml" ;;
+                esac
+                run --separate-stderr hook evil migrate begin - < "$T/$f.xml"
+                echo "$f: $status $stderr"
+                [ "$status" -ne 0 ]
+                [ -z "$output" ]
+                [[ "$stderr" == "mdev-hooks: evil: "* ]]
+                [ "$(printf '%s\n' "$stderr" | wc -l)" -eq 1 ]
+        done
+        [ -z "$(sim_mdevs)" ]
+        [ -z "$(records)" ]
+        run ! grep -rq root: "$B/var/lib/mdev-hooks"
+}
+
+@test "metadata in another namespace is not trusted by migrate" {
+        one_type_conf "$B" nvidia-36
+        sim_use "$B"
+        cp "$MH_DATA/domxml/wrong-namespace.xml" "$T/ns.xml"
+        # nvidia-99 in a foreign namespace must not be taken for the type:
+        # without our metadata the only enabled type applies.
+        run --separate-stderr hook ns migrate begin - < "$T/ns.xml"
+        [ "$status" -eq 0 ]
+        u="$(xml_uuids "$T/ns.xml")"
+        [ "$(mdev_type "$u")" = nvidia-36 ]
+}
+
+@test "restore recreates a saved guest's mdev with its own UUID" {
+        one_type_conf "$A"
+        sim_use "$A"
+        run prepare web1 "$U1,type=nvidia-35"
+        [ "$status" -eq 0 ]
+        # virsh save stops the guest: release removes its mdev
+        run release web1 saved
+        run ! mdev_exists "$U1"
+
+        run --separate-stderr hook web1 restore begin - < "$T/web1.xml"
+        [ "$status" -eq 0 ]
+        [ -z "$output" ]
+        mdev_exists "$U1"
+        [ "$(record "$U1" state)" = incoming ]
+        run --separate-stderr hook web1 prepare begin - < "$T/web1.xml"
+        [ "$status" -eq 0 ]
+        [ "$(record "$U1" state)" = assigned ]
+}
+
+@test "restore on a host where the UUID is taken rewrites it" {
+        one_type_conf "$A"
+        sim_use "$A"
+        run prepare web1 "$U1,type=nvidia-35"
+        run release web1 saved
+        run prepare other "$U1,type=nvidia-35"
+        [ "$status" -eq 0 ]
+
+        run --separate-stderr hook web1 restore begin - < "$T/web1.xml"
+        [ "$status" -eq 0 ]
+        [ -n "$output" ]
+        printf '%s\n' "$output" > "$T/web1.r.xml"
+        new="$(xml_uuids "$T/web1.r.xml")"
+        [ "$new" != "$U1" ]
+        [ "$(record "$new" guest)" = web1 ]
+        [ "$(record "$U1" guest)" = other ]
+}
+
+@test "a crash right after migrate's create leaves a record that release cleans up" {
+        if ! strings "$MH_BUILD_DIR/hooks/mdev-hooks-qemu-worker" | grep -q MDEV_HOOKS_CRASH_AT; then
+                skip "built without -Dcrashpoints=true"
+        fi
+        one_type_conf "$A"
+        one_type_conf "$B"
+        sim_use "$A"
+        run prepare web1 "$U1,type=nvidia-35"
+        sim_use "$B"
+        MDEV_HOOKS_CRASH_AT=migrate-after-create run --separate-stderr hook web1 migrate begin - < "$T/web1.xml"
+        [ "$status" -ne 0 ]
+        mdev_exists "$U1"
+        [ "$(record "$U1" guest)" = web1 ]
+        [ "$(record "$U1" origin)" = created ]
+        # libvirt cancels the migration and runs release on B
+        run --separate-stderr hook web1 release end failed < "$T/web1.xml"
+        [ "$status" -eq 0 ]
+        [ -z "$(sim_mdevs)" ]
+        [ -z "$(records)" ]
+}
