@@ -1,8 +1,89 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Placeholder until the CLI lands (issue 2). */
-#include <stdio.h>
+/*
+ * mdev-hooks: the operator CLI (DESIGN.md §3). A table of commands; each
+ * lives in its own file (cli-<command>.c) with the signature of cli.h.
+ */
+#include <getopt.h>
 
-int main(void) {
-        fputs("mdev-hooks: not built yet\n", stderr);
-        return 1;
+#include "cli.h"
+#include "log.h"
+
+typedef struct CliCommand {
+        const char *name;
+        CliMain main;
+        const char *summary;
+} CliCommand;
+
+static const CliCommand commands[] = {
+        { "types",        cli_types_main,        "every mdev parent and the types it offers" },
+        { "list",         cli_list_main,         "every mdev with its parent, type, state and guest" },
+        { "inventory",    cli_inventory_main,    "capacity per parent as Nova counts it (--placement)" },
+        { "check-config", cli_check_config_main, "check the config, and against this host" },
+};
+
+static void usage(FILE *f) {
+        fputs("Usage: mdev-hooks [--config FILE] COMMAND [OPTIONS]\n"
+              "\n"
+              "Mediated devices (vGPUs) for libvirt guests, the way OpenStack Nova\n"
+              "manages them. Commands:\n", f);
+        for (size_t i = 0; i < ELEMENTSOF(commands); i++)
+                fprintf(f, "  %-14s %s\n", commands[i].name, commands[i].summary);
+        fputs("\n"
+              "  --config FILE   read FILE instead of /etc/mdev-hooks/mdev-hooks.conf\n"
+              "  --help          show this help; 'mdev-hooks COMMAND --help' for a command\n"
+              "  --version       show the version\n"
+              "\n"
+              "MDEV_HOOKS_ROOT=DIR makes every path relative to DIR (for tests).\n"
+              "Exit status: 0 done, 1 failed, 2 bad usage or bad config.\n", f);
+}
+
+int main(int argc, char *argv[]) {
+        static const struct option options[] = {
+                { "config",  required_argument, NULL, 'c' },
+                { "help",    no_argument,       NULL, 'h' },
+                { "version", no_argument,       NULL, 'V' },
+                { 0 }
+        };
+        const char *config_path = NULL;
+        int c;
+
+        log_open("mdev-hooks", LOG_TARGET_STDERR);
+
+        opterr = 0;
+        while ((c = getopt_long(argc, argv, "+c:h", options, NULL)) >= 0)
+                switch (c) {
+                case 'c':
+                        config_path = optarg;
+                        break;
+                case 'h':
+                        usage(stdout);
+                        return 0;
+                case 'V':
+                        puts("mdev-hooks " PACKAGE_VERSION);
+                        return 0;
+                default:
+                        log_error("unknown option or missing argument '%s'; see 'mdev-hooks --help'", argv[optind - 1]);
+                        return 2;
+                }
+        if (optind >= argc) {
+                usage(stderr);
+                return 2;
+        }
+        for (size_t i = 0; i < ELEMENTSOF(commands); i++)
+                if (streq(commands[i].name, argv[optind])) {
+                        int r = commands[i].main(argc - optind, argv + optind, config_path);
+
+                        if (fflush(stdout) != 0 && r == 0) {
+                                log_error("cannot write the output: %s", strerror(errno));
+                                r = 1;
+                        }
+                        log_close();
+                        return r;
+                }
+        if (streq(argv[optind], "help")) {
+                usage(stdout);
+                return 0;
+        }
+        log_error("unknown command '%s'; see 'mdev-hooks --help'", argv[optind]);
+        return 2;
 }

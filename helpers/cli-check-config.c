@@ -1,0 +1,178 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * `mdev-hooks check-config`: the config's own errors, then the config against
+ * the host: a listed address that is not a registered mdev parent, a parent
+ * that does not offer the type it is given, an SR-IOV PF that is not there.
+ * One line each, "<file>:<line>: <reason>", on stdout; exit 0 clean, 2 not.
+ */
+#include <sys/stat.h>
+
+#include "cli.h"
+#include "log.h"
+#include "sysfs.h"
+
+static const char help[] =
+        "Usage: mdev-hooks check-config [--config FILE] [--json]\n"
+        "\n"
+        "Checks the config (default /etc/mdev-hooks/mdev-hooks.conf): every error,\n"
+        "one line each as <file>:<line>: <reason>. Then checks it against this\n"
+        "host: every address in device_addresses must be a registered mdev parent\n"
+        "that offers the type, every parent served by the default type must offer\n"
+        "it, and every [sriov] PF must be a PCI device here.\n"
+        "Exit status: 0 clean, 2 errors, 1 the host could not be read.\n"
+        "\n"
+        "  --config FILE  check FILE instead\n"
+        "  --json         print JSON: {\"config\", \"errors\": [...], \"ok\"}\n"
+        "  --help         show this help\n";
+
+/* "nvidia-35, nvidia-36, ..." or NULL. */
+static char *offered_types(int rootfd, const char *parent) {
+        _cleanup_strv_free_ char **l = NULL;
+        char *s = NULL;
+
+        if (sysfs_parent_types(rootfd, parent, &l) < 0 || !l[0])
+                return NULL;
+        for (char **t = l; *t; t++) {
+                char *n = strdup_printf("%s%s%s", strempty(s), s ? ", " : "", *t);
+                free(s);
+                if (!n)
+                        return NULL;
+                s = n;
+        }
+        return s;
+}
+
+/* 0: offered, 1: not offered (a line added), <0: error */
+static int check_offers(int rootfd, const Config *c, const ConfigType *t, const char *parent, bool listed, char ***lines) {
+        _cleanup_free_ char *offered = NULL;
+        unsigned u;
+        int r;
+
+        error_clear();
+        r = sysfs_type_available(rootfd, parent, t->name, &u);
+        if (r >= 0)
+                return 0;
+        if (r != -ENOENT)
+                return r;
+        offered = offered_types(rootfd, parent);
+        if (listed)
+                r = strv_consume(lines, strdup_printf("%s:%u: '%s' in device_addresses of %s does not offer %s (it offers: %s)",
+                                                      c->path, t->line, parent, t->name, t->name, strna(offered)));
+        else
+                r = strv_consume(lines, strdup_printf("%s:%u: '%s' gets the default type %s but does not offer it (it offers: %s); list it under a type it offers",
+                                                      c->path, t->line, parent, t->name, strna(offered)));
+        return r < 0 ? r : 1;
+}
+
+static int check_host(int rootfd, const Config *c, char ***lines) {
+        _cleanup_strv_free_ char **parents = NULL;
+        int r;
+
+        error_clear();
+        r = sysfs_parent_list(rootfd, &parents);
+        if (r < 0)
+                return r;
+
+        for (size_t i = 0; i < c->n_types; i++) {
+                const ConfigType *t = &c->types[i];
+
+                for (char **a = t->addresses; a && *a; a++) {
+                        if (!strv_contains(parents, *a)) {
+                                r = strv_consume(lines, strdup_printf(
+                                        "%s:%u: '%s' in device_addresses of %s is not a registered mdev parent on this host (no /sys/class/mdev_bus/%s)",
+                                        c->path, t->line, *a, t->name, *a));
+                                if (r < 0)
+                                        return r;
+                                continue;
+                        }
+                        r = check_offers(rootfd, c, t, *a, true, lines);
+                        if (r < 0)
+                                return r;
+                }
+        }
+        if (c->default_type)
+                for (char **p = parents; *p; p++) {
+                        if (config_parent_is_listed(c, *p))
+                                continue;
+                        r = check_offers(rootfd, c, c->default_type, *p, false, lines);
+                        if (r < 0)
+                                return r;
+                }
+        for (size_t i = 0; i < c->n_sriov; i++) {
+                _cleanup_free_ char *path = strdup_printf("sys/bus/pci/devices/%s", c->sriov[i].address);
+                struct stat st;
+
+                if (!path)
+                        return -ENOMEM;
+                if (fstatat(rootfd, path, &st, 0) >= 0)
+                        continue;
+                if (errno != ENOENT)
+                        return error_set(-errno, "cannot stat '/%s': %s", path, strerror(errno));
+                r = strv_consume(lines, strdup_printf("%s: [sriov] '%s' is not a PCI device on this host (no /%s)",
+                                                      c->path, c->sriov[i].address, path));
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int print_json(const char *path, char **lines) {
+        _cleanup_json_ json_object *root = json_object_new_object();
+        json_object *a = json_object_new_array();
+
+        json_object_object_add(root, "config", json_object_new_string(path));
+        json_object_object_add(root, "errors", a);
+        for (char **l = lines; l && *l; l++)
+                json_object_array_add(a, json_object_new_string(*l));
+        json_object_object_add(root, "ok", json_object_new_boolean(strv_length(lines) == 0));
+        return cli_print_json(root);
+}
+
+int cli_check_config_main(int argc, char *argv[], const char *config_path) {
+        CliOptions o = { .config_path = config_path };
+        _cleanup_config_free_ Config *c = NULL;
+        _cleanup_strv_free_ char **lines = NULL;
+        _cleanup_close_ int rootfd = -1;
+        const char *shown;
+        int r;
+
+        r = cli_parse_options(argc, argv, CLI_OPT_JSON, help, &o);
+        if (r >= 0)
+                return r;
+        r = cli_open_root(&rootfd);
+        if (r > 0)
+                return r;
+        shown = o.config_path ? o.config_path : "/" CONFIG_DEFAULT_PATH;
+
+        error_clear();
+        r = config_load(rootfd, o.config_path, &c, &lines);
+        if (r < 0) {
+                if (strv_length(lines) == 0 && strv_extend(&lines, error_get(r)) < 0)
+                        return cli_oom();
+                if (r != -EINVAL && r != -EPERM) {
+                        /* could not read it at all */
+                        if (o.json)
+                                print_json(shown, lines);
+                        else
+                                for (char **l = lines; *l; l++)
+                                        puts(*l);
+                        return CLI_EXIT_FAILED;
+                }
+        } else {
+                r = check_host(rootfd, c, &lines);
+                if (r < 0) {
+                        log_error("cannot check the config against this host: %s", error_get(r));
+                        return CLI_EXIT_FAILED;
+                }
+        }
+
+        if (o.json) {
+                if (print_json(shown, lines) < 0)
+                        return cli_oom();
+        } else if (strv_length(lines) == 0)
+                printf("%s: ok\n", shown);
+        else
+                for (char **l = lines; *l; l++)
+                        puts(*l);
+        return strv_length(lines) == 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+}

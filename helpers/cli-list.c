@@ -1,0 +1,156 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * `mdev-hooks list`: every mdev in sysfs joined with the record. The state
+ * comes from the record (assigned, incoming, free, lost); an mdev without a
+ * record is "foreign"; a record whose mdev is gone shows as "lost" (what
+ * udev or the next hook will make of it), with the record's parent and type.
+ */
+#include "cli.h"
+#include "ledger.h"
+#include "log.h"
+#include "sysfs.h"
+
+static const char help[] =
+        "Usage: mdev-hooks list [--json]\n"
+        "\n"
+        "Lists every mdev on the host, sorted by UUID, with its parent, type,\n"
+        "state and owning guest. The state comes from mdev-hooks' record:\n"
+        "  assigned   a guest holds it\n"
+        "  incoming   claimed for a guest that is migrating here\n"
+        "  free       created by mdev-hooks and kept (release = keep)\n"
+        "  lost       recorded for a guest, but the mdev no longer exists\n"
+        "  foreign    exists, but mdev-hooks has no record of it\n"
+        "ORIGIN is \"created\" (mdev-hooks may remove it) or \"borrowed\" (never).\n"
+        "\n"
+        "  --json     print JSON: {\"mdevs\": [...]}\n"
+        "  --help     show this help\n";
+
+typedef struct Row {
+        const char *uuid;
+        const char *parent;
+        const char *type;
+        const char *state;
+        const LedgerEntry *record; /* NULL: foreign */
+        bool exists;
+} Row;
+
+static int cmp_row(const void *a, const void *b) {
+        return strcmp(((const Row *) a)->uuid, ((const Row *) b)->uuid);
+}
+
+static const char *record_state(const LedgerEntry *e, bool exists) {
+        if (!exists)
+                return ledger_state_to_string(LEDGER_LOST);
+        return strna(ledger_state_to_string(e->state));
+}
+
+static json_object *row_json(const Row *r) {
+        json_object *o = json_object_new_object();
+        const LedgerEntry *e = r->record;
+
+        json_object_object_add(o, "exists", json_object_new_boolean(r->exists));
+        json_object_object_add(o, "guest", cli_json_string(e && *e->guest ? e->guest : NULL));
+        json_object_object_add(o, "guest_uuid", cli_json_string(e && *e->guest_uuid ? e->guest_uuid : NULL));
+        json_object_object_add(o, "origin", cli_json_string(e ? ledger_origin_to_string(e->origin) : NULL));
+        json_object_object_add(o, "parent", json_object_new_string(r->parent));
+        json_object_object_add(o, "remove_pending", json_object_new_boolean(e && e->remove_pending));
+        json_object_object_add(o, "state", json_object_new_string(r->state));
+        json_object_object_add(o, "type", json_object_new_string(r->type));
+        json_object_object_add(o, "uuid", json_object_new_string(r->uuid));
+        return o;
+}
+
+int cli_list_main(int argc, char *argv[], const char *config_path) {
+        CliOptions o = { .config_path = config_path };
+        _cleanup_close_ int rootfd = -1, ledgerfd = -1;
+        _cleanup_free_ SysfsMdev *mdevs = NULL;
+        _cleanup_free_ LedgerEntry *records = NULL;
+        _cleanup_free_ Row *rows = NULL;
+        size_t n_mdevs = 0, n_records = 0, n_bad = 0, n = 0;
+        int r;
+
+        r = cli_parse_options(argc, argv, CLI_OPT_JSON, help, &o);
+        if (r >= 0)
+                return r;
+        r = cli_open_root(&rootfd);
+        if (r > 0)
+                return r;
+
+        error_clear();
+        r = sysfs_mdev_list(rootfd, &mdevs, &n_mdevs);
+        if (r < 0) {
+                log_error("%s", error_get(r));
+                return CLI_EXIT_FAILED;
+        }
+        r = ledger_open_existing(rootfd, &ledgerfd);
+        if (r >= 0) {
+                error_clear();
+                r = ledger_list(ledgerfd, &records, &n_records, &n_bad);
+        }
+        if (r < 0 && r != -ENOENT) {
+                log_error("cannot read the record in /" LEDGER_DIR ": %s", error_get(r));
+                return CLI_EXIT_FAILED;
+        }
+
+        rows = calloc(n_mdevs + n_records + 1, sizeof *rows);
+        if (!rows)
+                return cli_oom();
+        /* Both lists are sorted by UUID: merge them. */
+        for (size_t i = 0, j = 0; i < n_mdevs || j < n_records;) {
+                int c = i >= n_mdevs ? 1 : j >= n_records ? -1 : strcmp(mdevs[i].uuid, records[j].uuid);
+                Row *row = &rows[n++];
+
+                if (c < 0) {
+                        *row = (Row) { .uuid = mdevs[i].uuid, .parent = mdevs[i].parent, .type = mdevs[i].type,
+                                       .state = "foreign", .exists = true };
+                        i++;
+                } else if (c > 0) {
+                        *row = (Row) { .uuid = records[j].uuid, .parent = records[j].parent, .type = records[j].type,
+                                       .record = &records[j], .state = record_state(&records[j], false) };
+                        j++;
+                } else {
+                        /* sysfs tells where it is; the record whose it is. */
+                        *row = (Row) { .uuid = mdevs[i].uuid, .parent = mdevs[i].parent, .type = mdevs[i].type,
+                                       .record = &records[j], .state = record_state(&records[j], true), .exists = true };
+                        i++;
+                        j++;
+                }
+        }
+        qsort(rows, n, sizeof *rows, cmp_row);
+
+        if (o.json) {
+                _cleanup_json_ json_object *root = json_object_new_object();
+                json_object *a = json_object_new_array();
+
+                json_object_object_add(root, "mdevs", a);
+                for (size_t i = 0; i < n; i++)
+                        json_object_array_add(a, row_json(&rows[i]));
+                if (cli_print_json(root) < 0)
+                        return cli_oom();
+        } else if (n == 0)
+                log_notice("no mdevs on this host and none recorded");
+        else {
+                static const char * const headers[] = { "UUID", "PARENT", "TYPE", "STATE", "ORIGIN", "GUEST" };
+                _cleanup_table_free_ CliTable *t = cli_table_new(headers, ELEMENTSOF(headers), 0);
+
+                if (!t)
+                        return cli_oom();
+                for (size_t i = 0; i < n; i++) {
+                        const LedgerEntry *e = rows[i].record;
+                        const char *row[] = { rows[i].uuid, rows[i].parent, rows[i].type, rows[i].state,
+                                              e ? ledger_origin_to_string(e->origin) : NULL,
+                                              e && *e->guest ? e->guest : NULL };
+
+                        if (cli_table_add(t, row) < 0)
+                                return cli_oom();
+                }
+                cli_table_print(t, stdout);
+        }
+
+        if (n_bad > 0) {
+                log_warning("%zu record file(s) in /" LEDGER_DIR " could not be read and are not shown; 'mdev-hooks reconcile' reports them",
+                            n_bad);
+                return CLI_EXIT_FAILED;
+        }
+        return CLI_EXIT_OK;
+}

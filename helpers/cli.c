@@ -1,0 +1,193 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* What the CLI's commands share (cli.h): options, root, config, JSON, tables. */
+#include <getopt.h>
+
+#include "cli.h"
+#include "log.h"
+
+int cli_parse_options(int argc, char *argv[], unsigned accepted, const char *help, CliOptions *o) {
+        static const struct option options[] = {
+                { "config",    required_argument, NULL, 'c' },
+                { "json",      no_argument,       NULL, 'j' },
+                { "placement", no_argument,       NULL, 'p' },
+                { "hostname",  required_argument, NULL, 'H' },
+                { "help",      no_argument,       NULL, 'h' },
+                { 0 }
+        };
+        int c;
+
+        optind = 0; /* glibc: start over, argv[0] is the command */
+        opterr = 0;
+        while ((c = getopt_long(argc, argv, "+c:jh", options, NULL)) >= 0)
+                switch (c) {
+                case 'c':
+                        o->config_path = optarg;
+                        break;
+                case 'j':
+                        if (!(accepted & CLI_OPT_JSON))
+                                goto unknown;
+                        o->json = true;
+                        break;
+                case 'p':
+                        if (!(accepted & CLI_OPT_PLACEMENT))
+                                goto unknown;
+                        o->placement = true;
+                        break;
+                case 'H':
+                        if (!(accepted & CLI_OPT_HOSTNAME))
+                                goto unknown;
+                        o->hostname = optarg;
+                        break;
+                case 'h':
+                        fputs(help, stdout);
+                        return CLI_EXIT_OK;
+                default:
+                unknown:
+                        log_error("%s: unknown option or missing argument '%s'; see 'mdev-hooks %s --help'",
+                                  argv[0], argv[optind - 1], argv[0]);
+                        return CLI_EXIT_USAGE;
+                }
+        if (optind < argc) {
+                log_error("%s: unexpected argument '%s'; see 'mdev-hooks %s --help'", argv[0], argv[optind], argv[0]);
+                return CLI_EXIT_USAGE;
+        }
+        return -1;
+}
+
+int cli_oom(void) {
+        log_error("out of memory");
+        return CLI_EXIT_FAILED;
+}
+
+int cli_open_root(int *ret_fd) {
+        int r = root_open(ret_fd);
+
+        if (r < 0) {
+                log_error("%s", error_get(r));
+                return CLI_EXIT_FAILED;
+        }
+        return 0;
+}
+
+int cli_load_config(int rootfd, const char *path, FILE *f, Config **ret) {
+        _cleanup_strv_free_ char **errors = NULL;
+        int r;
+
+        error_clear();
+        r = config_load(rootfd, path, ret, &errors);
+        if (r >= 0)
+                return 0;
+        if (strv_length(errors) == 0)
+                fprintf(f, "%s\n", error_get(r));
+        for (char **e = errors; e && *e; e++)
+                fprintf(f, "%s\n", *e);
+        /* An unreadable config is a failure, a bad one bad usage. */
+        return r == -EINVAL || r == -EPERM ? CLI_EXIT_USAGE : CLI_EXIT_FAILED;
+}
+
+int cli_print_json(json_object *o) {
+        const char *s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
+                                                          JSON_C_TO_STRING_SPACED |
+                                                          JSON_C_TO_STRING_NOSLASHESCAPE);
+
+        if (!s)
+                return -ENOMEM;
+        if (fputs(s, stdout) < 0 || fputc('\n', stdout) < 0)
+                return -EIO;
+        return 0;
+}
+
+json_object *cli_json_string(const char *s) {
+        return s ? json_object_new_string(s) : NULL;
+}
+
+struct CliTable {
+        size_t n_columns;
+        unsigned right;
+        char **cells;     /* row-major, header row first */
+        size_t n_rows;
+};
+
+CliTable *cli_table_new(const char * const *headers, size_t n_columns, unsigned right_aligned_mask) {
+        CliTable *t = calloc(1, sizeof *t);
+
+        if (!t)
+                return NULL;
+        t->n_columns = n_columns;
+        t->right = right_aligned_mask;
+        if (cli_table_add(t, headers) < 0) {
+                cli_table_free(t);
+                return NULL;
+        }
+        return t;
+}
+
+int cli_table_add(CliTable *t, const char * const *cells) {
+        char **c = realloc(t->cells, (t->n_rows + 1) * t->n_columns * sizeof *c);
+
+        if (!c)
+                return -ENOMEM;
+        t->cells = c;
+        for (size_t i = 0; i < t->n_columns; i++) {
+                char *s = strdup(cells[i] ? cells[i] : "-");
+
+                if (!s) {
+                        for (size_t j = 0; j < i; j++)
+                                free(t->cells[t->n_rows * t->n_columns + j]);
+                        return -ENOMEM;
+                }
+                /* one line per row */
+                for (char *p = s; *p; p++)
+                        if (*p == '\n' || *p == '\t')
+                                *p = ' ';
+                t->cells[t->n_rows * t->n_columns + i] = s;
+        }
+        t->n_rows++;
+        return 0;
+}
+
+void cli_table_print(const CliTable *t, FILE *f) {
+        size_t width[32] = { 0 };
+        size_t n = t->n_columns < ELEMENTSOF(width) ? t->n_columns : ELEMENTSOF(width);
+
+        for (size_t r = 0; r < t->n_rows; r++)
+                for (size_t i = 0; i < n; i++) {
+                        size_t l = strlen(t->cells[r * t->n_columns + i]);
+                        if (l > width[i])
+                                width[i] = l;
+                }
+        for (size_t r = 0; r < t->n_rows; r++) {
+                _cleanup_free_ char *line = NULL;
+                size_t size = 0, len;
+                FILE *m = open_memstream(&line, &size);
+
+                if (!m)
+                        return;
+                for (size_t i = 0; i < n; i++) {
+                        const char *s = t->cells[r * t->n_columns + i];
+
+                        if (i > 0)
+                                fputs("  ", m);
+                        if (t->right & (1u << i))
+                                fprintf(m, "%*s", (int) width[i], s);
+                        else
+                                fprintf(m, "%-*s", (int) width[i], s);
+                }
+                if (fclose(m) != 0 || !line)
+                        return;
+                /* no trailing blanks when the last cells are short or empty */
+                len = strlen(line);
+                while (len > 0 && line[len - 1] == ' ')
+                        line[--len] = '\0';
+                fprintf(f, "%s\n", line);
+        }
+}
+
+void cli_table_free(CliTable *t) {
+        if (!t)
+                return;
+        for (size_t i = 0; i < t->n_rows * t->n_columns; i++)
+                free(t->cells[i]);
+        free(t->cells);
+        free(t);
+}

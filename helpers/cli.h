@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The operator CLI `mdev-hooks` (DESIGN.md §3): each command is a function
+ * of this shape, listed in the table in mdev-hooks.c. argv[0] is the
+ * command's name; config_path is the global --config (NULL: the default).
+ * It prints and returns the exit status: 0 done, 1 failed, 2 bad usage or
+ * bad config.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include <json-c/json.h>
+
+#include "config.h"
+
+typedef int (*CliMain)(int argc, char *argv[], const char *config_path);
+
+int cli_types_main(int argc, char *argv[], const char *config_path);
+int cli_list_main(int argc, char *argv[], const char *config_path);
+int cli_inventory_main(int argc, char *argv[], const char *config_path);
+int cli_check_config_main(int argc, char *argv[], const char *config_path);
+
+/* --- shared by the commands (cli.c) ------------------------------------ */
+
+#define CLI_EXIT_OK 0
+#define CLI_EXIT_FAILED 1
+#define CLI_EXIT_USAGE 2
+
+/* Options every command takes besides its own. */
+typedef struct CliOptions {
+        const char *config_path;
+        bool json;
+        bool placement;
+        const char *hostname;
+} CliOptions;
+
+/* Which of the optional options a command accepts. */
+enum {
+        CLI_OPT_JSON = 1 << 0,
+        CLI_OPT_PLACEMENT = 1 << 1,
+        CLI_OPT_HOSTNAME = 1 << 2,
+};
+
+/* Parses a command's argv. Returns -1 to go on, else the exit status to
+ * return at once (--help printed: 0; bad usage: 2, with a message). */
+int cli_parse_options(int argc, char *argv[], unsigned accepted, const char *help, CliOptions *o);
+
+/* Logs it and returns CLI_EXIT_FAILED. */
+int cli_oom(void);
+
+/* root_open(), logging the failure. Returns 0 or an exit status. */
+int cli_open_root(int *ret_fd);
+/* config_load(), printing every error (one per line) to f. Returns 0 or an exit status. */
+int cli_load_config(int rootfd, const char *path, FILE *f, Config **ret);
+
+/* Prints a JSON document, keys in the order they were added (we add them
+ * sorted), two-space indented, with a final newline. */
+int cli_print_json(json_object *o);
+/* A string, or JSON null for NULL. */
+json_object *cli_json_string(const char *s);
+
+/* A text table: columns separated by two spaces, each as wide as its widest
+ * cell, numbers right-aligned, the last column not padded. */
+typedef struct CliTable CliTable;
+CliTable *cli_table_new(const char * const *headers, size_t n_columns, unsigned right_aligned_mask);
+/* Adds a row of n_columns cells (copied; NULL prints as "-"). */
+int cli_table_add(CliTable *t, const char * const *cells);
+void cli_table_print(const CliTable *t, FILE *f);
+void cli_table_free(CliTable *t);
+static inline void cli_table_freep(CliTable **t) {
+        cli_table_free(*t);
+}
+#define _cleanup_table_free_ _cleanup_(cli_table_freep)
+
+static inline void json_object_putp(json_object **o) {
+        if (*o)
+                json_object_put(*o);
+}
+#define _cleanup_json_ _cleanup_(json_object_putp)
