@@ -6,8 +6,11 @@
  * once. What is found (the finding's kind, stable for scripts) and done:
  *
  *   record-without-mdev  the record names an mdev that does not exist:
- *                        mark it lost when a defined guest uses the UUID
- *                        (its next start creates it again), else drop it.
+ *                        mark it lost when a running guest uses it, or when
+ *                        the record is from before a reboot and a defined
+ *                        guest uses it; else drop it (an interrupted prepare
+ *                        or release of a guest that is not running: a
+ *                        stopped guest holds nothing).
  *   stale-record         the record is from an earlier boot, says lost, or
  *                        names another parent/type than the mdev now there:
  *                        the mdev there now was not made by mdev-hooks in
@@ -319,6 +322,11 @@ static bool record_is_guest(const LedgerEntry *e, const ReconcileGuest *g) {
         return !e->guest_uuid[0] || !g->uuid[0] || streq(e->guest_uuid, g->uuid);
 }
 
+/* Written in an earlier boot: what it describes went away with the reboot. */
+static bool record_is_old(const LedgerEntry *e, const ReconcileInput *in) {
+        return e->boot_id[0] && in->boot_id && in->boot_id[0] && !streq(e->boot_id, in->boot_id);
+}
+
 /* "assigned to 'web1' (created)" */
 static char *record_describe(const LedgerEntry *e) {
         const char *state = strna(ledger_state_to_string(e->state));
@@ -434,36 +442,45 @@ static int plan_uuid(ReconcilePlan *p, const ReconcileInput *in, const char *uui
                 return -ENOMEM;
 
         if (!m) {
-                if (e->state == LEDGER_LOST && def && record_is_guest(e, def))
+                /* The mdev is gone. A guest that runs with it, or a defined
+                 * guest whose record is from before a reboot, should have it:
+                 * lost, so that it is created again (recreate = eager does
+                 * it at boot). A record of this boot for a guest that is not
+                 * running is what an interrupted prepare or release leaves:
+                 * a stopped guest holds nothing, so it goes, as its release
+                 * would have done. */
+                const ReconcileGuest *g = run ? run :
+                                          e->state == LEDGER_LOST || record_is_old(e, in) ? def : NULL;
+
+                if (e->state == LEDGER_LOST && g && record_is_guest(e, g))
                         return 0; /* lost, and its guest will create it again */
-                if (def && !e->remove_pending) {
+                if (g && !e->remove_pending) {
                         LedgerEntry f = *e;
 
                         f.state = LEDGER_LOST;
-                        snprintf(f.guest, sizeof f.guest, "%s", def->name);
-                        snprintf(f.guest_uuid, sizeof f.guest_uuid, "%s", def->uuid);
+                        snprintf(f.guest, sizeof f.guest, "%s", g->name);
+                        snprintf(f.guest_uuid, sizeof f.guest_uuid, "%s", g->uuid);
                         f.since = in->now;
-                        f.remove_pending = false;
-                        return plan_add(p, uuid, "record-without-mdev", def->name, RECONCILE_ACTION_MARK_LOST, true, &f,
-                                        "%s but the mdev does not exist; %s guest '%s' uses it "
-                                        "(its next start creates it again)",
-                                        desc, def->active ? "running" : "defined", def->name);
+                        return plan_add(p, uuid, "record-without-mdev", g->name, RECONCILE_ACTION_MARK_LOST, true, &f,
+                                        "%s but the mdev does not exist; %s '%s' uses it",
+                                        desc, g->active ? "running guest" : "after a reboot, defined guest", g->name);
                 }
                 return plan_add(p, uuid, "record-without-mdev", e->guest[0] ? e->guest : NULL,
                                 RECONCILE_ACTION_DROP, true, e,
-                                "%s but the mdev does not exist%s",
-                                desc, e->remove_pending ? " (its pending remove is done)" : " and no guest uses it");
+                                "%s but the mdev does not exist%s", desc,
+                                e->remove_pending ? " (its pending remove is done)" :
+                                def ? ", and no running guest uses it (a start creates it again)" :
+                                ", and no guest uses it");
         }
 
         /* The mdev exists. Does the record describe it? A record from an
          * earlier boot, a lost one, or one with another parent or type
          * describes an mdev that went away; the one there now was not
          * created by mdev-hooks in this boot. */
-        if (e->state == LEDGER_LOST ||
-            (e->boot_id[0] && in->boot_id && in->boot_id[0] && !streq(e->boot_id, in->boot_id)) ||
+        if (e->state == LEDGER_LOST || record_is_old(e, in) ||
             !streq(e->parent, m->parent) || !streq(e->type, m->type)) {
                 const char *why = e->state == LEDGER_LOST ? "says it is lost" :
-                                  !streq(e->boot_id, strempty(in->boot_id)) && e->boot_id[0] ? "is from an earlier boot" :
+                                  record_is_old(e, in) ? "is from an earlier boot" :
                                   "names another parent or type";
 
                 if (run) {

@@ -55,8 +55,8 @@ reconcile() {
         [ -n "$output" ]
 }
 
-@test "a record whose mdev is gone is marked lost when a defined guest uses it" {
-        record_write $U3 $P $T assigned created db1
+@test "a record from before a reboot whose mdev is gone is marked lost when a defined guest uses it" {
+        record_write $U3 $P $T assigned created db1 boot_id=00000000-0000-4000-8000-000000000000
         uri="$(node_xml "$BATS_TEST_TMPDIR/node.xml" db1:off)"
         reconcile "$uri"
         [ "$status" -eq 1 ]
@@ -65,6 +65,28 @@ reconcile() {
         [ "$status" -eq 0 ]
         [ "$(record_get $U3 state)" = lost ]
         [ "$(record_get $U3 guest)" = db1 ]
+        reconcile "$uri"
+        [ "$status" -eq 0 ]
+}
+
+@test "a record whose mdev is gone is marked lost when a running guest uses it" {
+        record_write $U1 $P $T assigned created web1
+        uri="$(node_xml "$BATS_TEST_TMPDIR/node.xml" web1)"
+        reconcile "$uri" --apply
+        [ "$status" -eq 0 ]
+        [ "$(record_get $U1 state)" = lost ]
+        [ "$(record_get $U1 guest)" = web1 ]
+        reconcile "$uri"
+        [ "$status" -eq 0 ]
+}
+
+@test "a record of this boot whose mdev is gone and whose guest is stopped is dropped, as its release would" {
+        record_write $U3 $P $T assigned created db1
+        uri="$(node_xml "$BATS_TEST_TMPDIR/node.xml" db1:off)"
+        reconcile "$uri" --apply
+        [ "$status" -eq 0 ]
+        [[ "$output" == "$U3 record-without-mdev: "*"no running guest uses it"*"-> drop the record: done" ]]
+        [ -z "$(records)" ]
         reconcile "$uri"
         [ "$status" -eq 0 ]
 }
