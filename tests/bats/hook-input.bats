@@ -1,0 +1,96 @@
+#!/usr/bin/env bats
+# Bad input to the qemu hook: a clear one-line error, exit 1 for prepare, and
+# no write to sysfs and no record.
+
+load common
+load ../sim/sim
+load hook-helpers
+
+setup() {
+        hook_setup nvidia-timesliced
+        printf '[devices]\nenabled_mdev_types = nvidia-35\n' | conf
+        sim_counters_reset
+}
+
+teardown() {
+        sim_umount
+}
+
+# refused XML: runs prepare with XML on stdin and checks the refusal.
+refused() {
+        run hook evil prepare begin - < "$BATS_TEST_TMPDIR/in.xml"
+        echo "$output"
+        [ "$status" -eq 1 ]
+        [ "${#lines[@]}" -eq 1 ]
+        [[ "$output" == "mdev-hooks: evil: "* ]]
+        [ "$(sim_counter_total writes)" -eq 0 ]
+        [ -z "$(sim_mdevs)" ]
+        [ -z "$(records)" ]
+}
+
+@test "malformed XML is refused without a sysfs write" {
+        domxml evil "$U1" | head -n -3 > "$BATS_TEST_TMPDIR/in.xml"
+        refused
+}
+
+@test "XML over the size limit is refused without a sysfs write" {
+        { domxml evil "$U1" | head -n -1; head -c 9000000 /dev/zero | tr '\0' ' '; echo '</domain>'; } > "$BATS_TEST_TMPDIR/in.xml"
+        refused
+        [[ "$output" == *"MiB"* ]]
+}
+
+@test "entity expansion is refused without a sysfs write" {
+        {
+                echo '<?xml version="1.0"?>'
+                echo '<!DOCTYPE domain [ <!ENTITY a "aaaaaaaaaa"> <!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;"> <!ENTITY c "&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;"> ]>'
+                domxml evil "$U1" | sed "s|<name>evil</name>|<name>evil</name><description>\&c;</description>|"
+        } > "$BATS_TEST_TMPDIR/in.xml"
+        refused
+}
+
+@test "an external entity is refused without a sysfs write" {
+        {
+                echo '<?xml version="1.0"?>'
+                echo '<!DOCTYPE domain [ <!ENTITY x SYSTEM "file:///etc/passwd"> ]>'
+                domxml evil "$U1" | sed "s|<name>evil</name>|<name>evil</name><description>\&x;</description>|"
+        } > "$BATS_TEST_TMPDIR/in.xml"
+        refused
+}
+
+@test "a UUID that is not a UUID is refused without a sysfs write" {
+        domxml evil "../../../devices/x" > "$BATS_TEST_TMPDIR/in.xml"
+        refused
+}
+
+@test "two hostdevs with one UUID are refused without a sysfs write" {
+        domxml evil "$U1" "$U1" > "$BATS_TEST_TMPDIR/in.xml"
+        refused
+}
+
+@test "a metadata type with a slash is refused without a sysfs write" {
+        domxml evil "$U1,type=../nvidia-35" > "$BATS_TEST_TMPDIR/in.xml"
+        refused
+}
+
+@test "a metadata parent of .. is refused without a sysfs write" {
+        domxml evil "$U1,type=nvidia-35,parent=.." > "$BATS_TEST_TMPDIR/in.xml"
+        refused
+}
+
+@test "a guest name longer than libvirt allows is refused" {
+        domxml evil "$U1" > "$BATS_TEST_TMPDIR/in.xml"
+        run hook "$(printf 'x%.0s' $(seq 300))" prepare begin - < "$BATS_TEST_TMPDIR/in.xml"
+        [ "$status" -eq 1 ]
+        [ -z "$(sim_mdevs)" ]
+}
+
+@test "a guest name with spaces and INI comment characters round-trips through the record" {
+        name='web ;# =:[x] 1'
+        domxml "$name" "$U1" > "$BATS_TEST_TMPDIR/in.xml"
+        run -0 hook "$name" prepare begin - < "$BATS_TEST_TMPDIR/in.xml"
+        run hook other prepare begin - < "$BATS_TEST_TMPDIR/in.xml"
+        [ "$status" -eq 1 ]
+        [[ "$output" == *"held by guest '$name'"* ]]
+        run -0 hook "$name" release end - < "$BATS_TEST_TMPDIR/in.xml"
+        [ -z "$(sim_mdevs)" ]
+}

@@ -1,0 +1,185 @@
+#!/usr/bin/env bats
+# The qemu hook's "release end <reason>" and "reconnect begin" on the
+# simulator: what is removed, kept, forgotten, retried; never another guest's.
+
+load common
+load ../sim/sim
+load hook-helpers
+
+setup() {
+        hook_setup nvidia-timesliced
+        conf <<-EOF
+	[devices]
+	enabled_mdev_types = nvidia-35
+
+	[hooks]
+	release = ${RELEASE:-remove}
+	EOF
+}
+
+teardown() {
+        sim_umount
+}
+
+keep_conf() {
+        conf <<-EOF
+	[devices]
+	enabled_mdev_types = nvidia-44
+
+	[mdev_nvidia-44]
+	device_addresses = $P84
+
+	[hooks]
+	release = keep
+	EOF
+}
+
+@test "release removes the mdevs the hook created and their records" {
+        run -0 prepare web1 "$U1" "$U2"
+        run release web1
+        [ "$status" -eq 0 ]
+        ! mdev_exists "$U1"
+        ! mdev_exists "$U2"
+        [ -z "$(records)" ]
+        [ "$(sim_available "$P84" nvidia-35)" -eq 16 ]
+}
+
+@test "release is idempotent" {
+        run -0 prepare web1 "$U1"
+        run -0 release web1
+        run release web1
+        [ "$status" -eq 0 ]
+        [ -z "$output" ]
+        [ -z "$(records)" ]
+}
+
+@test "release frees only the released guest's mdevs" {
+        run -0 prepare web1 "$U1"
+        run -0 prepare web2 "$U2"
+        run -0 release web1
+        ! mdev_exists "$U1"
+        mdev_exists "$U2"
+        [ "$(record "$U2" guest)" = web2 ]
+}
+
+@test "a borrowed mdev is never removed" {
+        sim_create "$P84" nvidia-35 "$U1"
+        run -0 prepare web1 "$U1"
+        [ "$(record "$U1" origin)" = borrowed ]
+        run -0 release web1
+        mdev_exists "$U1"
+        [ -z "$(records)" ]
+        # A second start borrows it again; still never removed.
+        run -0 prepare web1 "$U1"
+        run -0 release web1
+        mdev_exists "$U1"
+}
+
+@test "release = keep keeps the mdev as free" {
+        keep_conf
+        run -0 prepare web1 "$U1,type=nvidia-44"
+        run -0 release web1
+        mdev_exists "$U1"
+        [ "$(record "$U1" state)" = free ]
+        [ -z "$(record "$U1" guest)" ]
+        [ "$(record "$U1" origin)" = created ]
+}
+
+@test "a kept free mdev is reclaimed when a new one needs its room" {
+        keep_conf
+        run -0 prepare web1 "$U1,type=nvidia-44"
+        run -0 release web1
+        # nvidia-44 has one instance per GPU: the kept one blocks it.
+        [ "$(sim_available "$P84" nvidia-44)" -eq 0 ]
+        run prepare web2 "$U2,type=nvidia-44"
+        [ "$status" -eq 0 ]
+        ! mdev_exists "$U1"
+        mdev_exists "$U2"
+        [ "$(records)" = "$U2" ]
+        [ "$(record "$U2" guest)" = web2 ]
+}
+
+@test "the same guest reuses its kept mdev" {
+        keep_conf
+        run -0 prepare web1 "$U1,type=nvidia-44"
+        run -0 release web1
+        sim_counters_reset
+        run -0 prepare web1 "$U1,type=nvidia-44"
+        [ "$(record "$U1" state)" = assigned ]
+        [ "$(record "$U1" origin)" = created ]
+        [ "$(sim_counter_total writes)" -eq 0 ]
+}
+
+@test "a busy remove is retried until it succeeds" {
+        run -0 prepare web1 "$U1"
+        sim_remove_busy 3 "$U1"
+        run release web1
+        [ "$status" -eq 0 ]
+        ! mdev_exists "$U1"
+        [ -z "$(records)" ]
+}
+
+@test "a remove that stays busy is left marked remove_pending and logged" {
+        run -0 prepare web1 "$U1"
+        sim_remove_busy 1000 "$U1"
+        run release web1
+        [ "$status" -eq 0 ]
+        [[ "$output" == "mdev-hooks: web1: "*"$U1"*"remove_pending"* ]]
+        mdev_exists "$U1"
+        [ "$(record "$U1" remove_pending)" = yes ]
+        [ "$(record "$U1" state)" = free ]
+        [ -z "$(record "$U1" guest)" ]
+}
+
+@test "release forgets a record whose mdev is already gone" {
+        run -0 prepare web1 "$U1"
+        sim_remove "$U1"
+        run release web1
+        [ "$status" -eq 0 ]
+        [ -z "$(records)" ]
+}
+
+@test "release never removes an mdev held by another guest" {
+        run -0 prepare web1 "$U1"
+        run prepare web2 "$U1"
+        [ "$status" -eq 1 ]
+        for reason in failed - shutdown; do
+                run -0 release web2 "$reason"
+        done
+        mdev_exists "$U1"
+        [ "$(record "$U1" guest)" = web1 ]
+}
+
+@test "release with a config that has errors exits 0 and logs why" {
+        run -0 prepare web1 "$U1"
+        printf '[devices]\nbogus line\n' | conf
+        run release web1
+        [ "$status" -eq 0 ]
+        [[ "$output" == "mdev-hooks: web1: "*"config"* ]]
+}
+
+@test "reconnect re-asserts the running guest's claims" {
+        sim_create "$P84" nvidia-35 "$U1"
+        domxml web1 "$U1" > "$BATS_TEST_TMPDIR/web1.xml"
+        run hook web1 reconnect begin - < "$BATS_TEST_TMPDIR/web1.xml"
+        [ "$status" -eq 0 ]
+        [ "$(record "$U1" guest)" = web1 ]
+        [ "$(record "$U1" state)" = assigned ]
+        [ "$(record "$U1" origin)" = borrowed ]
+}
+
+@test "reconnect never fails" {
+        # An mdev that is missing, one of another guest, a type mismatch, bad XML.
+        run -0 prepare web2 "$U2"
+        sim_create "$P85" nvidia-36 "$U3"
+        domxml web1 "$U1" "$U2" "$U3,type=nvidia-35" > "$BATS_TEST_TMPDIR/web1.xml"
+        run hook web1 reconnect begin - < "$BATS_TEST_TMPDIR/web1.xml"
+        [ "$status" -eq 0 ]
+        [[ "$output" == *"$U1"* ]]
+        [ "$(record "$U2" guest)" = web2 ]
+        run hook web1 reconnect begin - <<< "<domain><name>web1</name><devices><hostdev type='mdev'>"
+        [ "$status" -eq 0 ]
+        printf '[devices]\nbogus line\n' | conf
+        run hook web1 reconnect begin - < "$BATS_TEST_TMPDIR/web1.xml"
+        [ "$status" -eq 0 ]
+}
