@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "log.h"
+#include "reconcile.h"
 
 typedef struct CliCommand {
         const char *name;
@@ -19,6 +20,7 @@ static const CliCommand commands[] = {
         { "list",         cli_list_main,         "every mdev with its parent, type, state and guest" },
         { "inventory",    cli_inventory_main,    "capacity per parent as Nova counts it (--placement)" },
         { "check-config", cli_check_config_main, "check the config, and against this host" },
+        { "reconcile",    reconcile_main,        "compare libvirt's guests with the record and sysfs; --apply fixes" },
 };
 
 static void usage(FILE *f) {
