@@ -1,0 +1,111 @@
+# Shared by the VM tier's bats files (run inside the guest, as root, against
+# the real /sys, with this checkout installed under /usr and /etc).
+
+MH_VM_OUT=${MH_VM_OUT:-/mh-out}
+MTTY_TYPES=/sys/class/mdev_bus/mtty/mdev_supported_types
+MDEV_DEVS=/sys/bus/mdev/devices
+HOOK=/etc/libvirt/hooks/qemu.d/mdev-hooks
+CONF=/etc/mdev-hooks/mdev-hooks.conf
+LEDGER=/var/lib/mdev-hooks
+
+# Loads mtty (and with it mdev, vfio) and waits for the parent in sysfs.
+vm_mtty_load() {
+        [ -d "$MTTY_TYPES" ] && return 0
+        modprobe mtty
+        udevadm settle -t 30 || true
+        local i
+        for i in $(seq 50); do
+                [ -d "$MTTY_TYPES" ] && return 0
+                sleep 0.1
+        done
+        echo "mtty did not register" >&2
+        return 1
+}
+
+vm_avail() {
+        cat "$MTTY_TYPES/$1/available_instances"
+}
+
+vm_mdev_exists() {
+        [ -e "$MDEV_DEVS/$1" ]
+}
+
+vm_mdev_type() {
+        basename "$(readlink "$MDEV_DEVS/$1/mdev_type")"
+}
+
+# Removes every mdev on the host (between scenarios).
+vm_remove_all_mdevs() {
+        local d
+        for d in "$MDEV_DEVS"/*; do
+                [ -e "$d/remove" ] || continue
+                echo 1 > "$d/remove" || true
+        done
+}
+
+# vm_config TYPE [KEY=VALUE...]: a config enabling TYPE on the one parent
+# mtty (DESIGN: a parent serves one type), with extra [hooks] keys.
+vm_config() {
+        local type=$1
+        shift
+        mkdir -p /etc/mdev-hooks
+        {
+                echo "[devices]"
+                echo "enabled_mdev_types = $type"
+                echo
+                echo "[mdev_$type]"
+                echo "device_addresses = mtty"
+                if [ $# -gt 0 ]; then
+                        echo
+                        echo "[hooks]"
+                        local kv
+                        for kv in "$@"; do
+                                echo "${kv%%=*} = ${kv#*=}"
+                        done
+                fi
+        } > "$CONF"
+        chmod 644 "$CONF"
+}
+
+# vm_domxml NAME UUID [MDEV_UUID:TYPE...]: a type='qemu' domain that sits in
+# its firmware (no disk), with one mdev hostdev per MDEV_UUID and this
+# project's metadata naming each one's type.
+vm_domxml() {
+        local name=$1 uuid=$2
+        shift 2
+        local m
+        echo "<domain type='qemu'>"
+        echo "  <name>$name</name>"
+        echo "  <uuid>$uuid</uuid>"
+        echo "  <memory unit='MiB'>32</memory>"
+        echo "  <vcpu>1</vcpu>"
+        echo "  <metadata>"
+        echo "    <mh:mdevs xmlns:mh='http://mdev-hooks.org/xmlns/domain/1.0'>"
+        for m in "$@"; do
+                echo "      <mh:mdev uuid='${m%%:*}' type='${m#*:}'/>"
+        done
+        echo "    </mh:mdevs>"
+        echo "  </metadata>"
+        echo "  <os><type arch='x86_64' machine='pc'>hvm</type><boot dev='hd'/></os>"
+        echo "  <devices>"
+        echo "    <emulator>/usr/bin/qemu-system-x86_64</emulator>"
+        for m in "$@"; do
+                echo "    <hostdev mode='subsystem' type='mdev' model='vfio-pci'>"
+                echo "      <source><address uuid='${m%%:*}'/></source>"
+                echo "    </hostdev>"
+        done
+        echo "    <video><model type='none'/></video>"
+        echo "    <memballoon model='none'/>"
+        echo "  </devices>"
+        echo "</domain>"
+}
+
+# vm_hook GUEST OP SUBOP EXTRA < XML: the hook exactly as libvirt runs it.
+vm_hook() {
+        "$HOOK" "$@"
+}
+
+# The record of one mdev: "key = value" lines; vm_record_get UUID KEY.
+vm_record_get() {
+        sed -n "s/^$2 *= *//p" "$LEDGER/$1" 2>/dev/null | head -1
+}
