@@ -5,6 +5,7 @@
  * that does not offer the type it is given, an SR-IOV PF that is not there.
  * One line each, "<file>:<line>: <reason>", on stdout; exit 0 clean, 2 not.
  */
+#include <stdarg.h>
 #include <sys/stat.h>
 
 #include "cli.h"
@@ -42,8 +43,54 @@ static char *offered_types(int rootfd, const char *parent) {
         return s;
 }
 
-/* 0: offered, 1: not offered (a line added), <0: error */
-static int check_offers(int rootfd, const Config *c, const ConfigType *t, const char *parent, bool listed, char ***lines) {
+typedef struct Finding {
+        unsigned line;
+        char *msg;            /* without "<file>:<line>: " */
+} Finding;
+
+typedef struct Findings {
+        Finding *items;
+        size_t n;
+} Findings;
+
+_printf_(3, 4)
+static int finding_add(Findings *f, unsigned line, const char *fmt, ...) {
+        Finding *n;
+        va_list ap;
+        char *msg;
+        int r;
+
+        va_start(ap, fmt);
+        r = vasprintf(&msg, fmt, ap);
+        va_end(ap);
+        if (r < 0)
+                return -ENOMEM;
+        n = realloc(f->items, (f->n + 1) * sizeof *n);
+        if (!n) {
+                free(msg);
+                return -ENOMEM;
+        }
+        f->items = n;
+        f->items[f->n++] = (Finding) { .line = line, .msg = msg };
+        return 0;
+}
+
+static void findings_done(Findings *f) {
+        for (size_t i = 0; i < f->n; i++)
+                free(f->items[i].msg);
+        free(f->items);
+}
+
+static int cmp_finding(const void *a, const void *b) {
+        const Finding *x = a, *y = b;
+
+        if (x->line != y->line)
+                return x->line < y->line ? -1 : 1;
+        return strcmp(x->msg, y->msg);
+}
+
+/* A parent that does not offer the type it gets: one finding. */
+static int check_offers(int rootfd, const ConfigType *t, const char *parent, bool listed, Findings *f) {
         _cleanup_free_ char *offered = NULL;
         unsigned u;
         int r;
@@ -56,15 +103,13 @@ static int check_offers(int rootfd, const Config *c, const ConfigType *t, const 
                 return r;
         offered = offered_types(rootfd, parent);
         if (listed)
-                r = strv_consume(lines, strdup_printf("%s:%u: '%s' in device_addresses of %s does not offer %s (it offers: %s)",
-                                                      c->path, t->line, parent, t->name, t->name, strna(offered)));
-        else
-                r = strv_consume(lines, strdup_printf("%s:%u: '%s' gets the default type %s but does not offer it (it offers: %s); list it under a type it offers",
-                                                      c->path, t->line, parent, t->name, strna(offered)));
-        return r < 0 ? r : 1;
+                return finding_add(f, t->line, "'%s' in device_addresses of %s does not offer %s (it offers: %s)",
+                                   parent, t->name, t->name, strna(offered));
+        return finding_add(f, t->line, "'%s' gets the default type %s but does not offer it (it offers: %s); list it under a type it offers",
+                           parent, t->name, strna(offered));
 }
 
-static int check_host(int rootfd, const Config *c, char ***lines) {
+static int check_host(int rootfd, const Config *c, Findings *f) {
         _cleanup_strv_free_ char **parents = NULL;
         int r;
 
@@ -77,15 +122,12 @@ static int check_host(int rootfd, const Config *c, char ***lines) {
                 const ConfigType *t = &c->types[i];
 
                 for (char **a = t->addresses; a && *a; a++) {
-                        if (!strv_contains(parents, *a)) {
-                                r = strv_consume(lines, strdup_printf(
-                                        "%s:%u: '%s' in device_addresses of %s is not a registered mdev parent on this host (no /sys/class/mdev_bus/%s)",
-                                        c->path, t->line, *a, t->name, *a));
-                                if (r < 0)
-                                        return r;
-                                continue;
-                        }
-                        r = check_offers(rootfd, c, t, *a, true, lines);
+                        if (strv_contains(parents, *a))
+                                r = check_offers(rootfd, t, *a, true, f);
+                        else
+                                r = finding_add(f, t->line,
+                                                "'%s' in device_addresses of %s is not a registered mdev parent on this host (no /sys/class/mdev_bus/%s)",
+                                                *a, t->name, *a);
                         if (r < 0)
                                 return r;
                 }
@@ -94,7 +136,7 @@ static int check_host(int rootfd, const Config *c, char ***lines) {
                 for (char **p = parents; *p; p++) {
                         if (config_parent_is_listed(c, *p))
                                 continue;
-                        r = check_offers(rootfd, c, c->default_type, *p, false, lines);
+                        r = check_offers(rootfd, c->default_type, *p, false, f);
                         if (r < 0)
                                 return r;
                 }
@@ -108,11 +150,13 @@ static int check_host(int rootfd, const Config *c, char ***lines) {
                         continue;
                 if (errno != ENOENT)
                         return error_set(-errno, "cannot stat '/%s': %s", path, strerror(errno));
-                r = strv_consume(lines, strdup_printf("%s: [sriov] '%s' is not a PCI device on this host (no /%s)",
-                                                      c->path, c->sriov[i].address, path));
+                r = finding_add(f, c->sriov[i].line, "[sriov] '%s' is not a PCI device on this host (no /%s)",
+                                c->sriov[i].address, path);
                 if (r < 0)
                         return r;
         }
+
+        qsort(f->items, f->n, sizeof *f->items, cmp_finding);
         return 0;
 }
 
@@ -159,7 +203,14 @@ int cli_check_config_main(int argc, char *argv[], const char *config_path) {
                         return CLI_EXIT_FAILED;
                 }
         } else {
-                r = check_host(rootfd, c, &lines);
+                Findings f = { 0 };
+
+                r = check_host(rootfd, c, &f);
+                for (size_t i = 0; r >= 0 && i < f.n; i++)
+                        r = strv_consume(&lines, strdup_printf("%s:%u: %s", c->path, f.items[i].line, f.items[i].msg));
+                findings_done(&f);
+                if (r == -ENOMEM)
+                        return cli_oom();
                 if (r < 0) {
                         log_error("cannot check the config against this host: %s", error_get(r));
                         return CLI_EXIT_FAILED;

@@ -471,7 +471,7 @@ static void handle_sriov(Parser *p, const char *key, const char *value) {
         if (!s)
                 return;
         c->sriov = s;
-        c->sriov[c->n_sriov++] = (ConfigSriovPf) { .address = steal_pointer(&pf), .numvfs = u, .max = max };
+        c->sriov[c->n_sriov++] = (ConfigSriovPf) { .address = steal_pointer(&pf), .numvfs = u, .max = max, .line = p->line };
 }
 
 static void handle_continuation(Parser *p, const char *raw) {

@@ -43,6 +43,7 @@ typedef struct ConfigSriovPf {
         char *address;        /* PCI address of the physical function */
         unsigned numvfs;      /* ignored when max is set */
         bool max;             /* "max": sriov_totalvfs */
+        unsigned line;        /* of its key, for messages */
 } ConfigSriovPf;
 
 typedef struct Config {

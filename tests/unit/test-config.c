@@ -198,6 +198,7 @@ static void test_hooks_and_sriov(void) {
         check(c->n_sriov == 2);
         check(streq(c->sriov[0].address, "0000:41:00.0"));
         check(c->sriov[0].numvfs == 16 && !c->sriov[0].max);
+        check(c->sriov[0].line == 8 && c->sriov[1].line == 9);
         check(streq(c->sriov[1].address, "0000:c1:00.0"));
         check(c->sriov[1].max);
         check(streq(c->sriov_command, "/usr/lib/nvidia/sriov-manage -e ALL"));

@@ -1,0 +1,300 @@
+#!/usr/bin/env bats
+# The operator CLI `mdev-hooks` on plain fixture trees (tests/fixtures/):
+# an NVIDIA M60 host (4 parents x 11 types), an A100 with 16 SR-IOV VFs and
+# the kernel's mtty. Output is compared with golden files under
+# tests/data/<cmd>/<case>.expected (MH_REGENERATE=1 rewrites them).
+
+load common
+
+golden() {
+        assert_golden "$MH_DATA/$1.expected" "$output"
+}
+
+# --- types ----------------------------------------------------------------
+
+@test "types lists every parent of the NVIDIA host with its 11 types, sorted" {
+        fixture_root nvidia
+        run "$MH_CLI" types
+        [ "$status" -eq 0 ]
+        [ "${#lines[@]}" -eq 45 ]      # header + 4 x 11
+        golden types/nvidia
+}
+
+@test "types --json gives the same host as JSON" {
+        fixture_root nvidia
+        run "$MH_CLI" types --json
+        [ "$status" -eq 0 ]
+        golden types/nvidia-json
+}
+
+@test "types shows the 16 SR-IOV VFs, each with one instance per type until used" {
+        fixture_root sriov
+        run "$MH_CLI" types
+        [ "$status" -eq 0 ]
+        [ "${#lines[@]}" -eq 97 ]      # header + 16 x 6
+        golden types/sriov
+}
+
+@test "types shows mtty's types although it has no description file" {
+        fixture_root mtty
+        run "$MH_CLI" types
+        [ "$status" -eq 0 ]
+        golden types/mtty
+        run "$MH_CLI" types --json
+        [ "$status" -eq 0 ]
+        golden types/mtty-json
+}
+
+@test "types on a host without mdev_bus lists nothing and succeeds" {
+        mkdir -p "$BATS_TEST_TMPDIR/empty"
+        MDEV_HOOKS_ROOT="$BATS_TEST_TMPDIR/empty" run "$MH_CLI" types --json
+        [ "$status" -eq 0 ]
+        golden types/empty-json
+}
+
+@test "types names the file of a malformed available_instances and fails" {
+        fixture_root nvidia
+        echo "many" > "$MDEV_HOOKS_ROOT/sys/devices/pci0000:80/0000:80:02.0/0000:85:00.0/mdev_supported_types/nvidia-40/available_instances"
+        run "$MH_CLI" types
+        [ "$status" -eq 1 ]
+        [[ "$output" == *"'/sys/class/mdev_bus/0000:85:00.0/mdev_supported_types/nvidia-40/available_instances' does not hold a number: 'many'"* ]]
+        # the other types are still listed
+        [[ "$output" == *"0000:87:00.0  nvidia-45"* ]]
+}
+
+@test "types names a missing device_api file and fails" {
+        fixture_root mtty
+        rm "$MDEV_HOOKS_ROOT/sys/devices/virtual/mtty/mtty/mdev_supported_types/mtty-1/device_api"
+        run "$MH_CLI" types
+        [ "$status" -eq 1 ]
+        [[ "$output" == *"cannot read '/sys/class/mdev_bus/mtty/mdev_supported_types/mtty-1/device_api'"* ]]
+}
+
+# --- list -----------------------------------------------------------------
+
+@test "list joins sysfs and the record: assigned, free, incoming, foreign, lost" {
+        fixture_root nvidia
+        run "$MH_CLI" list
+        [ "$status" -eq 0 ]
+        golden list/nvidia
+        run "$MH_CLI" list --json
+        [ "$status" -eq 0 ]
+        golden list/nvidia-json
+}
+
+@test "list shows an mdev without a record as foreign, with no guest" {
+        fixture_root nvidia
+        run "$MH_CLI" list
+        [[ "$output" == *"2a7d0c4e-9f13-4b6a-8c25-5e1f7a3b9c02  0000:85:00.0  nvidia-35  foreign   -        -"* ]]
+}
+
+@test "list shows a lost record although its mdev is not in sysfs" {
+        fixture_root nvidia
+        [ ! -e "$MDEV_HOOKS_ROOT/sys/bus/mdev/devices/5d0a3f7b-2c46-4e9d-9f58-8b4c0d6e2f05" ]
+        run "$MH_CLI" list
+        [[ "$output" == *"5d0a3f7b-2c46-4e9d-9f58-8b4c0d6e2f05  0000:87:00.0  nvidia-35  lost      created  db1"* ]]
+}
+
+@test "list shows a recorded mdev that vanished from sysfs as lost" {
+        fixture_root mtty
+        rm "$MDEV_HOOKS_ROOT/sys/bus/mdev/devices/8a3d6c0e-5f79-41c2-8c8b-1e7f3a9b5c08"
+        run "$MH_CLI" list
+        [ "$status" -eq 0 ]
+        [[ "$output" == *"8a3d6c0e-5f79-41c2-8c8b-1e7f3a9b5c08  mtty    mtty-2  lost"*"serial1"* ]]
+}
+
+@test "list without a record directory shows every mdev as foreign" {
+        fixture_root sriov
+        rm -r "$MDEV_HOOKS_ROOT/var/lib/mdev-hooks"
+        run "$MH_CLI" list
+        [ "$status" -eq 0 ]
+        golden list/sriov-no-record
+}
+
+@test "list reports record files that do not parse and fails" {
+        fixture_root mtty
+        printf '[mdev]\nuuid = nonsense\n' > "$MDEV_HOOKS_ROOT/var/lib/mdev-hooks/9b4e7d1f-6a8b-42d3-9d9c-2f8a4b0c6d09"
+        run "$MH_CLI" list
+        [ "$status" -eq 1 ]
+        [[ "$output" == *"1 record file(s) in /var/lib/mdev-hooks could not be read"* ]]
+        [[ "$output" == *"8a3d6c0e-5f79-41c2-8c8b-1e7f3a9b5c08"* ]]
+}
+
+# --- inventory ---------------------------------------------------------------
+
+@test "inventory counts existing + available per parent and zeroes the parent past max_instances" {
+        fixture_root nvidia
+        run "$MH_CLI" inventory
+        [ "$status" -eq 0 ]
+        golden inventory/nvidia
+        run "$MH_CLI" inventory --json
+        [ "$status" -eq 0 ]
+        golden inventory/nvidia-json
+}
+
+@test "inventory --placement prints Nova's resource providers" {
+        fixture_root nvidia
+        run "$MH_CLI" inventory --placement --hostname compute1
+        [ "$status" -eq 0 ]
+        golden inventory/nvidia-placement
+        [[ "$output" == *'"name": "compute1_pci_0000_84_00_0"'* ]]
+        [[ "$output" == *'"CUSTOM_MDEV_NVIDIA_36"'* ]]
+}
+
+@test "inventory on 16 SR-IOV VFs with max_instances 12 reports 0 for the last 4" {
+        fixture_root sriov
+        run "$MH_CLI" inventory
+        [ "$status" -eq 0 ]
+        golden inventory/sriov
+        [ "$(grep -c 'would exceed max_instances = 12' <<<"$output")" -eq 4 ]
+        run "$MH_CLI" inventory --placement --hostname compute2
+        [ "$status" -eq 0 ]
+        golden inventory/sriov-placement
+}
+
+@test "inventory on mtty" {
+        fixture_root mtty
+        run "$MH_CLI" inventory
+        [ "$status" -eq 0 ]
+        golden inventory/mtty
+        run "$MH_CLI" inventory --placement --hostname compute3
+        [ "$status" -eq 0 ]
+        golden inventory/mtty-placement
+}
+
+@test "inventory lists a parent that does not offer its configured type, with the reason" {
+        fixture_root mtty
+        printf '[devices]\nenabled_mdev_types = mtty-4\n' > "$MDEV_HOOKS_ROOT/etc/mdev-hooks/mdev-hooks.conf"
+        run "$MH_CLI" inventory
+        [ "$status" -eq 0 ]
+        [[ "$output" == *"mtty    mtty-4  VGPU       0     0     0  does not offer mtty-4"* ]]
+        run "$MH_CLI" inventory --json
+        [[ "$output" == *'"status": "not-offered"'* ]]
+        run "$MH_CLI" inventory --placement --hostname h
+        [[ "$output" != *'"name"'* ]]
+}
+
+@test "inventory without a config lists every parent without a type" {
+        fixture_root nvidia
+        rm "$MDEV_HOOKS_ROOT/etc/mdev-hooks/mdev-hooks.conf"
+        run "$MH_CLI" inventory
+        [ "$status" -eq 0 ]
+        golden inventory/nvidia-no-config
+}
+
+@test "inventory refuses a bad config with exit 2 and every error" {
+        fixture_root nvidia
+        printf '[devices]\nenabled_mdev_types = nvidia-35\n[mdev_nvidia-35]\nmax_instances = 0\nmdev_class = gpu\n' \
+                > "$MDEV_HOOKS_ROOT/etc/mdev-hooks/mdev-hooks.conf"
+        run "$MH_CLI" inventory
+        [ "$status" -eq 2 ]
+        [[ "${lines[0]}" == "/etc/mdev-hooks/mdev-hooks.conf:4: max_instances must be an integer >= 1, not '0'" ]]
+        [[ "${lines[1]}" == "/etc/mdev-hooks/mdev-hooks.conf:5: mdev_class must be VGPU or CUSTOM_[A-Z0-9_]+, not 'gpu'" ]]
+}
+
+@test "inventory --json and --placement exclude each other" {
+        fixture_root nvidia
+        run "$MH_CLI" inventory --json --placement
+        [ "$status" -eq 2 ]
+}
+
+# --- check-config --------------------------------------------------------------
+
+@test "check-config passes the fixtures' configs" {
+        for f in nvidia sriov mtty; do
+                rm -rf "$BATS_TEST_TMPDIR/root"
+                fixture_root $f
+                run "$MH_CLI" check-config
+                [ "$status" -eq 0 ]
+                [ "$output" = "/etc/mdev-hooks/mdev-hooks.conf: ok" ]
+        done
+}
+
+@test "check-config prints every config error with its line and exits 2" {
+        fixture_root nvidia
+        cp "$MH_DATA/check-config/bad.conf" "$BATS_TEST_TMPDIR/bad.conf"
+        run "$MH_CLI" check-config --config "$BATS_TEST_TMPDIR/bad.conf"
+        [ "$status" -eq 2 ]
+        output="${output//$BATS_TEST_TMPDIR/TMP}"
+        golden check-config/bad
+}
+
+@test "check-config checks the config against the host" {
+        fixture_root nvidia
+        cp "$MH_DATA/check-config/host.conf" "$MDEV_HOOKS_ROOT/etc/mdev-hooks/mdev-hooks.conf"
+        rm -r "$MDEV_HOOKS_ROOT/sys/devices/pci0000:80/0000:80:04.0/0000:87:00.0/mdev_supported_types/nvidia-45"
+        run "$MH_CLI" check-config
+        [ "$status" -eq 2 ]
+        golden check-config/host
+        run "$MH_CLI" check-config --json
+        [ "$status" -eq 2 ]
+        golden check-config/host-json
+}
+
+@test "check-config refuses a world-writable config, naming it" {
+        fixture_root mtty
+        chmod o+w "$MDEV_HOOKS_ROOT/etc/mdev-hooks/mdev-hooks.conf"
+        run "$MH_CLI" check-config
+        [ "$status" -eq 2 ]
+        [[ "$output" == "/etc/mdev-hooks/mdev-hooks.conf: is world-writable"* ]]
+        # and so does every other command that reads it
+        run "$MH_CLI" inventory
+        [ "$status" -eq 2 ]
+        [[ "$output" == *"world-writable"* ]]
+}
+
+@test "check-config refuses a config not owned by root when run as root" {
+        [ "$(id -u)" -eq 0 ] || skip "needs root"
+        fixture_root mtty
+        chown 65534 "$MDEV_HOOKS_ROOT/etc/mdev-hooks/mdev-hooks.conf"
+        run "$MH_CLI" check-config
+        [ "$status" -eq 2 ]
+        [[ "$output" == "/etc/mdev-hooks/mdev-hooks.conf: is owned by uid 65534, not root"* ]]
+}
+
+@test "check-config of a missing --config file fails naming it" {
+        fixture_root mtty
+        run "$MH_CLI" --config /nonexistent.conf check-config
+        [ "$status" -eq 1 ]
+        [[ "$output" == "/nonexistent.conf: cannot open: No such file or directory" ]]
+}
+
+@test "--config before or after the command reads that file" {
+        fixture_root mtty
+        printf '[devices]\nenabled_mdev_types = mtty-1\n' > "$BATS_TEST_TMPDIR/other.conf"
+        run "$MH_CLI" --config "$BATS_TEST_TMPDIR/other.conf" inventory
+        [ "$status" -eq 0 ]
+        [[ "$output" == *"mtty    mtty-1  VGPU"* ]]
+        run "$MH_CLI" inventory --config "$BATS_TEST_TMPDIR/other.conf"
+        [ "$status" -eq 0 ]
+        [[ "$output" == *"mtty    mtty-1  VGPU"* ]]
+}
+
+# --- usage ----------------------------------------------------------------------
+
+@test "--help for the program and every command exits 0" {
+        run "$MH_CLI" --help
+        [ "$status" -eq 0 ]
+        [[ "$output" == *"Usage: mdev-hooks"* ]]
+        local usage="$output"
+        for c in types list inventory check-config; do
+                [[ "$usage" == *"  $c "* ]]
+                run "$MH_CLI" "$c" --help
+                [ "$status" -eq 0 ]
+                [[ "${lines[0]}" == "Usage: mdev-hooks $c"* ]]
+        done
+}
+
+@test "bad usage exits 2" {
+        run "$MH_CLI"
+        [ "$status" -eq 2 ]
+        run "$MH_CLI" frobnicate
+        [ "$status" -eq 2 ]
+        [[ "$output" == *"unknown command 'frobnicate'"* ]]
+        run "$MH_CLI" types --placement
+        [ "$status" -eq 2 ]
+        run "$MH_CLI" list extra
+        [ "$status" -eq 2 ]
+        run "$MH_CLI" --bogus types
+        [ "$status" -eq 2 ]
+}
