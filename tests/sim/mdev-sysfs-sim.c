@@ -952,6 +952,7 @@ static char *state_text(void) {
         FILE *f = open_memstream(&buf, &size);
         if (!f)
                 return xstrdup("");
+        fprintf(f, "pid %ld\n", (long) getpid());
         fprintf(f, "mdevs %u\n", model.n_mdevs);
         for (size_t i = 0; i < model.n_parents; i++) {
                 Parent *p = model.parents[i];
@@ -1593,7 +1594,14 @@ int main(int argc, char **argv) {
                 usage(stderr);
                 return 2;
         }
-        const char *topology = argv[i], *mountpoint = argv[i + 1];
+        const char *topology = argv[i];
+        /* absolute: fuse_daemonize() changes to / and the unmount at exit
+         * must still find the mount point */
+        _cleanup_free_ char *mountpoint = realpath(argv[i + 1], NULL);
+        if (!mountpoint) {
+                fprintf(stderr, "mdev-sysfs-sim: mount point '%s': %s\n", argv[i + 1], strerror(errno));
+                return 1;
+        }
 
         pthread_rwlockattr_t rwa;
         pthread_rwlockattr_init(&rwa);
@@ -1643,7 +1651,10 @@ int main(int argc, char **argv) {
         struct fuse_loop_config *lc = fuse_loop_cfg_create();
         fuse_loop_cfg_set_max_threads(lc, 256);
         fuse_loop_cfg_set_idle_threads(lc, 8);
-        int r = fuse_loop_mt(fuse, lc);
+        /* Ends on unmount (or on SIGTERM/SIGINT, e.g. when a copy of the
+         * mount in another mount namespace keeps it alive). Either way the
+         * simulator is done: its status is not an error. */
+        (void) fuse_loop_mt(fuse, lc);
         fuse_loop_cfg_destroy(lc);
         timers_stop();
         fuse_remove_signal_handlers(se);
@@ -1652,5 +1663,5 @@ int main(int argc, char **argv) {
         model_free();
         pthread_rwlock_destroy(&model_lock);
         pthread_cond_destroy(&timers.cond);
-        return r == 0 ? 0 : 1;
+        return 0;
 }

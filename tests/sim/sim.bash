@@ -68,9 +68,11 @@ sim_use() {
 # sim_umount [ROOT...]: unmounts the given roots' simulators, or with no
 # argument every simulator mounted by this shell or below $BATS_TEST_TMPDIR
 # (so a teardown cleans up even when the test failed half way). Waits for a
-# blocked remove to finish, then falls back to a lazy unmount; never fails.
+# blocked remove to finish, then falls back to a lazy unmount, and makes sure
+# the simulator's process ends (a copy of the mount in another mount
+# namespace, e.g. one made by "unshare -m", would keep it serving). Never fails.
 sim_umount() {
-        local m mounts=() i
+        local m mounts=() i pid
         if [ $# -gt 0 ]; then
                 for m in "$@"; do mounts+=("${m%/}/sys"); done
         else
@@ -82,12 +84,22 @@ sim_umount() {
         fi
         for m in "${mounts[@]}"; do
                 grep -q " $m fuse" /proc/self/mounts 2>/dev/null || continue
+                pid=$(awk '$1 == "pid" { print $2 }' "$m/.sim/state" 2>/dev/null)
                 for i in $(seq 50); do
                         fusermount3 -u "$m" 2>/dev/null && break
                         sleep 0.1
                 done
                 if grep -q " $m fuse" /proc/self/mounts 2>/dev/null; then
                         fusermount3 -uz "$m" 2>/dev/null || true
+                fi
+                [[ "$pid" =~ ^[0-9]+$ ]] || continue
+                for i in $(seq 20); do
+                        kill -0 "$pid" 2>/dev/null || break
+                        sleep 0.05
+                done
+                # still there (and still the simulator, not a reused pid)
+                if [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = mdev-sysfs-sim ]; then
+                        kill -TERM "$pid" 2>/dev/null || true
                 fi
         done
         _SIM_MOUNTS=()
