@@ -15,6 +15,10 @@
  *      as above (its own time, from the first spawn to its end), then
  *          total <ns>
  *      from the first spawn to the end of the last job.
+ *   timeit readloop N FILE
+ *      open + read + close of FILE, N times; prints the median ns of one
+ *      (the cost of one sysfs attribute read, to compare the simulator with
+ *      the kernel's sysfs).
  *
  * JOBFILE: one job per line, fields separated by TAB:
  *      <stdin file or -> [NAME=value ...] <absolute program path> [args ...]
@@ -192,8 +196,33 @@ static int run_par(Job *jobs, size_t n) {
         return 0;
 }
 
+static int cmp_ll(const void *a, const void *b) {
+        long long x = *(const long long *) a, y = *(const long long *) b;
+        return x < y ? -1 : x > y;
+}
+
+static int run_readloop(unsigned n, const char *path) {
+        long long *t = xrealloc(NULL, (n ? n : 1) * sizeof(long long));
+        char buf[4096];
+        for (unsigned i = 0; i < n; i++) {
+                long long t0 = now_ns();
+                int fd = open(path, O_RDONLY | O_CLOEXEC);
+                if (fd < 0)
+                        die(path);
+                if (read(fd, buf, sizeof buf) < 0)
+                        die(path);
+                close(fd);
+                t[i] = now_ns() - t0;
+        }
+        qsort(t, n, sizeof(long long), cmp_ll);
+        printf("%lld\n", n ? t[n / 2] : 0);
+        return 0;
+}
+
 int main(int argc, char **argv) {
         Job *jobs;
+        if (argc == 4 && strcmp(argv[1], "readloop") == 0)
+                return run_readloop((unsigned) strtoul(argv[2], NULL, 10), argv[3]);
         if (argc == 5 && strcmp(argv[1], "rr") == 0) {
                 size_t n = load_jobs(argv[4], &jobs);
                 return run_rr((unsigned) strtoul(argv[2], NULL, 10),
@@ -203,6 +232,6 @@ int main(int argc, char **argv) {
                 size_t n = load_jobs(argv[2], &jobs);
                 return run_par(jobs, n);
         }
-        fprintf(stderr, "usage: timeit rr ROUNDS WARMUP JOBFILE | timeit par JOBFILE\n");
+        fprintf(stderr, "usage: timeit rr ROUNDS WARMUP JOBFILE | timeit par JOBFILE | timeit readloop N FILE\n");
         return 2;
 }
