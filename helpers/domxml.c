@@ -10,21 +10,36 @@
  * libxml2 prints nothing; the first error is kept and reported as one line
  * with its line and column.
  *
- * Extraction walks only the few levels that matter (domain, devices,
- * hostdev, source, address; metadata, mh:mdevs, mh:mdev), never the whole
- * tree, so a 1 MiB document costs little more than libxml2's parse.
+ * Speed (a 1 MiB migration XML must be parsed, rewritten and written in a few
+ * milliseconds): libxml2 checks the whole document, but the tree is built
+ * only for what is read here -- <name>, <uuid>, every <devices>/<hostdev>,
+ * and <metadata>/<mh:mdevs>/<mh:mdev> -- through SAX callbacks that hand
+ * those elements to libxml2's own tree builder (xmlSAX2*) and drop the rest.
+ * A full tree of a 1 MiB document is ~20 MiB of small allocations, and
+ * faulting that memory in cost more than the parse itself.
+ *
+ * Rewriting therefore does not serialise the tree: the output is the input,
+ * byte for byte, with the 36 bytes of each rewritten uuid= value replaced.
+ * libxml2 reports where each value lies in its input; the position is used
+ * only after checking that the original bytes there are exactly that value
+ * between quotes. When a value cannot be located that way (written with
+ * character references, or an input in another encoding), domxml_format()
+ * parses the document again into a full tree and serialises it with
+ * libxml2 instead.
  */
 #include <ctype.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdint.h>
 
+#include <libxml/SAX2.h>
 #include <libxml/parser.h>
 #include <libxml/xmlerror.h>
 #include <libxml/xmlsave.h>
 
 #include "domxml.h"
 
-#define PARSE_OPTIONS (XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING | XML_PARSE_COMPACT)
+#define PARSE_OPTIONS (XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING)
 
 int domxml_read_fd(int fd, char **ret_buf, size_t *ret_len) {
         _cleanup_free_ char *buf = NULL;
@@ -72,11 +87,53 @@ int domxml_read_fd(int fd, char **ret_buf, size_t *ret_len) {
 
 /* --- parsing ------------------------------------------------------------ */
 
+/* What is known about a Domxml beyond the public struct. */
+typedef struct DomxmlPrivate {
+        Domxml pub;                  /* first: domxml_free() gets &pub */
+        char *src;                   /* a copy of the input */
+        size_t src_len;
+        size_t *addr_pos;            /* per mdev: offset of the address uuid= value in src, or SIZE_MAX */
+        size_t *meta_pos;            /* per mdev: offset of the metadata uuid= value, or SIZE_MAX */
+        char (*src_uuid)[UUID_STRING_MAX]; /* per mdev: the UUID as parsed */
+} DomxmlPrivate;
+
+static DomxmlPrivate *domxml_private(const Domxml *d) {
+        return (DomxmlPrivate *) d;
+}
+
+/* Which elements the tree keeps (see the top of the file). */
+typedef enum BuildMode {
+        BUILD_SKIP,
+        BUILD_ROOT,     /* <domain>: children filtered, text dropped */
+        BUILD_DEVICES,  /* <devices>: only <hostdev> kept, text dropped */
+        BUILD_METADATA, /* <metadata>: only <mh:mdevs> kept, text dropped */
+        BUILD_MDEVS,    /* <mh:mdevs>: only <mh:mdev> kept, text dropped */
+        BUILD_KEEP,     /* everything inside, text too */
+} BuildMode;
+
+/* libxml2 refuses nesting deeper than 256 without XML_PARSE_HUGE. */
+#define BUILD_MAX_DEPTH 512
+
+typedef struct UuidPos {
+        const xmlNode *node;
+        size_t pos;                  /* offset of the uuid= value in the input, SIZE_MAX if unknown */
+} UuidPos;
+
 typedef struct ParseState {
         bool doctype;
         bool have_error;
         int line, column;
         char message[256];
+
+        bool partial;                /* build only what is read here */
+        const char *src;
+        size_t src_len;
+        unsigned depth;              /* built elements open */
+        unsigned skip;               /* > 0: inside a dropped element, its nesting */
+        unsigned char mode[BUILD_MAX_DEPTH + 1];
+        UuidPos *pos;
+        size_t n_pos, allocated_pos;
+        bool oom;
 } ParseState;
 
 static void parse_structured_error(void *userdata, xmlErrorPtr e) {
@@ -106,6 +163,213 @@ static void parse_internal_subset(void *userdata, const xmlChar *name, const xml
 
         st->doctype = true;
         xmlStopParser(ctxt);
+}
+
+static BuildMode build_mode(BuildMode parent, const xmlChar *localname, const xmlChar *uri) {
+        bool plain = !uri, ours = uri && xmlStrEqual(uri, BAD_CAST DOMXML_NAMESPACE);
+
+        switch (parent) {
+        case BUILD_SKIP:
+                return BUILD_ROOT; /* the root element, whatever it is */
+        case BUILD_ROOT:
+                if (plain && (xmlStrEqual(localname, BAD_CAST "name") || xmlStrEqual(localname, BAD_CAST "uuid")))
+                        return BUILD_KEEP;
+                if (plain && xmlStrEqual(localname, BAD_CAST "devices"))
+                        return BUILD_DEVICES;
+                if (plain && xmlStrEqual(localname, BAD_CAST "metadata"))
+                        return BUILD_METADATA;
+                return BUILD_SKIP;
+        case BUILD_DEVICES:
+                return plain && xmlStrEqual(localname, BAD_CAST "hostdev") ? BUILD_KEEP : BUILD_SKIP;
+        case BUILD_METADATA:
+                return ours && xmlStrEqual(localname, BAD_CAST "mdevs") ? BUILD_MDEVS : BUILD_SKIP;
+        case BUILD_MDEVS:
+                return ours && xmlStrEqual(localname, BAD_CAST "mdev") ? BUILD_KEEP : BUILD_SKIP;
+        case BUILD_KEEP:
+        default:
+                return BUILD_KEEP;
+        }
+}
+
+/* Where libxml2 found an attribute value, as an offset into the caller's
+ * buffer, checked against the bytes there; SIZE_MAX if it cannot be told. */
+static size_t value_position(xmlParserCtxt *ctxt, const ParseState *st, const xmlChar *value, const xmlChar *end) {
+        xmlParserInput *in = ctxt->input;
+        size_t len = (size_t) (end - value), pos;
+        char q;
+
+        if (!in || !in->base || value < in->base || end > in->end || end < value)
+                return SIZE_MAX; /* a decoded copy, not the input itself */
+        if (in->buf && in->buf->encoder)
+                return SIZE_MAX; /* converted from another encoding */
+        pos = (size_t) in->consumed + (size_t) (value - in->base);
+        if (pos == 0 || pos + len >= st->src_len || memcmp(st->src + pos, value, len) != 0)
+                return SIZE_MAX;
+        q = st->src[pos - 1];
+        if ((q != '"' && q != '\'') || st->src[pos + len] != q)
+                return SIZE_MAX;
+        return pos;
+}
+
+static void sax_start_element(void *userdata, const xmlChar *localname, const xmlChar *prefix,
+                              const xmlChar *uri, int nb_namespaces, const xmlChar **namespaces,
+                              int nb_attributes, int nb_defaulted, const xmlChar **attributes) {
+        xmlParserCtxt *ctxt = userdata;
+        ParseState *st = ctxt->_private;
+        BuildMode mode;
+
+        if (st->skip > 0) {
+                st->skip++;
+                return;
+        }
+        mode = build_mode(st->depth == 0 ? BUILD_SKIP : (BuildMode) st->mode[st->depth], localname, uri);
+        if (mode == BUILD_SKIP || st->depth >= BUILD_MAX_DEPTH) {
+                st->skip = 1;
+                return;
+        }
+        xmlSAX2StartElementNs(ctxt, localname, prefix, uri, nb_namespaces, namespaces,
+                              nb_attributes, nb_defaulted, attributes);
+        st->mode[++st->depth] = (unsigned char) mode;
+
+        if (mode != BUILD_KEEP || !ctxt->node)
+                return;
+        for (int i = 0; i < nb_attributes; i++) {
+                const xmlChar **a = attributes + 5 * i;
+                UuidPos *p;
+
+                if (a[2] || !xmlStrEqual(a[0], BAD_CAST "uuid"))
+                        continue;
+                if (st->n_pos == st->allocated_pos) {
+                        size_t n = st->allocated_pos ? st->allocated_pos * 2 : 16;
+                        p = reallocarray(st->pos, n, sizeof *p);
+                        if (!p) {
+                                st->oom = true;
+                                xmlStopParser(ctxt);
+                                return;
+                        }
+                        st->pos = p;
+                        st->allocated_pos = n;
+                }
+                st->pos[st->n_pos++] = (UuidPos) {
+                        .node = ctxt->node,
+                        .pos = value_position(ctxt, st, a[3], a[4]),
+                };
+        }
+}
+
+static void sax_end_element(void *userdata, const xmlChar *localname, const xmlChar *prefix, const xmlChar *uri) {
+        xmlParserCtxt *ctxt = userdata;
+        ParseState *st = ctxt->_private;
+
+        if (st->skip > 0) {
+                st->skip--;
+                return;
+        }
+        xmlSAX2EndElementNs(ctxt, localname, prefix, uri);
+        if (st->depth > 0)
+                st->depth--;
+}
+
+/* Text, comments and the like only inside kept elements such as <name> and
+ * <hostdev>: the whitespace between thousands of dropped devices is not
+ * worth a node each. */
+static bool sax_keeps_content(const ParseState *st) {
+        return st->skip == 0 && st->depth > 0 && st->mode[st->depth] == BUILD_KEEP;
+}
+
+static void sax_characters(void *userdata, const xmlChar *ch, int len) {
+        xmlParserCtxt *ctxt = userdata;
+
+        if (sax_keeps_content(ctxt->_private))
+                xmlSAX2Characters(ctxt, ch, len);
+}
+
+static void sax_cdata(void *userdata, const xmlChar *value, int len) {
+        xmlParserCtxt *ctxt = userdata;
+
+        if (sax_keeps_content(ctxt->_private))
+                xmlSAX2CDataBlock(ctxt, value, len);
+}
+
+static void sax_comment(void *userdata, const xmlChar *value) {
+        xmlParserCtxt *ctxt = userdata;
+
+        if (sax_keeps_content(ctxt->_private))
+                xmlSAX2Comment(ctxt, value);
+}
+
+static void sax_pi(void *userdata, const xmlChar *target, const xmlChar *data) {
+        xmlParserCtxt *ctxt = userdata;
+
+        if (sax_keeps_content(ctxt->_private))
+                xmlSAX2ProcessingInstruction(ctxt, target, data);
+}
+
+static void sax_reference(void *userdata, const xmlChar *name) {
+        xmlParserCtxt *ctxt = userdata;
+
+        if (sax_keeps_content(ctxt->_private))
+                xmlSAX2Reference(ctxt, name);
+}
+
+/* Parses buf with the hardening above; partial: build only what is read
+ * here and note where uuid= values lie. */
+static int parse_doc(const char *buf, size_t len, bool partial, ParseState *st, xmlDoc **ret) {
+        xmlParserCtxt *ctxt;
+        xmlDoc *doc;
+
+        ctxt = xmlNewParserCtxt();
+        if (!ctxt)
+                return -ENOMEM;
+        st->partial = partial;
+        st->src = buf;
+        st->src_len = len;
+        ctxt->_private = st;
+        ctxt->sax->internalSubset = parse_internal_subset;
+        ctxt->sax->serror = parse_structured_error;
+        if (partial) {
+                ctxt->sax->startElementNs = sax_start_element;
+                ctxt->sax->endElementNs = sax_end_element;
+                ctxt->sax->characters = sax_characters;
+                ctxt->sax->ignorableWhitespace = sax_characters;
+                ctxt->sax->cdataBlock = sax_cdata;
+                ctxt->sax->comment = sax_comment;
+                ctxt->sax->processingInstruction = sax_pi;
+                ctxt->sax->reference = sax_reference;
+        }
+        doc = xmlCtxtReadMemory(ctxt, buf, (int) len, "domain.xml", NULL, PARSE_OPTIONS);
+        xmlFreeParserCtxt(ctxt);
+
+        if (st->oom) {
+                if (doc)
+                        xmlFreeDoc(doc);
+                return -ENOMEM;
+        }
+        if (st->doctype || (doc && (doc->intSubset || doc->extSubset))) {
+                if (doc)
+                        xmlFreeDoc(doc);
+                return error_set(-EINVAL, "domain XML has a <!DOCTYPE>, which libvirt never sends; refusing it "
+                                 "(no DTDs or entity declarations are accepted)");
+        }
+        if (st->have_error || !doc) {
+                if (doc)
+                        xmlFreeDoc(doc);
+                if (!st->have_error)
+                        return error_set(-EBADMSG, "malformed domain XML");
+                return error_set(-EBADMSG, "malformed domain XML at line %d, column %d: %s",
+                                 st->line, st->column, st->message);
+        }
+        *ret = doc;
+        return 0;
+}
+
+static size_t uuid_position(const ParseState *st, const xmlNode *n) {
+        if (!n)
+                return SIZE_MAX;
+        for (size_t i = 0; i < st->n_pos; i++)
+                if (st->pos[i].node == n)
+                        return st->pos[i].pos;
+        return SIZE_MAX;
 }
 
 static bool is_element(const xmlNode *n, const char *name) {
@@ -386,8 +650,9 @@ static int parse_tree(Domxml *d) {
 
 int domxml_parse(const char *buf, size_t len, Domxml **ret) {
         _cleanup_domxml_free_ Domxml *d = NULL;
-        xmlParserCtxt *ctxt;
-        ParseState st = { .doctype = false };
+        _cleanup_free_ UuidPos *pos = NULL;
+        DomxmlPrivate *p;
+        ParseState st;
         int r;
 
         if (len > DOMXML_MAX_SIZE)
@@ -395,44 +660,52 @@ int domxml_parse(const char *buf, size_t len, Domxml **ret) {
         if (len == 0)
                 return error_set(-EBADMSG, "domain XML is empty");
 
-        d = calloc(1, sizeof *d);
-        if (!d)
+        p = calloc(1, sizeof *p);
+        if (!p)
                 return -ENOMEM;
+        d = &p->pub;
 
-        ctxt = xmlNewParserCtxt();
-        if (!ctxt)
-                return -ENOMEM;
-        ctxt->_private = &st;
-        ctxt->sax->internalSubset = parse_internal_subset;
-        ctxt->sax->serror = parse_structured_error;
-        d->doc = xmlCtxtReadMemory(ctxt, buf, (int) len, "domain.xml", NULL, PARSE_OPTIONS);
-        xmlFreeParserCtxt(ctxt);
-
-        if (st.doctype)
-                return error_set(-EINVAL, "domain XML has a <!DOCTYPE>, which libvirt never sends; refusing it "
-                                 "(no DTDs or entity declarations are accepted)");
-        if (st.have_error)
-                return error_set(-EBADMSG, "malformed domain XML at line %d, column %d: %s",
-                                 st.line, st.column, st.message);
-        if (!d->doc)
-                return error_set(-EBADMSG, "malformed domain XML");
-        if (d->doc->intSubset || d->doc->extSubset)
-                return error_set(-EINVAL, "domain XML has a <!DOCTYPE>, refusing it");
-
+        memset(&st, 0, sizeof st);
+        r = parse_doc(buf, len, true, &st, &d->doc);
+        pos = st.pos;
+        if (r < 0)
+                return r;
         r = parse_tree(d);
         if (r < 0)
                 return r;
+
+        p->src = malloc(len + 1);
+        p->addr_pos = calloc(d->n_mdevs + 1, sizeof *p->addr_pos);
+        p->meta_pos = calloc(d->n_mdevs + 1, sizeof *p->meta_pos);
+        p->src_uuid = calloc(d->n_mdevs + 1, sizeof *p->src_uuid);
+        if (!p->src || !p->addr_pos || !p->meta_pos || !p->src_uuid)
+                return -ENOMEM;
+        memcpy(p->src, buf, len);
+        p->src[len] = '\0';
+        p->src_len = len;
+        for (size_t i = 0; i < d->n_mdevs; i++) {
+                p->addr_pos[i] = uuid_position(&st, d->mdevs[i].address);
+                p->meta_pos[i] = uuid_position(&st, d->mdevs[i].meta);
+                memcpy(p->src_uuid[i], d->mdevs[i].uuid, UUID_STRING_MAX);
+        }
         *ret = steal_pointer(&d);
         return 0;
 }
 
 void domxml_free(Domxml *d) {
+        DomxmlPrivate *p;
+
         if (!d)
                 return;
+        p = domxml_private(d);
         if (d->doc)
                 xmlFreeDoc(d->doc);
         free(d->mdevs);
-        free(d);
+        free(p->src);
+        free(p->addr_pos);
+        free(p->meta_pos);
+        free(p->src_uuid);
+        free(p);
 }
 
 int domxml_find_mdev(const Domxml *d, const char *uuid) {
@@ -472,7 +745,33 @@ int domxml_set_mdev_uuid(Domxml *d, size_t i, const char *uuid) {
         return 0;
 }
 
-int domxml_format(const Domxml *d, char **ret_buf, size_t *ret_len) {
+/* The input with the rewritten values put in place. -ENOENT if a value that
+ * changed could not be located. */
+static int format_splice(const DomxmlPrivate *p, char **ret_buf, size_t *ret_len) {
+        const Domxml *d = &p->pub;
+        char *s;
+
+        for (size_t i = 0; i < d->n_mdevs; i++)
+                if (!streq(d->mdevs[i].uuid, p->src_uuid[i]) &&
+                    (p->addr_pos[i] == SIZE_MAX || (d->mdevs[i].meta && p->meta_pos[i] == SIZE_MAX)))
+                        return -ENOENT;
+        s = malloc(p->src_len + 1);
+        if (!s)
+                return -ENOMEM;
+        memcpy(s, p->src, p->src_len + 1);
+        for (size_t i = 0; i < d->n_mdevs; i++) {
+                if (streq(d->mdevs[i].uuid, p->src_uuid[i]))
+                        continue;
+                memcpy(s + p->addr_pos[i], d->mdevs[i].uuid, UUID_STRING_MAX - 1);
+                if (d->mdevs[i].meta)
+                        memcpy(s + p->meta_pos[i], d->mdevs[i].uuid, UUID_STRING_MAX - 1);
+        }
+        *ret_buf = s;
+        *ret_len = p->src_len;
+        return 0;
+}
+
+static int format_tree(xmlDoc *doc, char **ret_buf, size_t *ret_len) {
         xmlBuffer *xb;
         xmlSaveCtxt *save;
         char *s;
@@ -488,7 +787,7 @@ int domxml_format(const Domxml *d, char **ret_buf, size_t *ret_len) {
                 xmlBufferFree(xb);
                 return -ENOMEM;
         }
-        if (xmlSaveDoc(save, d->doc) < 0) {
+        if (xmlSaveDoc(save, doc) < 0) {
                 xmlSaveClose(save);
                 xmlBufferFree(xb);
                 return error_set(-EIO, "cannot serialise the domain XML");
@@ -507,4 +806,48 @@ int domxml_format(const Domxml *d, char **ret_buf, size_t *ret_len) {
         *ret_buf = s;
         *ret_len = len;
         return 0;
+}
+
+/* The slow way: the whole document as a tree, the same UUIDs set, and
+ * libxml2's serialiser. */
+static int format_full(const DomxmlPrivate *p, char **ret_buf, size_t *ret_len) {
+        _cleanup_domxml_free_ Domxml *full = NULL;
+        DomxmlPrivate *fp;
+        ParseState st;
+        int r;
+
+        fp = calloc(1, sizeof *fp);
+        if (!fp)
+                return -ENOMEM;
+        full = &fp->pub;
+        memset(&st, 0, sizeof st);
+        r = parse_doc(p->src, p->src_len, false, &st, &full->doc);
+        free(st.pos);
+        if (r < 0)
+                return r;
+        r = parse_tree(full);
+        if (r < 0)
+                return r;
+        if (full->n_mdevs != p->pub.n_mdevs)
+                return error_set(-EIO, "domain XML: the document changed between two parses");
+        for (size_t i = 0; i < full->n_mdevs; i++) {
+                if (streq(p->pub.mdevs[i].uuid, full->mdevs[i].uuid))
+                        continue;
+                if (!xmlSetProp(full->mdevs[i].address, BAD_CAST "uuid", BAD_CAST p->pub.mdevs[i].uuid))
+                        return -ENOMEM;
+                if (full->mdevs[i].meta &&
+                    !xmlSetProp(full->mdevs[i].meta, BAD_CAST "uuid", BAD_CAST p->pub.mdevs[i].uuid))
+                        return -ENOMEM;
+        }
+        return format_tree(full->doc, ret_buf, ret_len);
+}
+
+int domxml_format(const Domxml *d, char **ret_buf, size_t *ret_len) {
+        const DomxmlPrivate *p = domxml_private(d);
+        int r;
+
+        r = format_splice(p, ret_buf, ret_len);
+        if (r != -ENOENT)
+                return r;
+        return format_full(p, ret_buf, ret_len);
 }

@@ -6,6 +6,7 @@
  */
 #include <fcntl.h>
 #include <stdarg.h>
+#include <strings.h>
 #include <sys/stat.h>
 
 #include <libxml/parser.h>
@@ -277,12 +278,80 @@ static void test_name_checks(void) {
 
 /* --- the rewrite changes only the UUIDs -------------------------------- */
 
+/* The input and output are both parsed into full trees with plain libxml2
+ * (domxml_parse() keeps only what it reads), then compared node by node. */
 typedef struct Rewrite {
-        const Domxml *in;      /* parsed input: says which nodes may change */
-        char (*new_uuid)[UUID_STRING_MAX]; /* per mdev of in */
-        unsigned changed;      /* attributes found changed as allowed */
+        const xmlNode **allowed;       /* input nodes whose uuid= must change */
+        const char **allowed_uuid;     /* ... to this */
+        size_t n_allowed;
+        unsigned changed;              /* attributes found changed as allowed */
         unsigned mismatches;
 } Rewrite;
+
+static xmlDoc *full_parse(const char *buf, size_t len) {
+        return xmlReadMemory(buf, (int) len, "test.xml", NULL, XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
+}
+
+static const xmlNode *first_child(const xmlNode *n, const char *name) {
+        for (const xmlNode *c = n ? n->children : NULL; c; c = c->next)
+                if (c->type == XML_ELEMENT_NODE && !c->ns && xmlStrEqual(c->name, BAD_CAST name))
+                        return c;
+        return NULL;
+}
+
+static bool attr_is(const xmlNode *n, const char *name, const char *value) {
+        _cleanup_free_ char *v = (char *) xmlGetNoNsProp(n, BAD_CAST name);
+        return v && streq(v, value);
+}
+
+/* Finds, in the full input tree, the uuid= attributes the rewrite may change:
+ * source/address of the k-th mdev hostdev (to new_uuid[k]), and the
+ * mh:mdev entry whose uuid is that hostdev's old one. Found independently of
+ * domxml.c, by walking the tree. */
+static void rewrite_allowed(Rewrite *rw, const xmlDoc *doc, char (*new_uuid)[UUID_STRING_MAX]) {
+        const xmlNode *root = xmlDocGetRootElement(doc);
+        size_t k = 0, n = 0;
+
+        rw->allowed = calloc(256, sizeof *rw->allowed);
+        rw->allowed_uuid = calloc(256, sizeof *rw->allowed_uuid);
+        for (const xmlNode *dev = root->children; dev; dev = dev->next) {
+                if (dev->type != XML_ELEMENT_NODE || dev->ns || !xmlStrEqual(dev->name, BAD_CAST "devices"))
+                        continue;
+                for (const xmlNode *h = dev->children; h; h = h->next) {
+                        const xmlNode *a;
+                        _cleanup_free_ char *old = NULL;
+
+                        if (h->type != XML_ELEMENT_NODE || h->ns || !xmlStrEqual(h->name, BAD_CAST "hostdev") ||
+                            !attr_is(h, "mode", "subsystem") || !attr_is(h, "type", "mdev"))
+                                continue;
+                        a = first_child(first_child(h, "source"), "address");
+                        old = (char *) xmlGetNoNsProp(a, BAD_CAST "uuid");
+                        rw->allowed[n] = a;
+                        rw->allowed_uuid[n++] = new_uuid[k];
+                        for (const xmlNode *md = first_child(root, "metadata") ? first_child(root, "metadata")->children : NULL;
+                             md; md = md->next) {
+                                if (md->type != XML_ELEMENT_NODE || !md->ns ||
+                                    !xmlStrEqual(md->ns->href, BAD_CAST DOMXML_NAMESPACE))
+                                        continue;
+                                for (const xmlNode *e = md->children; e; e = e->next) {
+                                        _cleanup_free_ char *u = NULL;
+
+                                        if (e->type != XML_ELEMENT_NODE || !e->ns ||
+                                            !xmlStrEqual(e->ns->href, BAD_CAST DOMXML_NAMESPACE) ||
+                                            !xmlStrEqual(e->name, BAD_CAST "mdev"))
+                                                continue;
+                                        u = (char *) xmlGetNoNsProp(e, BAD_CAST "uuid");
+                                        if (u && old && strcasecmp(u, old) == 0) {
+                                                rw->allowed[n] = e;
+                                                rw->allowed_uuid[n++] = new_uuid[k];
+                                        }
+                                }
+                        }
+                        k++;
+                }
+        }
+        rw->n_allowed = n;
+}
 
 static void mismatch(Rewrite *rw, const xmlNode *a, const char *fmt, ...) _printf_(3, 4);
 static void mismatch(Rewrite *rw, const xmlNode *a, const char *fmt, ...) {
@@ -303,9 +372,9 @@ static const char *ns_href(const xmlNs *ns) {
 /* The new UUID the uuid= attribute of this input node must carry, or NULL
  * if it must not change. */
 static const char *allowed_uuid(const Rewrite *rw, const xmlNode *a) {
-        for (size_t i = 0; i < rw->in->n_mdevs; i++)
-                if (a == rw->in->mdevs[i].address || a == rw->in->mdevs[i].meta)
-                        return rw->new_uuid[i];
+        for (size_t i = 0; i < rw->n_allowed; i++)
+                if (a == rw->allowed[i])
+                        return rw->allowed_uuid[i];
         return NULL;
 }
 
@@ -385,6 +454,7 @@ static void check_rewrite(const char *buf, size_t len, unsigned expect_changed) 
         _cleanup_domxml_free_ Domxml *in = NULL, *work = NULL, *out = NULL;
         _cleanup_free_ char (*new_uuid)[UUID_STRING_MAX] = NULL;
         _cleanup_free_ char *text = NULL;
+        _cleanup_xmldoc_free_ xmlDoc *full_in = NULL, *full_out = NULL;
         Rewrite rw = { .mismatches = 0 };
         size_t text_len;
 
@@ -418,46 +488,104 @@ static void check_rewrite(const char *buf, size_t len, unsigned expect_changed) 
         CHECK_STREQ(out->name, in->name);
         CHECK_STREQ(out->uuid, in->uuid);
 
-        rw.in = in;
-        rw.new_uuid = new_uuid;
-        compare_docs(&rw, in->doc, out->doc);
+        full_in = full_parse(buf, len);
+        full_out = full_parse(text, text_len);
+        CHECK(full_in && full_out);
+        if (!full_in || !full_out)
+                return;
+        rewrite_allowed(&rw, full_in, new_uuid);
+        compare_docs(&rw, full_in, full_out);
         CHECK(rw.mismatches == 0);
         CHECK(rw.changed == expect_changed);
+        free(rw.allowed);
+        free(rw.allowed_uuid);
+}
+
+/* Replaces every occurrence of from with to (any lengths); a fresh string. */
+static char *replace_all(const char *s, const char *from, const char *to) {
+        size_t lf = strlen(from), lt = strlen(to), n = 0;
+        char *out, *o;
+
+        for (const char *p = s; (p = strstr(p, from)); p += lf)
+                n++;
+        out = malloc(strlen(s) + n * lt + 1);
+        if (!out)
+                abort();
+        for (o = out; *s;) {
+                if (strncmp(s, from, lf) == 0) {
+                        memcpy(o, to, lt);
+                        o += lt;
+                        s += lf;
+                } else
+                        *o++ = *s++;
+        }
+        *o = '\0';
+        return out;
 }
 
 static void test_rewrite_changes_only_uuids(void) {
-        _cleanup_free_ char *buf = NULL;
+        _cleanup_free_ char *buf = NULL, *charref = NULL, *quoted = NULL, *bom = NULL;
         size_t len;
 
         buf = read_data("two-mdevs.xml", &len);
         /* two hostdev addresses and their two metadata entries */
         check_rewrite(buf, len, 4);
+
+        /* A UUID written with a character reference cannot be spliced in
+         * place: the rewrite goes through a full tree and libxml2's writer. */
+        charref = replace_all(buf, "5d0c4e8a-8d3a-4b38-9f7e-2f0f4c1d9a10", "5d0c4e8a-8d3a-4b38-9f7e-2f0f4c1d9a1&#x30;");
+        check_rewrite(charref, strlen(charref), 4);
+
+        /* libvirt's own quoting, and a byte order mark with a declaration */
+        quoted = replace_all(buf, "\"", "'");
+        check_rewrite(quoted, strlen(quoted), 4);
+        bom = strdup_printf("\xef\xbb\xbf<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n%s", buf);
+        check_rewrite(bom, strlen(bom), 4);
+
         free(steal_pointer(&buf));
         buf = read_data("wrong-namespace.xml", &len);
         /* the foreign metadata keeps the old UUID */
         check_rewrite(buf, len, 1);
 }
 
-/* libvirt's own formatting (double quotes, self-closing empty elements, no
- * XML declaration) comes back byte for byte apart from the UUID. */
-static void test_rewrite_bytes(void) {
+/* Normally the output is the input byte for byte apart from the UUIDs:
+ * libvirt's quoting, spacing, declaration and all. */
+static void check_rewrite_bytes(const char *in) {
         _cleanup_domxml_free_ Domxml *d = NULL;
-        _cleanup_free_ char *buf = NULL, *text = NULL, *expected = NULL;
-        static const char old_uuid[] = "b1ae8bf6-38b0-4c81-9d44-78ce2e5d2b9d";
-        static const char new_uuid[] = "0f0e0d0c-0b0a-4908-8706-050403020100";
-        size_t len, text_len;
-        char *p;
+        _cleanup_free_ char *text = NULL, *expected = NULL, *tmp = NULL;
+        static const char old0[] = "b1ae8bf6-38b0-4c81-9d44-78ce2e5d2b9d";
+        static const char new0[] = "0f0e0d0c-0b0a-4908-8706-050403020100";
+        static const char old1[] = "5D0C4E8A-8D3A-4B38-9F7E-2F0F4C1D9A10"; /* the metadata's spelling */
+        static const char old1l[] = "5d0c4e8a-8d3a-4b38-9f7e-2f0f4c1d9a10";
+        static const char new1[] = "0f0e0d0c-0b0a-4908-8706-0504030201ff";
+        size_t text_len;
 
-        buf = read_data("two-mdevs.xml", &len);
-        CHECK(domxml_parse(buf, len, &d) == 0);
+        CHECK(domxml_parse(in, strlen(in), &d) == 0);
         if (!d)
                 return;
-        CHECK(domxml_set_mdev_uuid(d, 0, new_uuid) == 0);
+        CHECK(domxml_set_mdev_uuid(d, 0, new0) == 0);
+        CHECK(domxml_set_mdev_uuid(d, 1, new1) == 0);
         CHECK(domxml_format(d, &text, &text_len) == 0);
-        expected = strdup(buf);
-        for (p = expected; (p = strstr(p, old_uuid)); p += sizeof old_uuid - 1)
-                memcpy(p, new_uuid, sizeof new_uuid - 1);
+        tmp = replace_all(in, old0, new0);
+        free(steal_pointer(&expected));
+        expected = replace_all(tmp, old1, new1);
+        free(steal_pointer(&tmp));
+        tmp = steal_pointer(&expected);
+        expected = replace_all(tmp, old1l, new1);
         CHECK_STREQ(text, expected);
+        CHECK(text_len == strlen(expected));
+}
+
+static void test_rewrite_bytes(void) {
+        _cleanup_free_ char *buf = NULL, *quoted = NULL, *bom = NULL;
+        size_t len;
+
+        buf = read_data("two-mdevs.xml", &len);
+        check_rewrite_bytes(buf);
+        quoted = replace_all(buf, "\"", "'");
+        check_rewrite_bytes(quoted);
+        bom = strdup_printf("\xef\xbb\xbf<?xml version='1.0' encoding='UTF-8'?>\n<!-- saved -->\n%s", quoted);
+        check_rewrite_bytes(bom);
 }
 
 static void test_set_uuid_checks(void) {
