@@ -298,3 +298,23 @@ golden() {
         run "$MH_CLI" --bogus types
         [ "$status" -eq 2 ]
 }
+
+# --- the example config -------------------------------------------------------------
+
+@test "the installed example config is valid as it is" {
+        fixture_root mtty
+        run "$MH_CLI" check-config --config "$MH_SOURCE_DIR/conf/mdev-hooks.conf"
+        [ "$status" -eq 0 ]
+}
+
+@test "the example config with every option uncommented is valid" {
+        fixture_root nvidia
+        sed -E 's/^#([a-z0-9_:.]+ *=|\[)/\1/; s/^#(    0000)/\1/' "$MH_SOURCE_DIR/conf/mdev-hooks.conf" > "$BATS_TEST_TMPDIR/all.conf"
+        # every option of config.h is there
+        for k in enabled_mdev_types device_addresses max_instances mdev_class release placement lock_timeout parent_wait recreate command '0000:41:00.0'; do
+                grep -q "^$k *=" "$BATS_TEST_TMPDIR/all.conf"
+        done
+        run "$MH_CLI" inventory --config "$BATS_TEST_TMPDIR/all.conf"
+        [ "$status" -eq 0 ]
+        [[ "$output" == *"0000:87:00.0  nvidia-36  CUSTOM_NVIDIA_36"* ]]
+}
