@@ -86,7 +86,10 @@ int alloc_candidate_describe(const AllocCandidate *c, char *buf, size_t size) {
                         n = snprintf(buf, size, "%s is not configured for any type", c->parent);
                 break;
         case ALLOC_CREATE_FAILED:
-                n = snprintf(buf, size, "%s refused create (%s)", c->parent, strerror(c->create_errno));
+                if (c->create_errno == ENOENT || c->create_errno == EPROTO)
+                        n = snprintf(buf, size, "%s accepted create but did not show the mdev", c->parent);
+                else
+                        n = snprintf(buf, size, "%s refused create (%s)", c->parent, strerror(c->create_errno));
                 break;
         case ALLOC_OVER_MAX:
                 n = snprintf(buf, size, "%s is over max_instances for %s", c->parent, c->type);
@@ -537,8 +540,7 @@ static int candidates_apply_max(const Alloc *a, const AllocWant *w, CandidateLis
                 if (alloc_max_left(ct->max_instances, existing) > 0)
                         continue;
                 for (size_t i = 0; i < l->n; i++)
-                        if (streq(l->c[i].type, ct->name) &&
-                            (l->c[i].verdict == ALLOC_OK || l->c[i].verdict == ALLOC_FULL))
+                        if (streq(l->c[i].type, ct->name) && l->c[i].verdict == ALLOC_OK)
                                 l->c[i].verdict = ALLOC_OVER_MAX;
         }
         return 0;
