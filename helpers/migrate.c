@@ -232,19 +232,60 @@ static int uuid_new(const HookContext *ctx, const MigrateItem *items, size_t i, 
         return error_set(-EEXIST, "cannot find an unused UUID for a new mdev");
 }
 
+/* The free mdevs that mdev-hooks kept (release = keep), read once per call:
+ * alloc_find_free() lists every record again for each hostdev, which on a
+ * host with many records and a guest with 16 mdevs adds up. */
+typedef struct KeptList {
+        LedgerEntry *entries;
+        size_t n;
+        bool loaded;
+} KeptList;
+
+/* The same rule as alloc_find_free(): a free record of this boot that
+ * mdev-hooks created, of one of the wanted types (on the pinned parent),
+ * no remove pending, whose mdev exists with that type. Also skips UUIDs
+ * that another hostdev of the guest brings along: the rewrite would give two
+ * hostdevs one UUID. Returns 1 and the mdev, 0 if there is none. */
+static int kept_find(const HookContext *ctx, const Alloc *a, KeptList *k, const MigrateItem *items, size_t i,
+                     SysfsMdev *ret) {
+        const AllocWant *w = &items[i].want;
+        int r;
+
+        if (!k->loaded) {
+                r = ledger_list(ctx->ledgerfd, &k->entries, &k->n, NULL);
+                if (r < 0)
+                        return r;
+                k->loaded = true;
+        }
+        for (size_t j = 0; j < k->n; j++) {
+                LedgerEntry *e = &k->entries[j];
+                SysfsMdev m;
+
+                if (e->state != LEDGER_FREE || e->origin != LEDGER_CREATED || e->remove_pending ||
+                    !streq(e->boot_id, a->boot_id) || !strv_contains(w->types, e->type) ||
+                    (w->parent[0] && !streq(w->parent, e->parent)) ||
+                    uuid_taken_in_call(ctx->dom, items, i, e->uuid))
+                        continue;
+                if (sysfs_mdev_get(ctx->rootfd, e->uuid, &m) < 0 || !streq(m.type, e->type))
+                        continue;
+                e->state = LEDGER_INCOMING; /* not twice */
+                *ret = m;
+                return 1;
+        }
+        return 0;
+}
+
 /* Choices 2 and 3 for one item. */
-static int place_one(HookContext *ctx, Alloc *a, MigrateItem *items, size_t i) {
+static int place_one(HookContext *ctx, Alloc *a, KeptList *k, MigrateItem *items, size_t i) {
         MigrateItem *it = &items[i];
         const char *incoming = ctx->dom->mdevs[i].uuid;
         SysfsMdev kept;
         int r;
 
-        r = alloc_find_free(a, &it->want, &kept);
+        r = kept_find(ctx, a, k, items, i, &kept);
         if (r < 0)
                 return r;
-        /* A kept mdev whose UUID another hostdev of the guest brings along is
-         * left alone: the rewrite would give two hostdevs one UUID. */
-        if (r > 0 && !uuid_taken_in_call(ctx->dom, items, i, kept.uuid)) {
+        if (r > 0) {
                 r = alloc_claim(a, &it->want, &kept, LEDGER_INCOMING, &it->entry);
                 if (r < 0)
                         return r;
@@ -301,6 +342,7 @@ int migrate_run(HookContext *ctx, HookOp op) {
         const Domxml *dom = ctx->dom;
         _cleanup_free_ char (*incoming)[UUID_STRING_MAX] = NULL;
         MigrateItem *items = NULL;
+        KeptList kept = { .loaded = false };
         Alloc a;
         int r = 0;
 
@@ -349,7 +391,7 @@ int migrate_run(HookContext *ctx, HookOp op) {
         for (size_t i = 0; i < dom->n_mdevs; i++) {
                 if (items[i].choice != MIGRATE_UNDECIDED)
                         continue;
-                r = place_one(ctx, &a, items, i);
+                r = place_one(ctx, &a, &kept, items, i);
                 if (r < 0)
                         goto fail;
         }
@@ -378,6 +420,7 @@ fail: {
         error_set(r, "%s", reason ? reason : strerror(-r));
 }
 out:
+        free(kept.entries);
         alloc_done(&a);
         items_free(items, dom->n_mdevs);
         return r;

@@ -205,6 +205,34 @@ assert_only_uuids_changed() {
         assert_moved web1 nvidia-35
 }
 
+@test "migrate of two mdevs takes two different kept mdevs" {
+        one_type_conf "$A"
+        conf_on "$B" <<-EOF
+	[devices]
+	enabled_mdev_types = nvidia-35
+
+	[hooks]
+	release = keep
+	EOF
+        sim_use "$B"
+        run prepare old "$U3,type=nvidia-35" "$U4,type=nvidia-35"
+        [ "$status" -eq 0 ]
+        run release old
+        sim_use "$A"
+        run prepare web1 "$U1,type=nvidia-35" "$U2,type=nvidia-35"
+        [ "$status" -eq 0 ]
+
+        migrate_to_b web1
+        [ "$status" -eq 0 ]
+        [ "$(xml_uuids "$T/web1.b.xml" | sort)" = "$(printf '%s\n' "$U3" "$U4")" ]
+        [ "$(sim_mdevs)" = "$(printf '%s\n' "$U3" "$U4")" ]
+        [ "$(record "$U3" state)" = incoming ]
+        [ "$(record "$U4" state)" = incoming ]
+
+        finish_migration web1
+        assert_moved web1 nvidia-35
+}
+
 @test "migrate reuses an mdev with the same UUID that exists on the destination" {
         one_type_conf "$A"
         one_type_conf "$B"
