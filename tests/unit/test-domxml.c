@@ -233,6 +233,28 @@ static void test_size_limit(void) {
         CHECK(buf && buf[len] == '\0');
 }
 
+static void test_deep_nesting(void) {
+        _cleanup_domxml_free_ Domxml *d = NULL;
+        _cleanup_free_ char *buf = NULL;
+        size_t n = 0, depth = 100000;
+
+        /* libxml2 refuses nesting beyond 256 levels (no XML_PARSE_HUGE);
+         * neither it nor the tree builder recurses that deep. */
+        buf = malloc(depth * 7 + 64);
+        CHECK(buf);
+        if (!buf)
+                return;
+        n += (size_t) sprintf(buf, "<domain><name>x</name><devices><hostdev>");
+        for (size_t i = 0; i < depth; i++)
+                n += (size_t) sprintf(buf + n, "<a>");
+        for (size_t i = 0; i < depth; i++)
+                n += (size_t) sprintf(buf + n, "</a>");
+        n += (size_t) sprintf(buf + n, "</hostdev></devices></domain>");
+        error_clear();
+        CHECK(domxml_parse(buf, n, &d) == -EBADMSG);
+        CHECK(strstr(error_get(-EBADMSG), "depth"));
+}
+
 static void test_empty(void) {
         _cleanup_domxml_free_ Domxml *d = NULL;
 
@@ -684,6 +706,7 @@ int main(void) {
         test_external_entity_not_read();
         test_size_limit();
         test_empty();
+        test_deep_nesting();
         test_name_checks();
         test_rewrite_changes_only_uuids();
         test_rewrite_bytes();
