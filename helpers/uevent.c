@@ -33,6 +33,9 @@
 /* The config is read whole only to find a PF's address in it. */
 #define CONFIG_TEXT_MAX (1024 * 1024)
 #define SRIOV_MARK_DIR "run/mdev-hooks/sriov" /* under the root */
+#define SWEEP_MARK "run/mdev-hooks/swept"     /* under the root */
+/* How long one event sweeps other parents' stale records under the lock. */
+#define UEVENT_SWEEP_USEC (2ULL * 1000000ULL)
 
 static const char * const kind_table[_UEVENT_KIND_MAX] = {
         [UEVENT_IGNORE] = "ignore",
@@ -247,55 +250,103 @@ static int record_set(UeventContext *c, LedgerEntry *e, LedgerState state, Ledge
         return ledger_write(c->ledgerfd, e);
 }
 
-/* Brings one record in line with sysfs. Runs under the lock with the record as
- * it is now; *e is updated to what was written (its state LEDGER_FREE and
- * *ret_dropped set when the record is gone).
+/* recreate = eager: makes a guest's mdev again, with its UUID, type and
+ * parent. 1 if it now exists, 0 if not (logged). */
+static int mdev_make(UeventContext *c, const LedgerEntry *e) {
+        const ConfigType *t = config_parent_type(c->config, e->parent);
+        SysfsMdev m;
+        int r;
+
+        if (!t || !streq(t->name, e->type)) {
+                note(c, LOG_WARNING, "mdev %s of guest '%s' is not made again on '%s': the config has it serve %s%s%s, not '%s'; it is placed when the guest starts",
+                     e->uuid, e->guest, e->parent, t ? "'" : "no type", t ? t->name : "", t ? "'" : "", e->type);
+                return 0;
+        }
+        r = sysfs_mdev_create(c->rootfd, e->parent, e->type, e->uuid);
+        if (r < 0) {
+                note(c, LOG_WARNING, "cannot make mdev %s of guest '%s' (%s on '%s') again: %s; it is made when the guest starts",
+                     e->uuid, e->guest, e->type, e->parent, strerror(-r));
+                return 0;
+        }
+        r = mdev_lookup(c->rootfd, e->uuid, &m);
+        if (r <= 0 || !streq(m.parent, e->parent) || !streq(m.type, e->type)) {
+                note(c, LOG_WARNING, "made mdev %s of guest '%s' (%s on '%s') again, but it did not appear as such: %s",
+                     e->uuid, e->guest, e->type, e->parent, r < 0 ? error_get(r) : "not found");
+                error_clear();
+                return 0;
+        }
+        return 1;
+}
+
+/* Brings one record in line with sysfs. With apply, runs under the lock with
+ * the record as it is now, and changes it; without, only says whether it
+ * would (1) or not (0), so that an event with nothing to do takes no lock.
  *
  *   the recorded mdev ...              free record   a guest's record
  *   exists, recorded in this boot      kept          kept (lost: the guest's again, borrowed)
  *   exists, recorded in an earlier one dropped       the guest's again, borrowed
- *   is gone (or elsewhere)             dropped       lost (a warning if it was in use this boot)
+ *   is gone (or elsewhere)             dropped       lost (a warning if it was in use this
+ *                                                    boot); with recreate: made again
  *
  * "Borrowed": an mdev with the guest's UUID that someone else made (mdevctl,
- * an operator); mdev-hooks will use it for the guest but never remove it. */
-static int record_refresh(UeventContext *c, LedgerEntry *e, bool *ret_dropped) {
+ * an operator); mdev-hooks uses it for the guest but never removes it. */
+static int record_refresh(UeventContext *c, LedgerEntry *e, bool recreate, bool apply) {
         bool this_boot = streq(e->boot_id, c->boot_id);
         SysfsMdev m = { .parent = "" };
         bool found, exists;
         int r;
 
-        *ret_dropped = false;
         r = mdev_lookup(c->rootfd, e->uuid, &m);
         if (r < 0)
                 return r;
         found = r > 0;
         exists = found && streq(m.parent, e->parent) && streq(m.type, e->type);
 
-        if (exists && this_boot && e->state != LEDGER_LOST)
-                return 0; /* true as it stands */
-
         if (exists) {
+                if (this_boot && e->state != LEDGER_LOST)
+                        return 0; /* true as it stands */
+                if (!apply)
+                        return 1;
                 /* Lost earlier in this boot, or recorded in an earlier boot:
                  * either way this mdev was made by someone else. */
                 if (e->state == LEDGER_FREE) {
-                        *ret_dropped = true;
-                        return record_drop(c, e, "from an earlier boot was made again by someone else");
+                        r = record_drop(c, e, "from an earlier boot was made again by someone else");
+                        return r < 0 ? r : 1;
                 }
                 r = record_set(c, e, LEDGER_ASSIGNED, LEDGER_BORROWED, c->boot_id);
                 if (r < 0)
                         return r;
                 note(c, LOG_NOTICE, "mdev %s of guest '%s' (%s on '%s') exists again: recorded as the guest's, borrowed (mdev-hooks will not remove it)",
                      e->uuid, e->guest, e->type, e->parent);
-                return 0;
+                return 1;
         }
 
         /* The recorded mdev no longer exists. */
-        if (e->state == LEDGER_FREE) {
-                *ret_dropped = true;
-                return record_drop(c, e, this_boot ? "is gone" : "is from an earlier boot");
-        }
-        if (e->state == LEDGER_LOST)
+        recreate = recreate && !found && e->state != LEDGER_FREE;
+        if (e->state == LEDGER_LOST && !recreate)
                 return 0;
+        if (!apply)
+                return 1;
+        if (e->state == LEDGER_FREE) {
+                r = record_drop(c, e, this_boot ? "is gone" : "is from an earlier boot");
+                return r < 0 ? r : 1;
+        }
+        if (recreate) {
+                r = mdev_make(c, e);
+                if (r < 0)
+                        return r;
+                if (r > 0) {
+                        e->remove_pending = false;
+                        r = record_set(c, e, LEDGER_ASSIGNED, LEDGER_CREATED, c->boot_id);
+                        if (r < 0)
+                                return r;
+                        note(c, LOG_NOTICE, "made mdev %s of guest '%s' (%s on '%s') again (recreate = eager)",
+                             e->uuid, e->guest, e->type, e->parent);
+                        return 1;
+                }
+                if (e->state == LEDGER_LOST)
+                        return 0;
+        }
 
         r = record_set(c, e, LEDGER_LOST, e->origin, e->boot_id);
         if (r < 0)
@@ -312,34 +363,30 @@ static int record_refresh(UeventContext *c, LedgerEntry *e, bool *ret_dropped) {
         else
                 note(c, LOG_WARNING, "mdev %s of guest '%s' (%s on '%s') was removed outside mdev-hooks: marked lost; the guest has lost its device, restart it or run 'mdev-hooks reconcile'",
                      e->uuid, e->guest, e->type, e->parent);
-        return 0;
+        return 1;
 }
 
-/* UUIDs of the records of one parent, read without the lock (a reader may see
- * the old or the new file, never a torn one). Records written for the parent
- * after this scan describe mdevs made under the lock in this boot: true. */
-static int parent_scan(UeventContext *c, const char *parent, char ***ret) {
-        _cleanup_strv_free_ char **uuids = NULL;
-        _cleanup_free_ LedgerEntry *list = NULL;
-        size_t n = 0, bad = 0;
+/* A record from an earlier boot that still claims an mdev exists. */
+static bool record_is_stale(const UeventContext *c, const LedgerEntry *e) {
+        return !streq(e->boot_id, c->boot_id) && e->state != LEDGER_LOST;
+}
+
+/* Every record, read without the lock (a reader may see the old or the new
+ * file, never a torn one). None when there is no record directory. */
+static int records_scan(UeventContext *c, LedgerEntry **ret, size_t *ret_n) {
+        size_t bad = 0;
         int r;
 
         *ret = NULL;
+        *ret_n = 0;
         r = context_open_ledger(c);
         if (r <= 0)
                 return r;
-        r = ledger_list(c->ledgerfd, &list, &n, &bad);
+        r = ledger_list(c->ledgerfd, ret, ret_n, &bad);
         if (r < 0)
                 return r;
         if (bad > 0)
                 note(c, LOG_WARNING, "%zu record file(s) in '/" LEDGER_DIR "' do not parse and are left alone; run 'mdev-hooks reconcile'", bad);
-        for (size_t i = 0; i < n; i++)
-                if (streq(list[i].parent, parent)) {
-                        r = strv_extend(&uuids, list[i].uuid);
-                        if (r < 0)
-                                return r;
-                }
-        *ret = steal_pointer(&uuids);
         return 0;
 }
 
@@ -358,6 +405,26 @@ static int record_reread(UeventContext *c, const char *uuid, const char *parent,
         if (r < 0)
                 return r;
         return !parent || streq(ret->parent, parent);
+}
+
+/* The sweep of the records from an earlier boot is done once per boot, by
+ * the first event that finds it to do; this mark (under run/, which a boot
+ * empties) holds the boot id once nothing is left. */
+static bool sweep_is_done(const UeventContext *c) {
+        char buf[UUID_STRING_MAX + 2];
+
+        return read_small_at(c->rootfd, SWEEP_MARK, buf, sizeof buf) >= 0 && streq(buf, c->boot_id);
+}
+
+static void sweep_mark_done(UeventContext *c) {
+        char buf[UUID_STRING_MAX + 2];
+        _cleanup_close_ int fd = -1;
+
+        snprintf(buf, sizeof buf, "%s\n", c->boot_id);
+        (void) mkdir_p_at(c->rootfd, "run/mdev-hooks", 0755);
+        fd = openat(c->rootfd, SWEEP_MARK, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0644);
+        if (fd < 0 || write(fd, buf, strlen(buf)) != (ssize_t) strlen(buf))
+                note(c, LOG_DEBUG, "cannot write '/" SWEEP_MARK "': %s", strerror(errno));
 }
 
 /* --- parents ---------------------------------------------------------------- */
@@ -409,44 +476,18 @@ static void parent_check_config(UeventContext *c, const char *parent) {
              offered && *offered ? offered : "nothing");
 }
 
-/* recreate = eager: makes a lost mdev of a guest again, with its UUID, on its
- * parent, and records it as the guest's in this boot. */
-static int record_recreate(UeventContext *c, LedgerEntry *e) {
-        const ConfigType *t = config_parent_type(c->config, e->parent);
-        SysfsMdev m;
-        int r;
-
-        if (!t || !streq(t->name, e->type)) {
-                note(c, LOG_WARNING, "mdev %s of guest '%s' is not made again on '%s': the config has it serve %s%s%s, not '%s'; it is placed when the guest starts",
-                     e->uuid, e->guest, e->parent, t ? "'" : "no type", t ? t->name : "", t ? "'" : "", e->type);
-                return 0;
-        }
-        r = sysfs_mdev_create(c->rootfd, e->parent, e->type, e->uuid);
-        if (r < 0) {
-                note(c, LOG_WARNING, "cannot make mdev %s of guest '%s' (%s on '%s') again: %s; it is made when the guest starts",
-                     e->uuid, e->guest, e->type, e->parent, strerror(-r));
-                return 0;
-        }
-        r = mdev_lookup(c->rootfd, e->uuid, &m);
-        if (r <= 0 || !streq(m.parent, e->parent) || !streq(m.type, e->type)) {
-                note(c, LOG_WARNING, "made mdev %s of guest '%s' (%s on '%s') again, but it did not appear as such: %s",
-                     e->uuid, e->guest, e->type, e->parent, r < 0 ? error_get(r) : "not found");
-                error_clear();
-                return 0;
-        }
-        e->remove_pending = false;
-        r = record_set(c, e, LEDGER_ASSIGNED, LEDGER_CREATED, c->boot_id);
-        if (r < 0)
-                return r;
-        note(c, LOG_NOTICE, "made mdev %s of guest '%s' (%s on '%s') again (recreate = eager)",
-             e->uuid, e->guest, e->type, e->parent);
-        return 0;
-}
-
+/* registered / unregistered. The parent's own records are brought in line
+ * with sysfs (with recreate = eager, a registered parent's lost mdevs are made
+ * again). Records of other parents from an earlier boot are stale whatever
+ * their parent does, so the first event after a boot sweeps them too, for a
+ * bounded time, and the events of the other parents then find nothing to do:
+ * at boot, N parents registering cost about one sweep, not N. */
 static int parent_changed(UeventContext *c, bool registered) {
         const char *parent = c->ev->name;
-        _cleanup_strv_free_ char **uuids = NULL;
-        bool eager;
+        _cleanup_free_ LedgerEntry *list = NULL;
+        unsigned long long deadline;
+        bool eager, swept, work = false, cut = false;
+        size_t n = 0;
         int r;
 
         r = boot_id_read(c->rootfd, c->boot_id);
@@ -454,35 +495,56 @@ static int parent_changed(UeventContext *c, bool registered) {
                 return r;
         if (registered && context_load_config(c) > 0)
                 parent_check_config(c, parent);
+        eager = registered && c->config && c->config->recreate == CONFIG_RECREATE_EAGER;
 
-        r = parent_scan(c, parent, &uuids);
+        r = records_scan(c, &list, &n);
         if (r < 0)
                 return r;
-        if (!uuids || !uuids[0])
+        swept = sweep_is_done(c);
+        /* Without the lock: is there anything to change at all? */
+        for (size_t i = 0; i < n && !work; i++) {
+                if (streq(list[i].parent, parent)) {
+                        r = record_refresh(c, &list[i], eager, false);
+                        if (r < 0)
+                                return r;
+                        work = r > 0;
+                } else
+                        work = !swept && record_is_stale(c, &list[i]);
+        }
+        if (!work) {
+                if (!swept)
+                        sweep_mark_done(c);
                 return 0;
+        }
 
         r = context_lock(c);
         if (r < 0)
                 return r;
-        eager = registered && c->config && c->config->recreate == CONFIG_RECREATE_EAGER;
-        for (char **u = uuids; *u; u++) {
-                LedgerEntry e;
-                bool dropped;
+        swept = sweep_is_done(c);
+        deadline = now_usec() + UEVENT_SWEEP_USEC;
+        /* This parent's records first, then the sweep. */
+        for (int pass = 0; pass < 2; pass++)
+                for (size_t i = 0; i < n; i++) {
+                        bool own = streq(list[i].parent, parent);
+                        LedgerEntry e;
 
-                r = record_reread(c, *u, parent, &e);
-                if (r < 0)
-                        return r;
-                if (r == 0)
-                        continue;
-                r = record_refresh(c, &e, &dropped);
-                if (r < 0)
-                        return r;
-                if (!dropped && eager && e.state == LEDGER_LOST) {
-                        r = record_recreate(c, &e);
+                        if (pass == 0 ? !own : (own || swept || !record_is_stale(c, &list[i])))
+                                continue;
+                        if (pass == 1 && now_usec() > deadline) {
+                                cut = true;
+                                break;
+                        }
+                        r = record_reread(c, list[i].uuid, list[i].parent, &e);
+                        if (r < 0)
+                                return r;
+                        if (r == 0 || (pass == 1 && !record_is_stale(c, &e)))
+                                continue;
+                        r = record_refresh(c, &e, eager && (own || sysfs_parent_is_registered(c->rootfd, e.parent) > 0), true);
                         if (r < 0)
                                 return r;
                 }
-        }
+        if (!swept && !cut)
+                sweep_mark_done(c);
         return 0;
 }
 
@@ -491,7 +553,6 @@ static int parent_changed(UeventContext *c, bool registered) {
 static int mdev_changed(UeventContext *c) {
         const char *uuid = c->ev->name;
         LedgerEntry e;
-        bool dropped;
         int r;
 
         /* Cheap way out for mdevs mdev-hooks has no record of: foreign ones
@@ -513,7 +574,8 @@ static int mdev_changed(UeventContext *c) {
         r = record_reread(c, uuid, NULL, &e);
         if (r <= 0)
                 return r;
-        return record_refresh(c, &e, &dropped);
+        r = record_refresh(c, &e, false, true);
+        return r < 0 ? r : 0;
 }
 
 /* --- SR-IOV physical functions ---------------------------------------------- */

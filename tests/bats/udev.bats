@@ -1,0 +1,605 @@
+#!/usr/bin/env bats
+# The udev helper (mdev-hooks-udev) run as udev runs it: `mdev-hooks-udev %k`
+# with only the event's properties (ACTION, DEVPATH, SUBSYSTEM, SEQNUM,
+# MDEV_STATE) in its environment, against the sysfs simulator; and the rules
+# file, parsed and matched by the installed udevadm.
+
+load common
+load ../sim/sim
+
+teardown() {
+        sim_umount
+}
+
+OLD_BOOT=0badb007-0000-4000-8000-000000000001
+U1=6d7a0000-0000-4000-8000-000000000001
+U2=6d7a0000-0000-4000-8000-000000000002
+U3=6d7a0000-0000-4000-8000-000000000003
+U4=6d7a0000-0000-4000-8000-000000000004
+
+SEQ=0
+
+# udev_run ACTION SUBSYSTEM DEVPATH [MDEV_STATE]: runs the helper with exactly
+# udev's environment (plus MDEV_HOOKS_ROOT) and %k = the last component of
+# DEVPATH, through bats' `run`.
+udev_run() {
+        local action=$1 subsystem=$2 devpath=$3 state=${4:-}
+        SEQ=$((SEQ + 1))
+        run env -i MDEV_HOOKS_ROOT="$MDEV_HOOKS_ROOT" ACTION="$action" SUBSYSTEM="$subsystem" \
+                DEVPATH="$devpath" SEQNUM="$SEQ" ${state:+MDEV_STATE=$state} \
+                "$MH_UDEV" "${devpath##*/}"
+}
+
+# devpath_of PATH-UNDER-SYS: the device's DEVPATH (the link resolved, /sys cut off).
+devpath_of() {
+        local p
+        p=$(readlink -f "$SIM_SYS/$1")
+        printf '%s\n' "${p#"$SIM_SYS"}"
+}
+
+# parent_event PARENT registered|unregistered: the parent's own device (pci,
+# or mtty for the kernel's sample) sends the event.
+parent_event() {
+        if [ "$1" = mtty ]; then
+                udev_run change mtty /devices/virtual/mtty/mtty "$2"
+        else
+                udev_run change pci "$(devpath_of "bus/pci/devices/$1")" "$2"
+        fi
+}
+
+# mdev_event ACTION PARENT UUID
+mdev_event() {
+        local pdev=/devices/virtual/mtty/mtty
+        [ "$2" = mtty ] || pdev=$(devpath_of "bus/pci/devices/$2")
+        udev_run "$1" mdev "$pdev/$3"
+}
+
+# record UUID PARENT TYPE STATE GUEST BOOT_ID: writes a record file (ledger.h).
+record() {
+        mkdir -p "$MDEV_HOOKS_ROOT/var/lib/mdev-hooks"
+        cat > "$MDEV_HOOKS_ROOT/var/lib/mdev-hooks/$1" <<EOF
+[mdev]
+uuid = $1
+parent = $2
+type = $3
+state = $4
+origin = created
+guest = $5
+guest_uuid =
+boot_id = $6
+since = 1700000000
+remove_pending = no
+EOF
+}
+
+# field UUID KEY: prints one key of a record, or "absent" when there is no record.
+field() {
+        local f="$MDEV_HOOKS_ROOT/var/lib/mdev-hooks/$1"
+        [ -f "$f" ] || { echo absent; return; }
+        awk -v k="$2" '$1 == k { sub(/^[^=]*= ?/, ""); print; exit }' "$f"
+}
+
+boot_id() {
+        cat "$MDEV_HOOKS_ROOT/proc/sys/kernel/random/boot_id"
+}
+
+config() {
+        cat > "$MDEV_HOOKS_ROOT/etc/mdev-hooks/mdev-hooks.conf"
+}
+
+# writes_to PATH-UNDER-SYS: how many writes the simulator counted on a file.
+writes_to() {
+        sim_counters | awk -v p="$1" '$7 == p { print $3; found = 1 } END { if (!found) print 0 }'
+}
+
+# --- a parent registers ----------------------------------------------------
+
+@test "registered after a reboot drops free records and marks the guests' records lost" {
+        sim_mount mtty
+        config <<EOF
+[devices]
+enabled_mdev_types = mtty-1
+EOF
+        record "$U1" mtty mtty-1 free "" "$OLD_BOOT"
+        record "$U2" mtty mtty-1 assigned web1 "$OLD_BOOT"
+        parent_event mtty registered
+        [ "$status" -eq 0 ]
+        [ "$(field "$U1" state)" = absent ]
+        [ "$(field "$U2" state)" = lost ]
+        [ "$(field "$U2" guest)" = web1 ]
+        [ -z "$(sim_mdevs)" ]
+}
+
+@test "registered with recreate = eager makes the guests' mdevs again with their UUIDs" {
+        sim_mount nvidia-timesliced
+        config <<EOF
+[devices]
+enabled_mdev_types = nvidia-35
+[hooks]
+recreate = eager
+EOF
+        record "$U1" 0000:84:00.0 nvidia-35 assigned web1 "$OLD_BOOT"
+        record "$U2" 0000:84:00.0 nvidia-35 lost web2 "$OLD_BOOT"
+        record "$U3" 0000:84:00.0 nvidia-35 free "" "$OLD_BOOT"
+        parent_event 0000:84:00.0 registered
+        [ "$status" -eq 0 ]
+        for u in "$U1" "$U2"; do
+                [ "$(field "$u" state)" = assigned ]
+                [ "$(field "$u" origin)" = created ]
+                [ "$(field "$u" boot_id)" = "$(boot_id)" ]
+                [ "$(readlink "$SIM_SYS/bus/mdev/devices/$u/mdev_type")" = ../mdev_supported_types/nvidia-35 ]
+                [[ "$(readlink -f "$SIM_SYS/bus/mdev/devices/$u")" == */0000:84:00.0/$u ]]
+        done
+        [ "$(field "$U3" state)" = absent ]
+        [ ! -e "$SIM_SYS/bus/mdev/devices/$U3" ]
+}
+
+@test "registered leaves the records of other parents from this boot alone" {
+        sim_mount nvidia-timesliced
+        config <<EOF
+[devices]
+enabled_mdev_types = nvidia-35
+EOF
+        # Untrue (no such mdev), but another parent's business.
+        record "$U1" 0000:85:00.0 nvidia-35 assigned web1 "$(boot_id)"
+        record "$U2" 0000:85:00.0 nvidia-35 free "" "$(boot_id)"
+        parent_event 0000:84:00.0 registered
+        [ "$status" -eq 0 ]
+        [ "$(field "$U1" state)" = assigned ]
+        [ "$(field "$U2" state)" = free ]
+}
+
+@test "the first registered event after a reboot sweeps every parent's records from the earlier boot" {
+        sim_mount nvidia-timesliced
+        config <<EOF
+[devices]
+enabled_mdev_types = nvidia-35
+EOF
+        record "$U1" 0000:85:00.0 nvidia-35 assigned web1 "$OLD_BOOT"
+        record "$U2" 0000:86:00.0 nvidia-35 free "" "$OLD_BOOT"
+        sim_unregister 0000:87:00.0
+        record "$U3" 0000:87:00.0 nvidia-35 incoming web3 "$OLD_BOOT"
+        parent_event 0000:84:00.0 registered
+        [ "$status" -eq 0 ]
+        [ "$(field "$U1" state)" = lost ]
+        [ "$(field "$U2" state)" = absent ]
+        [ "$(field "$U3" state)" = lost ]
+        [ "$(cat "$MDEV_HOOKS_ROOT/run/mdev-hooks/swept")" = "$(boot_id)" ]
+}
+
+@test "registered keeps records of this boot whose mdevs exist" {
+        sim_mount nvidia-timesliced
+        config <<EOF
+[devices]
+enabled_mdev_types = nvidia-35
+EOF
+        sim_create 0000:84:00.0 nvidia-35 "$U1"
+        sim_create 0000:84:00.0 nvidia-35 "$U2"
+        record "$U1" 0000:84:00.0 nvidia-35 assigned web1 "$(boot_id)"
+        record "$U2" 0000:84:00.0 nvidia-35 free "" "$(boot_id)"
+        before=$(cat "$MDEV_HOOKS_ROOT"/var/lib/mdev-hooks/*)
+        parent_event 0000:84:00.0 registered
+        [ "$status" -eq 0 ]
+        [ "$(cat "$MDEV_HOOKS_ROOT"/var/lib/mdev-hooks/*)" = "$before" ]
+}
+
+@test "registered logs a configured type that the parent does not offer" {
+        sim_mount nvidia-timesliced
+        config <<EOF
+[devices]
+enabled_mdev_types = nvidia-35, mtty-1
+[mdev_mtty-1]
+device_addresses = 0000:84:00.0
+EOF
+        parent_event 0000:84:00.0 registered
+        [ "$status" -eq 0 ]
+        [[ "$output" == *"'0000:84:00.0' does not offer type 'mtty-1'"* ]]
+        [[ "$output" == *"nvidia-35, nvidia-36"* ]]
+        parent_event 0000:85:00.0 registered
+        [ "$status" -eq 0 ]
+        [ -z "$output" ]
+}
+
+@test "registered with a broken config still drops the free records of an earlier boot" {
+        sim_mount mtty
+        config <<EOF
+[devices]
+enabled_mdev_types = mtty-1
+[hooks]
+no_such_key = 1
+EOF
+        record "$U1" mtty mtty-1 free "" "$OLD_BOOT"
+        parent_event mtty registered
+        [ "$status" -eq 0 ]
+        [[ "$output" == *"check-config"* ]]
+        [ "$(field "$U1" state)" = absent ]
+}
+
+# --- a parent unregisters --------------------------------------------------
+
+@test "unregistered marks the parent's guest mdevs lost and drops its free ones" {
+        sim_mount nvidia-timesliced
+        config <<EOF
+[devices]
+enabled_mdev_types = nvidia-35
+EOF
+        sim_create 0000:84:00.0 nvidia-35 "$U1"
+        sim_create 0000:84:00.0 nvidia-35 "$U2"
+        sim_create 0000:85:00.0 nvidia-35 "$U3"
+        record "$U1" 0000:84:00.0 nvidia-35 assigned web1 "$(boot_id)"
+        record "$U2" 0000:84:00.0 nvidia-35 free "" "$(boot_id)"
+        record "$U3" 0000:85:00.0 nvidia-35 assigned web3 "$(boot_id)"
+        sim_unregister 0000:84:00.0
+        parent_event 0000:84:00.0 unregistered
+        [ "$status" -eq 0 ]
+        [ "$(field "$U1" state)" = lost ]
+        [ "$(field "$U2" state)" = absent ]
+        [ "$(field "$U3" state)" = assigned ]
+        [[ "$output" == *"guest 'web1'"*"gone with its parent"* ]]
+}
+
+# --- an mdev goes or comes outside mdev-hooks ------------------------------
+
+@test "an mdev removed by hand: its free record is dropped without a warning" {
+        sim_mount nvidia-timesliced
+        sim_create 0000:84:00.0 nvidia-35 "$U1"
+        record "$U1" 0000:84:00.0 nvidia-35 free "" "$(boot_id)"
+        sim_remove "$U1"
+        mdev_event remove 0000:84:00.0 "$U1"
+        [ "$status" -eq 0 ]
+        [ "$(field "$U1" state)" = absent ]
+        [[ "$output" != *warning* && "$output" != *"removed outside"* ]]
+}
+
+@test "an mdev a guest holds removed by hand: marked lost with a warning naming the guest" {
+        sim_mount nvidia-timesliced
+        sim_create 0000:84:00.0 nvidia-35 "$U1"
+        record "$U1" 0000:84:00.0 nvidia-35 assigned web1 "$(boot_id)"
+        sim_remove "$U1"
+        mdev_event remove 0000:84:00.0 "$U1"
+        [ "$status" -eq 0 ]
+        [ "$(field "$U1" state)" = lost ]
+        [ "$(field "$U1" guest)" = web1 ]
+        [[ "$output" == *"$U1 of guest 'web1'"*"removed outside mdev-hooks"* ]]
+}
+
+@test "an mdev mdev-hooks removes under the lock gives no false warning" {
+        sim_mount nvidia-timesliced
+        sim_create 0000:84:00.0 nvidia-35 "$U1"
+        record "$U1" 0000:84:00.0 nvidia-35 assigned web1 "$(boot_id)"
+        mkdir -p "$MDEV_HOOKS_ROOT/run/mdev-hooks"
+        # Play a hook's release: take the lock, remove the mdev (its udev
+        # event starts now), then forget the record, then let go.
+        exec {lockfd}>"$MDEV_HOOKS_ROOT/run/mdev-hooks/lock"
+        flock "$lockfd"
+        sim_remove "$U1"
+        pdev=$(devpath_of bus/pci/devices/0000:84:00.0)
+        env -i MDEV_HOOKS_ROOT="$MDEV_HOOKS_ROOT" ACTION=remove SUBSYSTEM=mdev DEVPATH="$pdev/$U1" \
+                SEQNUM=1 "$MH_UDEV" "$U1" > "$BATS_TEST_TMPDIR/helper.out" 2>&1 {lockfd}>&- &
+        helper=$!
+        sleep 0.3
+        rm "$MDEV_HOOKS_ROOT/var/lib/mdev-hooks/$U1"
+        exec {lockfd}>&-
+        wait "$helper"
+        [ "$(field "$U1" state)" = absent ]
+        cat "$BATS_TEST_TMPDIR/helper.out"
+        [ ! -s "$BATS_TEST_TMPDIR/helper.out" ]
+}
+
+@test "an mdev mdev-hooks never recorded stays unrecorded when it comes and goes" {
+        sim_mount nvidia-timesliced
+        sim_create 0000:84:00.0 nvidia-35 "$U1"
+        mdev_event add 0000:84:00.0 "$U1"
+        [ "$status" -eq 0 ]
+        [ "$(field "$U1" state)" = absent ]
+        sim_remove "$U1"
+        mdev_event remove 0000:84:00.0 "$U1"
+        [ "$status" -eq 0 ]
+        [ "$(field "$U1" state)" = absent ]
+        [ -z "$output" ]
+}
+
+@test "a lost mdev that appears again on its parent is the guest's again, borrowed" {
+        sim_mount nvidia-timesliced
+        record "$U1" 0000:84:00.0 nvidia-35 lost web1 "$OLD_BOOT"
+        sim_create 0000:84:00.0 nvidia-35 "$U1"
+        mdev_event add 0000:84:00.0 "$U1"
+        [ "$status" -eq 0 ]
+        [ "$(field "$U1" state)" = assigned ]
+        [ "$(field "$U1" origin)" = borrowed ]
+        [ "$(field "$U1" boot_id)" = "$(boot_id)" ]
+}
+
+@test "an mdev of another type with a lost record's UUID does not revive the record" {
+        sim_mount nvidia-timesliced
+        record "$U1" 0000:84:00.0 nvidia-35 lost web1 "$(boot_id)"
+        sim_create 0000:84:00.0 nvidia-36 "$U1"
+        mdev_event add 0000:84:00.0 "$U1"
+        [ "$status" -eq 0 ]
+        [ "$(field "$U1" state)" = lost ]
+}
+
+# --- SR-IOV physical functions ---------------------------------------------
+
+@test "a PF named in [sriov] gets its VFs once, however often its event repeats" {
+        sim_mount nvidia-sriov-disabled
+        config <<EOF
+[sriov]
+0000:3b:00.0 = 4
+EOF
+        pdev=$(devpath_of bus/pci/devices/0000:3b:00.0)
+        sim_counters_reset
+        udev_run bind pci "$pdev"
+        [ "$status" -eq 0 ]
+        [ "$(cat "$SIM_SYS/bus/pci/devices/0000:3b:00.0/sriov_numvfs")" = 4 ]
+        [ "$(ls "$SIM_SYS/class/mdev_bus" | wc -l)" -eq 4 ]
+        udev_run bind pci "$pdev"
+        [ "$status" -eq 0 ]
+        udev_run add pci "$pdev"
+        [ "$status" -eq 0 ]
+        [ "$(cat "$SIM_SYS/bus/pci/devices/0000:3b:00.0/sriov_numvfs")" = 4 ]
+        [ "$(writes_to "$pdev/sriov_numvfs")" -eq 1 ]
+}
+
+@test "[sriov] max enables sriov_totalvfs VFs" {
+        sim_mount nvidia-sriov-disabled
+        config <<EOF
+[sriov]
+0000:3b:00.0 = max
+EOF
+        udev_run bind pci "$(devpath_of bus/pci/devices/0000:3b:00.0)"
+        [ "$status" -eq 0 ]
+        [ "$(cat "$SIM_SYS/bus/pci/devices/0000:3b:00.0/sriov_numvfs")" = 16 ]
+}
+
+@test "a PF's add without a bound driver waits for bind" {
+        sim_mount nvidia-sriov-disabled
+        config <<EOF
+[sriov]
+0000:3b:00.0 = 2
+EOF
+        pdev=$(devpath_of bus/pci/devices/0000:3b:00.0)
+        # The simulator's PFs have no driver link: as at driver load, "add"
+        # comes before the driver binds.
+        [ ! -e "$SIM_SYS/bus/pci/devices/0000:3b:00.0/driver" ]
+        udev_run add pci "$pdev"
+        [ "$status" -eq 0 ]
+        [ "$(cat "$SIM_SYS/bus/pci/devices/0000:3b:00.0/sriov_numvfs")" = 0 ]
+        udev_run bind pci "$pdev"
+        [ "$status" -eq 0 ]
+        [ "$(cat "$SIM_SYS/bus/pci/devices/0000:3b:00.0/sriov_numvfs")" = 2 ]
+}
+
+@test "[sriov] command runs once with the PF's address, its output logged" {
+        sim_mount nvidia-sriov-disabled
+        cat > "$BATS_TEST_TMPDIR/sriov-manage" <<EOF
+#!/bin/sh
+echo "\$@" >> "$BATS_TEST_TMPDIR/calls"
+echo "Enabling VFs on \$2"
+EOF
+        chmod +x "$BATS_TEST_TMPDIR/sriov-manage"
+        config <<EOF
+[sriov]
+0000:3b:00.0 = max
+command = $BATS_TEST_TMPDIR/sriov-manage -e
+EOF
+        pdev=$(devpath_of bus/pci/devices/0000:3b:00.0)
+        udev_run bind pci "$pdev"
+        [ "$status" -eq 0 ]
+        [[ "$output" == *"Enabling VFs on 0000:3b:00.0"* ]]
+        udev_run bind pci "$pdev"
+        [ "$status" -eq 0 ]
+        [ "$(cat "$BATS_TEST_TMPDIR/calls")" = "-e 0000:3b:00.0" ]
+        # The command, not the helper, enables the VFs.
+        [ "$(cat "$SIM_SYS/bus/pci/devices/0000:3b:00.0/sriov_numvfs")" = 0 ]
+}
+
+@test "a failed [sriov] command is tried again by the next event" {
+        sim_mount nvidia-sriov-disabled
+        cat > "$BATS_TEST_TMPDIR/sriov-manage" <<EOF
+#!/bin/sh
+echo "\$@" >> "$BATS_TEST_TMPDIR/calls"
+exit 3
+EOF
+        chmod +x "$BATS_TEST_TMPDIR/sriov-manage"
+        config <<EOF
+[sriov]
+0000:3b:00.0 = max
+command = $BATS_TEST_TMPDIR/sriov-manage -e
+EOF
+        pdev=$(devpath_of bus/pci/devices/0000:3b:00.0)
+        udev_run bind pci "$pdev"
+        [ "$status" -eq 0 ]
+        [[ "$output" == *"failed with exit status 3"* ]]
+        udev_run bind pci "$pdev"
+        [ "$status" -eq 0 ]
+        [ "$(wc -l < "$BATS_TEST_TMPDIR/calls")" -eq 2 ]
+}
+
+@test "a PF not named in [sriov] is left untouched" {
+        sim_mount nvidia-sriov-disabled
+        cat > "$BATS_TEST_TMPDIR/sriov-manage" <<EOF
+#!/bin/sh
+echo "\$@" >> "$BATS_TEST_TMPDIR/calls"
+EOF
+        chmod +x "$BATS_TEST_TMPDIR/sriov-manage"
+        config <<EOF
+[sriov]
+0000:3b:00.0 = 4
+EOF
+        pdev=$(devpath_of bus/pci/devices/0000:5e:00.0)
+        sim_counters_reset
+        udev_run bind pci "$pdev"
+        [ "$status" -eq 0 ]
+        [ -z "$output" ]
+        [ "$(cat "$SIM_SYS/bus/pci/devices/0000:5e:00.0/sriov_numvfs")" = 0 ]
+        [ "$(sim_counter_total writes)" -eq 0 ]
+        # Nor does a command run for it.
+        config <<EOF
+[sriov]
+0000:3b:00.0 = 4
+command = $BATS_TEST_TMPDIR/sriov-manage -e
+EOF
+        udev_run bind pci "$pdev"
+        [ "$status" -eq 0 ]
+        [ ! -e "$BATS_TEST_TMPDIR/calls" ]
+}
+
+# --- events that do not concern mdev-hooks ---------------------------------
+
+@test "events that do not concern mdev-hooks exit 0 at once and change nothing" {
+        sim_mount nvidia-timesliced
+        record "$U1" 0000:84:00.0 nvidia-35 assigned web1 "$OLD_BOOT"
+        pdev=$(devpath_of bus/pci/devices/0000:84:00.0)
+        udev_run change pci "$pdev"
+        [ "$status" -eq 0 ]
+        udev_run remove pci "$pdev"
+        [ "$status" -eq 0 ]
+        udev_run change mdev "$pdev/$U1"
+        [ "$status" -eq 0 ]
+        udev_run add block /devices/virtual/block/loop0
+        [ "$status" -eq 0 ]
+        [ "$(field "$U1" state)" = assigned ]
+        [ ! -e "$MDEV_HOOKS_ROOT/run/mdev-hooks/lock" ]
+        # Not started by udev at all: says so, still exits 0.
+        run env -i MDEV_HOOKS_ROOT="$MDEV_HOOKS_ROOT" "$MH_UDEV"
+        [ "$status" -eq 0 ]
+        [[ "$output" == *"not started by udev"* ]]
+}
+
+# --- many at once ----------------------------------------------------------
+
+@test "256 parents registered at once all finish and leave a consistent record" {
+        sim_mount large
+        config <<EOF
+[devices]
+enabled_mdev_types = nvidia-100
+[hooks]
+recreate = eager
+EOF
+        mapfile -t parents < <(ls "$SIM_SYS/class/mdev_bus")
+        [ "${#parents[@]}" -eq 256 ]
+        for i in "${!parents[@]}"; do
+                record "$(printf '6d7a0001-0000-4000-8000-%012x' "$i")" "${parents[$i]}" nvidia-100 assigned "guest$i" "$OLD_BOOT"
+                record "$(printf '6d7a0002-0000-4000-8000-%012x' "$i")" "${parents[$i]}" nvidia-100 free "" "$OLD_BOOT"
+        done
+        pids=()
+        for i in "${!parents[@]}"; do
+                env -i MDEV_HOOKS_ROOT="$MDEV_HOOKS_ROOT" ACTION=change SUBSYSTEM=pci \
+                        DEVPATH="$(devpath_of "class/mdev_bus/${parents[$i]}")" SEQNUM="$((i + 1))" MDEV_STATE=registered \
+                        "$MH_UDEV" "${parents[$i]}" > "$BATS_TEST_TMPDIR/out.$i" 2>&1 &
+                pids+=($!)
+        done
+        failed=0
+        for p in "${pids[@]}"; do
+                wait "$p" || failed=$((failed + 1))
+        done
+        [ "$failed" -eq 0 ]
+        grep -hv "from an earlier boot\|again (recreate = eager)" "$BATS_TEST_TMPDIR"/out.* || true
+        ! grep -l "not handled\|cannot" "$BATS_TEST_TMPDIR"/out.*
+        boot=$(boot_id)
+        for i in "${!parents[@]}"; do
+                u=$(printf '6d7a0001-0000-4000-8000-%012x' "$i")
+                echo "$u: $(field "$u" state) $(field "$u" boot_id)"
+                [ "$(field "$u" state)" = assigned ]
+                [ "$(field "$u" boot_id)" = "$boot" ]
+                [[ "$(readlink -f "$SIM_SYS/bus/mdev/devices/$u")" == */"${parents[$i]}/$u" ]]
+                [ "$(field "$(printf '6d7a0002-0000-4000-8000-%012x' "$i")" state)" = absent ]
+        done
+        [ "$(ls "$MDEV_HOOKS_ROOT/var/lib/mdev-hooks" | wc -l)" -eq 256 ]
+        [ "$(sim_mdevs | wc -l)" -eq 256 ]
+}
+
+# --- the rules file --------------------------------------------------------
+
+# rules_test ACTION SYSDIR: runs `udevadm test` with only our rules file, in a
+# private mount namespace where a tmpfs plays /sys and holds the fake device
+# that the caller built under $BATS_TEST_TMPDIR/fakesys (SYSDIR relative to it).
+rules_test() {
+        local rules
+        if [ -n "${MH_PREFIX:-}" ]; then
+                rules=$(find "$MH_PREFIX" -name 60-mdev-hooks.rules | head -n1)
+        else
+                rules="$MH_BUILD_DIR/udev-rules/60-mdev-hooks.rules"
+        fi
+        cat > "$BATS_TEST_TMPDIR/ns.sh" <<EOF
+set -e
+mount -t tmpfs none /sys
+cp -a "$BATS_TEST_TMPDIR/fakesys/." /sys/
+mount -t tmpfs none /run/udev 2>/dev/null || { mkdir -p /run/udev && mount -t tmpfs none /run/udev; }
+for d in /etc/udev/rules.d /lib/udev/rules.d /usr/lib/udev/rules.d /usr/local/lib/udev/rules.d; do
+        [ -d "\$d" ] && mount -t tmpfs none "\$d"
+done
+mkdir -p /run/udev/rules.d
+cp "$rules" /run/udev/rules.d/
+SYSTEMD_DEVICE_VERIFY_SYSFS=0 SYSTEMD_LOG_LEVEL=debug udevadm test --action="$1" "/sys/$2" 2>&1
+EOF
+        run unshare -m --propagation private bash "$BATS_TEST_TMPDIR/ns.sh"
+}
+
+# fake_device DEVPATH SUBSYSTEM [KEY=VALUE...]: a device under fakesys with its
+# subsystem link and uevent properties; ATTR:name=value makes an attribute.
+fake_device() {
+        local d="$BATS_TEST_TMPDIR/fakesys$1" sub=$2 kv
+        shift 2
+        mkdir -p "$d" "$BATS_TEST_TMPDIR/fakesys/bus/$sub/devices"
+        ln -sfn "$(realpath -m --relative-to="$d" "$BATS_TEST_TMPDIR/fakesys/bus/$sub")" "$d/subsystem"
+        : > "$d/uevent"
+        for kv in "$@"; do
+                case "$kv" in
+                ATTR:*) kv=${kv#ATTR:}; printf '%s\n' "${kv#*=}" > "$d/${kv%%=*}" ;;
+                *) printf '%s\n' "$kv" >> "$d/uevent" ;;
+                esac
+        done
+}
+
+rules_skip_unless_possible() {
+        command -v udevadm > /dev/null || skip "udevadm is not installed"
+        command -v unshare > /dev/null || skip "unshare is not installed"
+        unshare -m true 2> /dev/null || skip "cannot make a mount namespace here (needs root)"
+}
+
+@test "the rules run the helper with %k for a parent's registered and unregistered events" {
+        rules_skip_unless_possible
+        fake_device /devices/virtual/mtty/mtty mtty MDEV_STATE=registered
+        rules_test change devices/virtual/mtty/mtty
+        [ "$status" -eq 0 ]
+        [[ "$output" == *"Reading rules file: /run/udev/rules.d/60-mdev-hooks.rules"* ]]
+        [[ "$output" != *"Invalid"* && "$output" != *"invalid"* ]]
+        [[ "$output" == *"run: '/"*"/mdev-hooks-udev mtty'"* ]]
+        rm -rf "$BATS_TEST_TMPDIR/fakesys"
+        fake_device /devices/pci0000:80/0000:80:01.0/0000:84:00.0 pci MDEV_STATE=unregistered
+        rules_test change devices/pci0000:80/0000:80:01.0/0000:84:00.0
+        [[ "$output" == *"run: '/"*"/mdev-hooks-udev 0000:84:00.0'"* ]]
+}
+
+@test "the rules run the helper for an mdev's add and remove, and not for other changes" {
+        rules_skip_unless_possible
+        fake_device "/devices/virtual/mtty/mtty/$U1" mdev
+        rules_test add "devices/virtual/mtty/mtty/$U1"
+        [ "$status" -eq 0 ]
+        [[ "$output" == *"run: '/"*"/mdev-hooks-udev $U1'"* ]]
+        rules_test remove "devices/virtual/mtty/mtty/$U1"
+        [[ "$output" == *"run: '/"*"/mdev-hooks-udev $U1'"* ]]
+        rules_test change "devices/virtual/mtty/mtty/$U1"
+        [ "$status" -eq 0 ]
+        [[ "$output" != *"mdev-hooks-udev"* ]]
+}
+
+@test "the rules run the helper for an SR-IOV PF's add and bind, not for other PCI devices" {
+        rules_skip_unless_possible
+        fake_device /devices/pci0000:3a/0000:3a:00.0/0000:3b:00.0 pci ATTR:sriov_totalvfs=16 ATTR:sriov_numvfs=0
+        fake_device /devices/pci0000:3a/0000:3a:00.0/0000:3b:00.4 pci
+        fake_device /devices/pci0000:00/0000:00:1f.0 pci ATTR:sriov_totalvfs=0
+        rules_test bind devices/pci0000:3a/0000:3a:00.0/0000:3b:00.0
+        [ "$status" -eq 0 ]
+        [[ "$output" == *"run: '/"*"/mdev-hooks-udev 0000:3b:00.0'"* ]]
+        rules_test add devices/pci0000:3a/0000:3a:00.0/0000:3b:00.0
+        [[ "$output" == *"run: '/"*"/mdev-hooks-udev 0000:3b:00.0'"* ]]
+        rules_test bind devices/pci0000:3a/0000:3a:00.0/0000:3b:00.4
+        [[ "$output" != *"mdev-hooks-udev"* ]]
+        rules_test bind devices/pci0000:00/0000:00:1f.0
+        [[ "$output" != *"mdev-hooks-udev"* ]]
+        rules_test remove devices/pci0000:3a/0000:3a:00.0/0000:3b:00.0
+        [[ "$output" != *"mdev-hooks-udev"* ]]
+}
