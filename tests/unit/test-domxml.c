@@ -240,7 +240,7 @@ static void test_deep_nesting(void) {
 
         /* libxml2 refuses nesting beyond 256 levels (no XML_PARSE_HUGE);
          * neither it nor the tree builder recurses that deep. */
-        buf = malloc(depth * 7 + 64);
+        buf = malloc(depth * 7 + 128);
         CHECK(buf);
         if (!buf)
                 return;
