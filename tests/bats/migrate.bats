@@ -252,6 +252,57 @@ assert_only_uuids_changed() {
         [ "$(record "$U1" origin)" = borrowed ]
 }
 
+@test "migrate does not take an mdev with the same UUID but another type" {
+        one_type_conf "$A"
+        conf_on "$B" <<-EOF
+	[devices]
+	enabled_mdev_types = nvidia-35, nvidia-36
+
+	[mdev_nvidia-36]
+	device_addresses = $P87
+	EOF
+        sim_use "$B"
+        sim_create "$P87" nvidia-36 "$U1"
+        sim_use "$A"
+        run prepare web1 "$U1,type=nvidia-35"
+        [ "$status" -eq 0 ]
+
+        migrate_to_b web1
+        [ "$status" -eq 0 ]
+        new="$(xml_uuids "$T/web1.b.xml")"
+        [ "$new" != "$U1" ]
+        [ "$(mdev_type "$new")" = nvidia-35 ]
+        [ "$(mdev_type "$U1")" = nvidia-36 ]
+        [ -z "$(record "$U1" guest)" ]
+}
+
+@test "migrate with a class in the metadata takes any enabled type of that class" {
+        conf_on "$A" <<-EOF
+	[devices]
+	enabled_mdev_types = nvidia-35
+
+	[mdev_nvidia-35]
+	mdev_class = CUSTOM_SMALL
+	EOF
+        conf_on "$B" <<-EOF
+	[devices]
+	enabled_mdev_types = nvidia-36
+
+	[mdev_nvidia-36]
+	mdev_class = CUSTOM_SMALL
+	EOF
+        sim_use "$A"
+        run prepare web1 "$U1,class=CUSTOM_SMALL"
+        [ "$status" -eq 0 ]
+
+        migrate_to_b web1
+        [ "$status" -eq 0 ]
+        [ -z "$output" ]
+        [ "$(mdev_type "$U1")" = nvidia-36 ]
+        finish_migration web1
+        assert_moved web1 nvidia-36
+}
+
 @test "migrate refuses a type that is not enabled on the destination and creates nothing" {
         one_type_conf "$A"
         one_type_conf "$B" nvidia-36
