@@ -391,8 +391,10 @@ static int plan_release(ReconcilePlan *p, const ReconcileInput *in, const Ledger
 }
 
 static int plan_uuid(ReconcilePlan *p, const ReconcileInput *in, const char *uuid) {
-        const LedgerEntry *e = bsearch(uuid, in->records, in->n_records, sizeof *in->records, entry_cmp);
-        const SysfsMdev *m = bsearch(uuid, in->mdevs, in->n_mdevs, sizeof *in->mdevs, mdev_cmp);
+        const LedgerEntry *e = in->n_records > 0 ?
+                bsearch(uuid, in->records, in->n_records, sizeof *in->records, entry_cmp) : NULL;
+        const SysfsMdev *m = in->n_mdevs > 0 ?
+                bsearch(uuid, in->mdevs, in->n_mdevs, sizeof *in->mdevs, mdev_cmp) : NULL;
         const ReconcileGuest *run = NULL, *def = NULL, *owner = NULL;
         size_t n_run = 0;
         _cleanup_free_ char *desc = NULL;
