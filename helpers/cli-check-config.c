@@ -156,7 +156,8 @@ static int check_host(int rootfd, const Config *c, Findings *f) {
                         return r;
         }
 
-        qsort(f->items, f->n, sizeof *f->items, cmp_finding);
+        if (f->n > 1)
+                qsort(f->items, f->n, sizeof *f->items, cmp_finding);
         return 0;
 }
 
