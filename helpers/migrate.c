@@ -10,7 +10,8 @@
  * For each hostdev, in this order of preference:
  *   1. the mdev with the same UUID, if it exists here, is of the type (and on
  *      the pinned parent) and no other guest holds it;
- *   2. a free mdev of the type that mdev-hooks kept (release = keep);
+ *   2. an mdev this guest claimed in an earlier migrate that did not finish,
+ *      or a free mdev of the type that mdev-hooks kept (release = keep);
  *   3. a new mdev: with the same UUID if nothing here uses it, else with a
  *      fresh random one.
  * All hostdevs are resolved first, without changing anything, so that a type
@@ -241,11 +242,19 @@ typedef struct KeptList {
         bool loaded;
 } KeptList;
 
-/* The same rule as alloc_find_free(): a free record of this boot that
- * mdev-hooks created, of one of the wanted types (on the pinned parent),
- * no remove pending, whose mdev exists with that type. Also skips UUIDs
- * that another hostdev of the guest brings along: the rewrite would give two
- * hostdevs one UUID. Returns 1 and the mdev, 0 if there is none. */
+static bool kept_usable(const Alloc *a, const LedgerEntry *e, const AllocWant *w) {
+        return e->origin == LEDGER_CREATED && !e->remove_pending && streq(e->boot_id, a->boot_id) &&
+               strv_contains(w->types, e->type) && (!w->parent[0] || streq(w->parent, e->parent));
+}
+
+/* Choice 2: first an mdev this guest already claimed as incoming in an
+ * earlier migrate that did not finish (killed, or retried before libvirt
+ * ran release), so that a retry does not create a second one; then one
+ * that mdev-hooks keeps free, by the same rule as alloc_find_free(): of this
+ * boot, created by mdev-hooks, of one of the wanted types (on the pinned
+ * parent), no remove pending, and existing with that type. UUIDs that
+ * another hostdev of the guest brings along are skipped: the rewrite would
+ * give two hostdevs one UUID. Returns 1 and the mdev, 0 if there is none. */
 static int kept_find(const HookContext *ctx, const Alloc *a, KeptList *k, const MigrateItem *items, size_t i,
                      SysfsMdev *ret) {
         const AllocWant *w = &items[i].want;
@@ -257,21 +266,23 @@ static int kept_find(const HookContext *ctx, const Alloc *a, KeptList *k, const 
                         return r;
                 k->loaded = true;
         }
-        for (size_t j = 0; j < k->n; j++) {
-                LedgerEntry *e = &k->entries[j];
-                SysfsMdev m;
+        for (int pass = 0; pass < 2; pass++)
+                for (size_t j = 0; j < k->n; j++) {
+                        LedgerEntry *e = &k->entries[j];
+                        SysfsMdev m;
 
-                if (e->state != LEDGER_FREE || e->origin != LEDGER_CREATED || e->remove_pending ||
-                    !streq(e->boot_id, a->boot_id) || !strv_contains(w->types, e->type) ||
-                    (w->parent[0] && !streq(w->parent, e->parent)) ||
-                    uuid_taken_in_call(ctx->dom, items, i, e->uuid))
-                        continue;
-                if (sysfs_mdev_get(ctx->rootfd, e->uuid, &m) < 0 || !streq(m.type, e->type))
-                        continue;
-                e->state = LEDGER_INCOMING; /* not twice */
-                *ret = m;
-                return 1;
-        }
+                        if (pass == 0 && (e->state != LEDGER_INCOMING || !streq(e->guest, a->guest)))
+                                continue;
+                        if (pass == 1 && e->state != LEDGER_FREE)
+                                continue;
+                        if (!kept_usable(a, e, w) || uuid_taken_in_call(ctx->dom, items, i, e->uuid))
+                                continue;
+                        if (sysfs_mdev_get(ctx->rootfd, e->uuid, &m) < 0 || !streq(m.type, e->type))
+                                continue;
+                        e->state = LEDGER_LOST; /* taken: not twice */
+                        *ret = m;
+                        return 1;
+                }
         return 0;
 }
 

@@ -233,6 +233,28 @@ assert_only_uuids_changed() {
         assert_moved web1 nvidia-35
 }
 
+@test "a retried migrate reuses the mdev an earlier attempt made under a new UUID" {
+        one_type_conf "$A"
+        one_type_conf "$B"
+        sim_use "$B"
+        run prepare other "$U1,type=nvidia-35"
+        sim_use "$A"
+        run prepare web1 "$U1,type=nvidia-35"
+        [ "$status" -eq 0 ]
+
+        migrate_to_b web1
+        [ "$status" -eq 0 ]
+        first="$(xml_uuids "$T/web1.b.xml")"
+        [ "$first" != "$U1" ]
+        # libvirt retries before any release ran on B (the first attempt's
+        # migrate was killed, or its release got lost)
+        migrate_to_b web1
+        [ "$status" -eq 0 ]
+        [ "$(xml_uuids "$T/web1.b.xml")" = "$first" ]
+        [ "$(sim_mdevs | wc -l)" -eq 2 ]
+        [ "$(guest_records web1)" = "$first" ]
+}
+
 @test "migrate reuses an mdev with the same UUID that exists on the destination" {
         one_type_conf "$A"
         one_type_conf "$B"
