@@ -174,14 +174,19 @@ static unsigned context_lock_timeout(const UeventContext *c) {
         return UEVENT_LOCK_TIMEOUT_MAX;
 }
 
-static int context_lock(UeventContext *c) {
+/* Waits for the lock at most timeout_sec seconds (0: one try). */
+static int context_lock_for(UeventContext *c, unsigned timeout_sec) {
         char what[NAME_STRING_MAX + 64];
 
         if (c->lockfd >= 0)
                 return 0;
-        (void) context_load_config(c); /* for lock_timeout */
         snprintf(what, sizeof what, "mdev-hooks-udev %s %s", uevent_kind_to_string(c->ev->kind), c->ev->name);
-        return lock_acquire(c->rootfd, context_lock_timeout(c), what, &c->lockfd);
+        return lock_acquire(c->rootfd, timeout_sec, what, &c->lockfd);
+}
+
+static int context_lock(UeventContext *c) {
+        (void) context_load_config(c); /* for lock_timeout */
+        return context_lock_for(c, context_lock_timeout(c));
 }
 
 /* 1 with c->ledgerfd open, 0 when there is no record directory at all. */
@@ -215,6 +220,8 @@ static int mdev_lookup(int rootfd, const char *uuid, SysfsMdev *ret) {
                         *ret = m;
                         return 1;
                 }
+                if (r == -ENOENT)
+                        return 0; /* no bus link: gone, or never was */
                 if (faccessat(rootfd, path, F_OK, AT_SYMLINK_NOFOLLOW) < 0) {
                         r = -errno;
                         if (r == -ENOENT) {
@@ -444,17 +451,23 @@ static char *strv_join_comma(char **l) {
         return s;
 }
 
-/* Logs what the config asks of this parent that it does not offer. */
+/* Logs what the config asks of this parent that it does not offer. Reads
+ * only the configured type's directory unless something is wrong. */
 static void parent_check_config(UeventContext *c, const char *parent) {
         _cleanup_strv_free_ char **types = NULL;
         _cleanup_free_ char *offered = NULL;
         const ConfigType *t;
+        unsigned available;
         bool listed;
         int r;
 
         t = config_parent_type(c->config, parent);
         if (!t)
                 return; /* mdev-hooks does not use this parent */
+        r = sysfs_type_available(c->rootfd, parent, t->name, &available);
+        if (r >= 0)
+                return;
+        error_clear();
         r = sysfs_parent_types(c->rootfd, parent, &types);
         if (r == -ENOENT) {
                 error_clear();
@@ -476,17 +489,51 @@ static void parent_check_config(UeventContext *c, const char *parent) {
              offered && *offered ? offered : "nothing");
 }
 
+/* Without the lock: 1 if the event still has something to change, 0 if not.
+ * reread: read the parent's own records again (they may have been changed
+ * by another event since the scan). Records of other parents matter only
+ * while the sweep is not done. */
+static int parent_pending(UeventContext *c, const char *parent, bool eager, const LedgerEntry *list, size_t n, bool reread) {
+        bool swept = sweep_is_done(c);
+        int r;
+
+        for (size_t i = 0; i < n; i++) {
+                LedgerEntry e = list[i];
+
+                if (!streq(e.parent, parent)) {
+                        if (!swept && record_is_stale(c, &e))
+                                return 1;
+                        continue;
+                }
+                if (reread) {
+                        r = record_reread(c, e.uuid, parent, &e);
+                        if (r < 0)
+                                return r;
+                        if (r == 0)
+                                continue;
+                }
+                r = record_refresh(c, &e, eager, false);
+                if (r != 0)
+                        return r;
+        }
+        if (!swept)
+                sweep_mark_done(c); /* no stale record was left */
+        return 0;
+}
+
 /* registered / unregistered. The parent's own records are brought in line
  * with sysfs (with recreate = eager, a registered parent's lost mdevs are made
  * again). Records of other parents from an earlier boot are stale whatever
  * their parent does, so the first event after a boot sweeps them too, for a
- * bounded time, and the events of the other parents then find nothing to do:
- * at boot, N parents registering cost about one sweep, not N. */
+ * bounded time; an event that waits for the lock meanwhile looks each second
+ * whether its work is done, and goes. At boot, N parents registering cost
+ * about one sweep, not N. */
 static int parent_changed(UeventContext *c, bool registered) {
         const char *parent = c->ev->name;
         _cleanup_free_ LedgerEntry *list = NULL;
         unsigned long long deadline;
-        bool eager, swept, work = false, cut = false;
+        bool eager, swept, cut = false;
+        unsigned timeout;
         size_t n = 0;
         int r;
 
@@ -500,30 +547,34 @@ static int parent_changed(UeventContext *c, bool registered) {
         r = records_scan(c, &list, &n);
         if (r < 0)
                 return r;
-        swept = sweep_is_done(c);
-        /* Without the lock: is there anything to change at all? */
-        for (size_t i = 0; i < n && !work; i++) {
-                if (streq(list[i].parent, parent)) {
-                        r = record_refresh(c, &list[i], eager, false);
-                        if (r < 0)
-                                return r;
-                        work = r > 0;
-                } else
-                        work = !swept && record_is_stale(c, &list[i]);
-        }
-        if (!work) {
-                if (!swept)
-                        sweep_mark_done(c);
-                return 0;
-        }
+        r = parent_pending(c, parent, eager, list, n, false);
+        if (r <= 0)
+                return r;
 
-        r = context_lock(c);
+        (void) context_load_config(c);
+        timeout = context_lock_timeout(c);
+        for (unsigned waited = 0;;) {
+                r = context_lock_for(c, timeout > 0 ? 1 : 0);
+                if (r != -ETIMEDOUT || ++waited >= timeout)
+                        break;
+                error_clear();
+                r = parent_pending(c, parent, eager, list, n, true);
+                if (r <= 0)
+                        return r;
+        }
+        if (r == -ETIMEDOUT) {
+                char msg[512];
+
+                snprintf(msg, sizeof msg, "%s", error_get(r));
+                return error_set(r, "gave up after %u s: %s", timeout, msg);
+        }
         if (r < 0)
                 return r;
+
         swept = sweep_is_done(c);
         deadline = now_usec() + UEVENT_SWEEP_USEC;
         /* This parent's records first, then the sweep. */
-        for (int pass = 0; pass < 2; pass++)
+        for (int pass = 0; pass < 2 && !cut; pass++)
                 for (size_t i = 0; i < n; i++) {
                         bool own = streq(list[i].parent, parent);
                         LedgerEntry e;
