@@ -72,7 +72,7 @@ static void items_free(MigrateItem *items, size_t n) {
         free(items);
 }
 
-static int enabled_types(const Config *c, char *buf, size_t size) {
+static void enabled_types(const Config *c, char *buf, size_t size) {
         size_t o = 0;
 
         buf[0] = '\0';
@@ -84,7 +84,6 @@ static int enabled_types(const Config *c, char *buf, size_t size) {
         }
         if (o == 0)
                 snprintf(buf, size, "none");
-        return 0;
 }
 
 /* The type the hostdev needs. The incoming UUID names an mdev on the source
