@@ -39,6 +39,12 @@
 
 #include "domxml.h"
 
+/* Far more than any guest has (NVIDIA allows 16 vGPUs in one VM), few
+ * enough that the checks for duplicates, which compare every pair, stay
+ * cheap on hostile input: 8 MiB hold some 80000 tiny hostdevs. */
+#define MAX_MDEVS 256u
+#define MAX_META_ENTRIES 1024u
+
 #define PARSE_OPTIONS (XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING)
 
 int domxml_read_fd(int fd, char **ret_buf, size_t *ret_len) {
@@ -476,6 +482,9 @@ static int add_mdev(Domxml *d, size_t *allocated, xmlNode *hostdev) {
                 return error_set(-EINVAL, "domain XML line %ld: mdev hostdev uuid '%s' is not a UUID",
                                  node_line(address), show(uuid, (char[SHOW_MAX]) { 0 }));
 
+        if (d->n_mdevs >= MAX_MDEVS)
+                return error_set(-EINVAL, "domain XML line %ld: more than %u mdev hostdevs, refusing it",
+                                 node_line(hostdev), MAX_MDEVS);
         if (d->n_mdevs == *allocated) {
                 size_t n = *allocated ? *allocated * 2 : 4;
                 DomxmlMdev *p = reallocarray(d->mdevs, n, sizeof *p);
@@ -556,6 +565,9 @@ static int parse_metadata(Domxml *d, xmlNode *metadata, MetaEntry **entries, siz
 
                         if (!is_mh_element(e, "mdev"))
                                 continue;
+                        if (*n >= MAX_META_ENTRIES)
+                                return error_set(-EINVAL, "domain XML line %ld: more than %u metadata <mdev> entries, refusing it",
+                                                 node_line(e), MAX_META_ENTRIES);
                         if (*n == *allocated) {
                                 size_t k = *allocated ? *allocated * 2 : 4;
                                 MetaEntry *p = reallocarray(*entries, k, sizeof *p);

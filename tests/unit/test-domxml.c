@@ -255,6 +255,26 @@ static void test_deep_nesting(void) {
         CHECK(strstr(error_get(-EBADMSG), "depth"));
 }
 
+static void test_too_many_mdevs(void) {
+        _cleanup_domxml_free_ Domxml *d = NULL;
+        _cleanup_free_ char *buf = NULL;
+        size_t n = 0, size = 8u * 1024u * 1024u;
+        unsigned i;
+
+        /* 8 MiB of tiny hostdevs: refused quickly, not compared pair by pair */
+        buf = malloc(size + 256);
+        CHECK(buf);
+        if (!buf)
+                return;
+        n += (size_t) sprintf(buf, "<domain><name>x</name><devices>");
+        for (i = 0; n + 200 < size; i++)
+                n += (size_t) sprintf(buf + n, "<hostdev mode='subsystem' type='mdev'><source><address uuid='%08x-0000-4000-8000-000000000000'/></source></hostdev>", i);
+        n += (size_t) sprintf(buf + n, "</devices></domain>");
+        error_clear();
+        CHECK(domxml_parse(buf, n, &d) == -EINVAL);
+        CHECK(strstr(error_get(-EINVAL), "more than 256 mdev hostdevs"));
+}
+
 static void test_empty(void) {
         _cleanup_domxml_free_ Domxml *d = NULL;
 
@@ -707,6 +727,7 @@ int main(void) {
         test_size_limit();
         test_empty();
         test_deep_nesting();
+        test_too_many_mdevs();
         test_name_checks();
         test_rewrite_changes_only_uuids();
         test_rewrite_bytes();
