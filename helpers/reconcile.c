@@ -508,6 +508,11 @@ static int plan_uuid(ReconcilePlan *p, const ReconcileInput *in, const char *uui
                         return plan_add(p, uuid, "unrecorded-in-use", run->name, RECONCILE_ACTION_RECORD, true, &f,
                                         "%s%s, and running guest '%s' uses it",
                                         desc, e->remove_pending ? ", marked for removal" : "", run->name);
+                if (streq(e->guest, run->name))
+                        return plan_add(p, uuid, "unrecorded-in-use", run->name, RECONCILE_ACTION_RECORD, true, &f,
+                                        "%s with guest UUID %s, but the running '%s' is another guest (UUID %s), "
+                                        "defined again under the old name",
+                                        desc, e->guest_uuid, run->name, run->uuid);
                 return plan_add(p, uuid, "unrecorded-in-use", run->name, RECONCILE_ACTION_RECORD, true, &f,
                                 "%s, but running guest '%s' uses it",
                                 desc, run->name);

@@ -312,6 +312,48 @@ release = keep"
         [[ "$output" == "- unreadable-records: 1 file(s) under /var/lib/mdev-hooks do not parse"* ]]
 }
 
+@test "two running guests using one mdev are reported and nothing is changed" {
+        sim_create $P $T $U1
+        record_write $U1 $P $T assigned created web1
+        uri="$(node_xml "$BATS_TEST_TMPDIR/node.xml" web1 twin)"
+        before="$(host_snapshot)"
+        reconcile "$uri" --apply
+        [ "$status" -eq 1 ]
+        [ "$output" = "$U1 shared-mdev: running guests 'twin' and 'web1' both use this mdev -> none: needs a person" ]
+        [ "$(host_snapshot)" = "$before" ]
+}
+
+@test "a record naming another parent or type than sysfs shows is stale, and the mdev is left alone" {
+        sim_create 0000:85:00.0 $T $U3
+        record_write $U3 $P $T assigned created db1
+        uri="$(node_xml "$BATS_TEST_TMPDIR/node.xml" db1:off)"
+        reconcile "$uri" --apply
+        [ "$status" -eq 0 ]
+        [[ "$output" == "$U3 stale-record: "*"names another parent or type"*"-> drop the record: done" ]]
+        [ "$(sim_mdevs)" = "$U3" ]
+        [ -z "$(records)" ]
+}
+
+@test "a transient running guest's mdev counts as in use" {
+        sim_create $P $T $U1
+        record_write $U1 $P $T assigned created web1
+        uri="$(node_xml "$BATS_TEST_TMPDIR/node.xml" web1:transient)"
+        reconcile "$uri" --apply
+        [ "$status" -eq 0 ]
+        [ "$output" = "all agrees: libvirt's guests, the record and sysfs" ]
+        [ "$(sim_mdevs)" = "$U1" ]
+}
+
+@test "a guest defined again under an old name with a new UUID is not the recorded guest" {
+        sim_create $P $T $U1
+        record_write $U1 $P $T assigned created web1 guest_uuid=99999999-9999-4999-8999-999999999999
+        uri="$(node_xml "$BATS_TEST_TMPDIR/node.xml" web1)"
+        reconcile "$uri" --apply
+        [ "$status" -eq 0 ]
+        [[ "$output" == "$U1 unrecorded-in-use: "*"-> record it as assigned to 'web1' (created): done" ]]
+        [ "$(record_get $U1 guest_uuid)" = "$(guest_uuid web1)" ]
+}
+
 @test "reconcile prints one line per finding, sorted" {
         sim_create $P $T $U9
         sim_create $P $T $U3
