@@ -194,15 +194,8 @@ int cli_check_config_main(int argc, char *argv[], const char *config_path) {
         if (r < 0) {
                 if (strv_length(lines) == 0 && strv_extend(&lines, error_get(r)) < 0)
                         return cli_oom();
-                if (r != -EINVAL && r != -EPERM) {
-                        /* could not read it at all */
-                        if (o.json)
-                                print_json(shown, lines);
-                        else
-                                for (char **l = lines; *l; l++)
-                                        puts(*l);
-                        return CLI_EXIT_FAILED;
-                }
+                if (r == -ENOMEM)
+                        return cli_oom();
         } else {
                 Findings f = { 0 };
 

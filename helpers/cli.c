@@ -81,8 +81,9 @@ int cli_load_config(int rootfd, const char *path, FILE *f, Config **ret) {
                 fprintf(f, "%s\n", error_get(r));
         for (char **e = errors; e && *e; e++)
                 fprintf(f, "%s\n", *e);
-        /* An unreadable config is a failure, a bad one bad usage. */
-        return r == -EINVAL || r == -EPERM ? CLI_EXIT_USAGE : CLI_EXIT_FAILED;
+        /* A config that is bad, unsafe, missing (when named) or unreadable is
+         * refused whole: bad config. */
+        return r == -ENOMEM ? CLI_EXIT_FAILED : CLI_EXIT_USAGE;
 }
 
 int cli_print_json(json_object *o) {

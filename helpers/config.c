@@ -273,7 +273,6 @@ static void parse_enabled(Parser *p, const char *value) {
                 return;
         for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
                 char *t = strip(tok);
-                char **l;
                 unsigned *ln;
 
                 if (!*t)
@@ -286,15 +285,13 @@ static void parse_enabled(Parser *p, const char *value) {
                         parser_error(p, p->line, "type '%s' is enabled twice", t);
                         continue;
                 }
-                if (strv_extend(&p->enabled, t) < 0)
-                        return;
-                ln = realloc(p->enabled_lines, strv_length(p->enabled) * sizeof *ln);
+                ln = realloc(p->enabled_lines, (p->n_enabled + 1) * sizeof *ln);
                 if (!ln)
                         return;
                 p->enabled_lines = ln;
-                l = p->enabled;
-                p->enabled_lines[strv_length(l) - 1] = p->line;
-                p->n_enabled = strv_length(l);
+                if (strv_extend(&p->enabled, t) < 0)
+                        return;
+                p->enabled_lines[p->n_enabled++] = p->line;
         }
 }
 

@@ -252,10 +252,13 @@ golden() {
         [[ "$output" == "/etc/mdev-hooks/mdev-hooks.conf: is owned by uid 65534, not root"* ]]
 }
 
-@test "check-config of a missing --config file fails naming it" {
+@test "a missing --config file is a bad config, named" {
         fixture_root mtty
         run "$MH_CLI" --config /nonexistent.conf check-config
-        [ "$status" -eq 1 ]
+        [ "$status" -eq 2 ]
+        [[ "$output" == "/nonexistent.conf: cannot open: No such file or directory" ]]
+        run "$MH_CLI" --config /nonexistent.conf inventory
+        [ "$status" -eq 2 ]
         [[ "$output" == "/nonexistent.conf: cannot open: No such file or directory" ]]
 }
 
