@@ -1,0 +1,128 @@
+#!/usr/bin/env bats
+# Every program under valgrind's memcheck, on the simulator, doing real work:
+# no invalid access, no uninitialised use, no leak of any kind (definite,
+# indirect, possible or still reachable), no fd left open at exit.
+# Skipped in the sanitizer build (ASan and valgrind cannot share a process).
+
+load common
+load ../sim/sim
+load hook-helpers
+
+setup_file() {
+        if ! command -v valgrind > /dev/null; then
+                skip "valgrind is not installed (scripts/setup installs it)"
+        fi
+}
+
+setup() {
+        command -v valgrind > /dev/null || skip "valgrind is not installed"
+        if nm -A "$MH_CLI" 2>/dev/null | grep -q __asan_init || ldd "$MH_CLI" | grep -q libasan; then
+                skip "sanitizer build: valgrind runs on the plain build"
+        fi
+        sim_mount nvidia-timesliced
+        conf <<-EOF2
+	[devices]
+	enabled_mdev_types = nvidia-35, nvidia-36
+	[mdev_nvidia-35]
+	device_addresses = $P84, $P85
+	[mdev_nvidia-36]
+	[hooks]
+	release = remove
+	EOF2
+        VG_LOG="$BATS_TEST_TMPDIR/vg"
+        mkdir -p "$VG_LOG"
+}
+
+teardown() {
+        sim_umount
+}
+
+# vg NAME PROGRAM ARGS...: runs PROGRAM under memcheck (following the hook's
+# exec of its worker), stdin passed on; fails on any error valgrind reports.
+vg() {
+        local name="$1"
+        shift
+        valgrind --quiet --error-exitcode=99 --trace-children=yes --num-callers=40 \
+                --leak-check=full --show-leak-kinds=all --errors-for-leak-kinds=all \
+                --suppressions="$MH_SOURCE_DIR/tests/valgrind.supp" \
+                --track-fds=yes --log-file="$VG_LOG/$name.%p" "$@"
+}
+
+# Asserts no valgrind log holds an error or an fd left open beyond stdio.
+assert_clean() {
+        local f bad=0
+        for f in "$VG_LOG"/*; do
+                [ -s "$f" ] || continue
+                # An fd open at exit that the program did not inherit is a leak
+                # (bats's own descriptors are inherited and reported as such).
+                if grep -qE 'ERROR SUMMARY: [1-9]|definitely lost|indirectly lost|possibly lost|still reachable|Invalid|uninitialised' "$f" ||
+                        awk '/Open (file descriptor|AF_UNIX socket) [0-9]+/ { fd = 1; next }
+                             fd && /inherited from parent/ { fd = 0; next }
+                             fd && /==[0-9]+== *$/ { next }
+                             fd { bad = 1 } END { exit !bad }' "$f"; then
+                        echo "--- $f"; cat "$f"; bad=1
+                fi
+        done
+        [ "$bad" -eq 0 ]
+}
+
+@test "the CLI's types, list, inventory and check-config are clean under valgrind" {
+        prepare web1 "$U1,type=nvidia-35"
+        vg types "$MH_CLI" types
+        vg types-json "$MH_CLI" types --json
+        vg list "$MH_CLI" list
+        vg list-json "$MH_CLI" list --json
+        vg inventory "$MH_CLI" inventory --json
+        vg placement "$MH_CLI" inventory --placement --hostname h
+        vg check "$MH_CLI" check-config
+        assert_clean
+}
+
+@test "a bad config is refused cleanly under valgrind" {
+        printf '[devices]\nenabled_mdev_types = nvidia-35\n[mdev_nvidia-35]\nmax_instances = zero\nbogus = 1\n' |
+                conf
+        run vg bad "$MH_CLI" check-config
+        [ "$status" -eq 2 ]
+        assert_clean
+}
+
+@test "the hook's prepare, release, migrate and no-op paths are clean under valgrind" {
+        domxml web1 "$U1,type=nvidia-35" "$U2,type=nvidia-36" > "$BATS_TEST_TMPDIR/web1.xml"
+        domxml plain > "$BATS_TEST_TMPDIR/plain.xml"
+        vg prepare "$MH_QEMU_HOOK" web1 prepare begin - < "$BATS_TEST_TMPDIR/web1.xml"
+        [ "$(mdev_type "$U1")" = nvidia-35 ]
+        vg reconnect "$MH_QEMU_HOOK" web1 reconnect begin - < "$BATS_TEST_TMPDIR/web1.xml"
+        vg release "$MH_QEMU_HOOK" web1 release end shutdown < "$BATS_TEST_TMPDIR/web1.xml"
+        [ ! -e "$SIM_SYS/bus/mdev/devices/$U1" ]
+        vg migrate "$MH_QEMU_HOOK" web1 migrate begin - < "$BATS_TEST_TMPDIR/web1.xml" > /dev/null
+        vg release2 "$MH_QEMU_HOOK" web1 release end failed < "$BATS_TEST_TMPDIR/web1.xml"
+        vg noop "$MH_QEMU_HOOK" plain prepare begin - < "$BATS_TEST_TMPDIR/plain.xml"
+        vg started "$MH_QEMU_HOOK" web1 started begin - < "$BATS_TEST_TMPDIR/web1.xml"
+        assert_clean
+}
+
+@test "a refused prepare (no capacity, hostile XML) is clean under valgrind" {
+        printf '[devices]\nenabled_mdev_types = nvidia-35\n[mdev_nvidia-35]\ndevice_addresses = %s\nmax_instances = 1\n' "$P84" | conf
+        prepare web1 "$U1,type=nvidia-35"
+        domxml web2 "$U2,type=nvidia-35" > "$BATS_TEST_TMPDIR/web2.xml"
+        run vg full "$MH_QEMU_HOOK" web2 prepare begin - < "$BATS_TEST_TMPDIR/web2.xml"
+        [ "$status" -eq 1 ]
+        printf '<!DOCTYPE d [<!ENTITY a "aaaa">]><domain><name>&a;</name><devices><hostdev mode="subsystem" type="mdev"/></devices></domain>' \
+                > "$BATS_TEST_TMPDIR/evil.xml"
+        run vg evil "$MH_QEMU_HOOK" evil prepare begin - < "$BATS_TEST_TMPDIR/evil.xml"
+        [ "$status" -eq 1 ]
+        assert_clean
+}
+
+@test "the udev helper's events are clean under valgrind" {
+        prepare web1 "$U1,type=nvidia-35"
+        local pdev
+        pdev=$(readlink -f "$SIM_SYS/bus/pci/devices/$P84")
+        pdev=/${pdev#"$SIM_SYS"/}
+        sim_new_boot
+        ACTION=change SUBSYSTEM=pci DEVPATH="$pdev" MDEV_STATE=registered vg registered "$MH_UDEV" "$P84"
+        ACTION=change SUBSYSTEM=pci DEVPATH="$pdev" MDEV_STATE=unregistered vg unregistered "$MH_UDEV" "$P84"
+        ACTION=remove SUBSYSTEM=mdev DEVPATH="$pdev/$U1" vg remove "$MH_UDEV" "$U1"
+        ACTION=add SUBSYSTEM=pci DEVPATH="$pdev" vg pf "$MH_UDEV" "$P84"
+        assert_clean
+}
