@@ -124,6 +124,10 @@ static int check_host(int rootfd, const Config *c, Findings *f) {
                 for (char **a = t->addresses; a && *a; a++) {
                         if (strv_contains(parents, *a))
                                 r = check_offers(rootfd, t, *a, true, f);
+                        else if (sysfs_parent_device_present(rootfd, *a) > 0)
+                                r = finding_add(f, t->line,
+                                                "'%s' in device_addresses of %s is a device here but not a registered mdev parent (no /sys/class/mdev_bus/%s): is its vGPU driver loaded?",
+                                                *a, t->name, *a);
                         else
                                 r = finding_add(f, t->line,
                                                 "'%s' in device_addresses of %s is not a registered mdev parent on this host (no /sys/class/mdev_bus/%s)",

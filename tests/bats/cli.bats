@@ -231,6 +231,14 @@ golden() {
         golden check-config/host-json
 }
 
+@test "check-config tells a device that is not (yet) an mdev parent from an absent one" {
+        fixture_root nvidia
+        rm "$MDEV_HOOKS_ROOT/sys/class/mdev_bus/0000:85:00.0"
+        run "$MH_CLI" check-config
+        [ "$status" -eq 2 ]
+        [ "$output" = "/etc/mdev-hooks/mdev-hooks.conf:6: '0000:85:00.0' in device_addresses of nvidia-35 is a device here but not a registered mdev parent (no /sys/class/mdev_bus/0000:85:00.0): is its vGPU driver loaded?" ]
+}
+
 @test "check-config refuses a world-writable config, naming it" {
         fixture_root mtty
         chmod o+w "$MDEV_HOOKS_ROOT/etc/mdev-hooks/mdev-hooks.conf"
