@@ -37,6 +37,10 @@ typedef struct DomxmlMdev {
 } DomxmlMdev;
 
 typedef struct Domxml {
+        /* Only what is read here: <name>, <uuid>, every <devices>/<hostdev>
+         * and this project's metadata entries (the rest of the document is
+         * checked by libxml2 but not kept). domxml_format() writes the whole
+         * document. */
         xmlDoc *doc;
         char name[GUEST_NAME_MAX];
         char uuid[UUID_STRING_MAX];       /* "" when the XML has none */
