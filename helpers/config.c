@@ -83,13 +83,11 @@ typedef struct Parser {
         char **enabled;
         unsigned *enabled_lines;
         size_t n_enabled;
-        unsigned enabled_line;    /* 0: no enabled_mdev_types at all */
 
         TypeSection *sections;
         size_t n_sections;
 
         Config *config;           /* [hooks] and [sriov] go straight in */
-        unsigned command_line;
 } Parser;
 
 static const char * const release_table[] = {
@@ -348,7 +346,6 @@ static void handle_devices(Parser *p, const char *key, const char *value) {
                 p->last_key_bad = true;
                 return;
         }
-        p->enabled_line = p->line;
         parse_enabled(p, value);
 }
 
@@ -444,7 +441,6 @@ static void handle_sriov(Parser *p, const char *key, const char *value) {
                 }
                 free(c->sriov_command);
                 c->sriov_command = strdup(value);
-                p->command_line = p->line;
                 return;
         }
         if (!config_pci_address_is_valid(key)) {
