@@ -5,10 +5,11 @@
  * spawn to the return of wait4(): what the caller waits for. Built by
  * bench/run with the system compiler; it is not part of the project's build.
  *
- *   timeit rr ROUNDS WARMUP JOBFILE
+ *   timeit rr ROUNDS WARMUP JOBFILE [BUDGET]
  *      Runs the jobs one after the other, in file order, ROUNDS + WARMUP
  *      times (round robin, so that commands compared with each other share
- *      the machine's state). Prints one line per measured run:
+ *      the machine's state); with BUDGET (seconds), stops after the first
+ *      measured round that ends past it. Prints one line per measured run:
  *          <job> <ns> <maxrss_kb> <status>
  *   timeit par JOBFILE
  *      Starts every job at once, then waits for all. Prints one line per job
@@ -150,8 +151,11 @@ static int status_code(int st) {
         return 255;
 }
 
-static int run_rr(unsigned rounds, unsigned warmup, Job *jobs, size_t n) {
-        for (unsigned r = 0; r < rounds + warmup; r++)
+static int run_rr(unsigned rounds, unsigned warmup, double budget, Job *jobs, size_t n) {
+        long long start = now_ns();
+        for (unsigned r = 0; r < rounds + warmup; r++) {
+                if (budget > 0 && r > warmup && now_ns() - start > (long long) (budget * 1e9))
+                        break;
                 for (size_t i = 0; i < n; i++) {
                         int st;
                         struct rusage ru;
@@ -163,6 +167,7 @@ static int run_rr(unsigned rounds, unsigned warmup, Job *jobs, size_t n) {
                         if (r >= warmup)
                                 printf("%zu %lld %ld %d\n", i, t, ru.ru_maxrss, status_code(st));
                 }
+        }
         return 0;
 }
 
@@ -223,15 +228,16 @@ int main(int argc, char **argv) {
         Job *jobs;
         if (argc == 4 && strcmp(argv[1], "readloop") == 0)
                 return run_readloop((unsigned) strtoul(argv[2], NULL, 10), argv[3]);
-        if (argc == 5 && strcmp(argv[1], "rr") == 0) {
+        if ((argc == 5 || argc == 6) && strcmp(argv[1], "rr") == 0) {
                 size_t n = load_jobs(argv[4], &jobs);
                 return run_rr((unsigned) strtoul(argv[2], NULL, 10),
-                              (unsigned) strtoul(argv[3], NULL, 10), jobs, n);
+                              (unsigned) strtoul(argv[3], NULL, 10),
+                              argc == 6 ? strtod(argv[5], NULL) : 0, jobs, n);
         }
         if (argc == 3 && strcmp(argv[1], "par") == 0) {
                 size_t n = load_jobs(argv[2], &jobs);
                 return run_par(jobs, n);
         }
-        fprintf(stderr, "usage: timeit rr ROUNDS WARMUP JOBFILE | timeit par JOBFILE | timeit readloop N FILE\n");
+        fprintf(stderr, "usage: timeit rr ROUNDS WARMUP JOBFILE [BUDGET] | timeit par JOBFILE | timeit readloop N FILE\n");
         return 2;
 }
