@@ -78,11 +78,7 @@ static int run(HookOp op, const char *guest, HookContext *ctx) {
                 return hook_reconnect(ctx);
         case HOOK_OP_MIGRATE:
         case HOOK_OP_RESTORE:
-#if MDEV_HOOKS_NO_MIGRATE
-                r = error_set(-EOPNOTSUPP, "%s is not implemented yet", hook_op_to_string(op));
-#else
                 r = migrate_run(ctx, op);
-#endif
                 if (r >= 0 && ctx->out) {
                         if (fwrite(ctx->out, 1, ctx->out_len, stdout) != ctx->out_len || fflush(stdout) != 0)
                                 r = error_set(-EIO, "cannot write the rewritten domain XML to stdout");
