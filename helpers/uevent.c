@@ -230,8 +230,12 @@ static int mdev_lookup(int rootfd, const char *uuid, SysfsMdev *ret) {
                         }
                         return error_set(r, "cannot look at '/%s': %s", path, strerror(-r));
                 }
-                if (i >= SETTLE_TRIES)
-                        return error_set(r, "'/%s' exists but its parent and type cannot be read: %s", path, strerror(-r));
+                if (i >= SETTLE_TRIES) {
+                        char why[512];
+
+                        snprintf(why, sizeof why, "%s", error_get(r));
+                        return error_set(r, "'/%s' exists but its parent and type cannot be read: %s", path, why);
+                }
                 usleep(SETTLE_USEC);
         }
 }
