@@ -238,6 +238,29 @@ EOF
         [[ "$output" == *"guest 'web1'"*"gone with its parent"* ]]
 }
 
+@test "a parent that unregisters and registers again gets its guests' mdevs back with recreate = eager" {
+        sim_mount nvidia-timesliced
+        config <<EOF
+[devices]
+enabled_mdev_types = nvidia-35
+[hooks]
+recreate = eager
+EOF
+        sim_create 0000:84:00.0 nvidia-35 "$U1"
+        record "$U1" 0000:84:00.0 nvidia-35 assigned web1 "$(boot_id)"
+        # The vendor driver reloads: the parent goes with its mdevs, then comes back.
+        sim_unregister 0000:84:00.0
+        parent_event 0000:84:00.0 unregistered
+        [ "$status" -eq 0 ]
+        [ "$(field "$U1" state)" = lost ]
+        sim_register 0000:84:00.0
+        parent_event 0000:84:00.0 registered
+        [ "$status" -eq 0 ]
+        [ "$(field "$U1" state)" = assigned ]
+        [ "$(field "$U1" guest)" = web1 ]
+        [ "$(readlink "$SIM_SYS/bus/mdev/devices/$U1/mdev_type")" = ../mdev_supported_types/nvidia-35 ]
+}
+
 # --- an mdev goes or comes outside mdev-hooks ------------------------------
 
 @test "an mdev removed by hand: its free record is dropped without a warning" {
@@ -317,6 +340,53 @@ EOF
         mdev_event add 0000:84:00.0 "$U1"
         [ "$status" -eq 0 ]
         [ "$(field "$U1" state)" = lost ]
+}
+
+@test "with the qemu hook: an mdev a guest got from prepare and lost by hand is marked lost, its release warns of nothing" {
+        [ -x "$MH_QEMU_HOOK" ] || skip "the qemu hook is not built"
+        sim_mount nvidia-timesliced
+        config <<EOF
+[devices]
+enabled_mdev_types = nvidia-35
+EOF
+        cat > "$BATS_TEST_TMPDIR/web1.xml" <<EOF
+<domain type='kvm'>
+  <name>web1</name>
+  <uuid>0c3e1a52-7b1d-4c55-9a6e-2f1d5c0e9b11</uuid>
+  <devices>
+    <hostdev mode='subsystem' type='mdev' managed='no' model='vfio-pci'>
+      <source><address uuid='$U1'/></source>
+    </hostdev>
+  </devices>
+</domain>
+EOF
+        run "$MH_QEMU_HOOK" web1 prepare begin - < "$BATS_TEST_TMPDIR/web1.xml"
+        [ "$status" -eq 0 ]
+        parent=$(basename "$(dirname "$(readlink -f "$SIM_SYS/bus/mdev/devices/$U1")")")
+        # Its own add event: the record is true, nothing changes.
+        before=$(cat "$MDEV_HOOKS_ROOT/var/lib/mdev-hooks/$U1")
+        mdev_event add "$parent" "$U1"
+        [ "$status" -eq 0 ]
+        [ -z "$output" ]
+        [ "$(cat "$MDEV_HOOKS_ROOT/var/lib/mdev-hooks/$U1")" = "$before" ]
+        # Removed by hand while the guest runs.
+        sim_remove "$U1"
+        mdev_event remove "$parent" "$U1"
+        [ "$status" -eq 0 ]
+        [[ "$output" == *"guest 'web1'"*"removed outside mdev-hooks"* ]]
+        [ "$(field "$U1" state)" = lost ]
+        # The guest stops: its release, and the remove event of a second
+        # prepare/release round, produce no warning.
+        run "$MH_QEMU_HOOK" web1 release end - < "$BATS_TEST_TMPDIR/web1.xml"
+        [ "$status" -eq 0 ]
+        run "$MH_QEMU_HOOK" web1 prepare begin - < "$BATS_TEST_TMPDIR/web1.xml"
+        [ "$status" -eq 0 ]
+        run "$MH_QEMU_HOOK" web1 release end - < "$BATS_TEST_TMPDIR/web1.xml"
+        [ "$status" -eq 0 ]
+        mdev_event remove "$parent" "$U1"
+        [ "$status" -eq 0 ]
+        [ -z "$output" ]
+        [ "$(field "$U1" state)" = absent ]
 }
 
 # --- SR-IOV physical functions ---------------------------------------------
