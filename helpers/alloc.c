@@ -331,10 +331,19 @@ int alloc_claim(Alloc *a, const AllocWant *w, const SysfsMdev *m, LedgerState st
                         origin = LEDGER_CREATED;
         }
 
+        entry_fill(a, &e, m->uuid, m->parent, m->type, state, origin);
+        /* A restart of the guest that holds it already: nothing changes, and
+         * nothing needs to be written (or fsynced). */
+        if (r >= 0 && prev.state == e.state && prev.origin == e.origin && !prev.remove_pending &&
+            streq(prev.guest, e.guest) && streq(prev.guest_uuid, e.guest_uuid) &&
+            streq(prev.boot_id, e.boot_id) && streq(prev.parent, e.parent) && streq(prev.type, e.type)) {
+                if (ret)
+                        *ret = prev;
+                return 0;
+        }
         r = undo_push(a, m->uuid, false);
         if (r < 0)
                 return r;
-        entry_fill(a, &e, m->uuid, m->parent, m->type, state, origin);
         r = ledger_write(a->ledgerfd, &e);
         if (r < 0)
                 return r;

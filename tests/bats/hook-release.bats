@@ -131,6 +131,18 @@ keep_conf() {
         [ -z "$(record "$U1" guest)" ]
 }
 
+@test "a later release removes an mdev left remove_pending" {
+        run -0 prepare web1 "$U1"
+        sim_remove_busy 1000 "$U1"
+        run -0 release web1
+        [ "$(record "$U1" remove_pending)" = yes ]
+        sim_faults_reset
+        run -0 prepare web2 "$U2"
+        run -0 release web2
+        ! mdev_exists "$U1"
+        [ -z "$(records)" ]
+}
+
 @test "release forgets a record whose mdev is already gone" {
         run -0 prepare web1 "$U1"
         sim_remove "$U1"
