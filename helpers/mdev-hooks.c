@@ -83,6 +83,11 @@ int main(int argc, char *argv[]) {
                         return r;
                 }
         if (streq(argv[optind], "help")) {
+                /* "mdev-hooks help COMMAND" is "mdev-hooks COMMAND --help" */
+                if (optind + 1 < argc)
+                        for (size_t i = 0; i < ELEMENTSOF(commands); i++)
+                                if (streq(commands[i].name, argv[optind + 1]))
+                                        return commands[i].main(2, (char *[]) { argv[optind + 1], (char *) "--help", NULL }, NULL);
                 usage(stdout);
                 return 0;
         }

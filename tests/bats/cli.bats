@@ -293,6 +293,9 @@ golden() {
                 run "$MH_CLI" "$c" --help
                 [ "$status" -eq 0 ]
                 [[ "${lines[0]}" == "Usage: mdev-hooks $c"* ]]
+                run "$MH_CLI" help "$c"
+                [ "$status" -eq 0 ]
+                [[ "${lines[0]}" == "Usage: mdev-hooks $c"* ]]
         done
 }
 
