@@ -137,10 +137,12 @@ int cli_table_add(CliTable *t, const char * const *cells) {
                                 free(t->cells[t->n_rows * t->n_columns + j]);
                         return -ENOMEM;
                 }
-                /* one line per row */
+                /* one line per row, and no terminal control characters */
                 for (char *p = s; *p; p++)
                         if (*p == '\n' || *p == '\t')
                                 *p = ' ';
+                        else if ((unsigned char) *p < 0x20 || *p == 0x7f)
+                                *p = '?';
                 t->cells[t->n_rows * t->n_columns + i] = s;
         }
         t->n_rows++;

@@ -120,6 +120,17 @@ golden() {
         [[ "$output" == *"8a3d6c0e-5f79-41c2-8c8b-1e7f3a9b5c08"* ]]
 }
 
+@test "list prints no terminal control characters from a guest name, JSON keeps it" {
+        fixture_root mtty
+        sed -i 's/^guest = serial1$/guest = evil%1b%5b31mred/' "$MDEV_HOOKS_ROOT/var/lib/mdev-hooks/8a3d6c0e-5f79-41c2-8c8b-1e7f3a9b5c08"
+        run "$MH_CLI" list
+        [ "$status" -eq 0 ]
+        [[ "$output" != *$'\e'* ]]
+        [[ "$output" == *"evil?[31mred"* ]]
+        run "$MH_CLI" list --json
+        [[ "$output" == *'"guest": "evil\u001b[31mred"'* ]]
+}
+
 # --- inventory ---------------------------------------------------------------
 
 @test "inventory counts existing + available per parent and zeroes the parent past max_instances" {
