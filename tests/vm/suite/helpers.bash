@@ -109,3 +109,22 @@ vm_hook() {
 vm_record_get() {
         sed -n "s/^$2 *= *//p" "$LEDGER/$1" 2>/dev/null | head -1
 }
+
+# libvirtd as the suite runs it: in the background, its own session, its
+# output in /var/log/libvirt/libvirtd.out, no fd of bats inherited.
+vm_libvirtd_start() {
+        mkdir -p /var/log/libvirt /run/libvirt
+        (cd / && exec setsid libvirtd >> /var/log/libvirt/libvirtd.out 2>&1 < /dev/null 3>&- 4>&-) &
+}
+
+# Waits up to $1 seconds (default 240) for libvirtd to answer.
+vm_libvirtd_wait() {
+        local i
+        for i in $(seq "${1:-240}"); do
+                virsh -c qemu:///system version > /dev/null 2>&1 && return 0
+                sleep 1
+        done
+        echo "libvirtd did not answer within ${1:-240} s" >&2
+        tail -20 /var/log/libvirt/libvirtd.out >&2
+        return 1
+}

@@ -1,0 +1,125 @@
+# Group 4, the installed udev rules run by the real systemd-udevd when the
+# real mtty parent registers (modprobe mtty: "change" with
+# MDEV_STATE=registered) and unregisters (rmmod mtty: its mdevs are removed by
+# the kernel, then "change" with MDEV_STATE=unregistered).
+
+load helpers
+
+OLD_BOOT=0badb007-0000-4000-8000-000000000001
+U1=6d7a0000-0000-4000-8000-000000000001
+U2=6d7a0000-0000-4000-8000-000000000002
+U3=6d7a0000-0000-4000-8000-000000000003
+G1=5a5a0000-0000-4000-8000-0000000000b1
+
+setup_file() {
+        udevadm control --reload
+}
+
+setup() {
+        vm_mtty_load
+        vm_remove_all_mdevs
+        rm -rf "$LEDGER"
+        rmmod mtty
+        udevadm settle -t 30
+        [ ! -d /sys/class/mdev_bus/mtty ]
+}
+
+teardown_file() {
+        vm_mtty_load
+        vm_remove_all_mdevs
+        rm -rf "$LEDGER"
+}
+
+# old_record UUID TYPE STATE GUEST BOOT_ID: a record as an earlier boot left it.
+old_record() {
+        mkdir -p "$LEDGER"
+        chmod 700 "$LEDGER"
+        cat > "$LEDGER/$1" <<EOF2
+[mdev]
+uuid = $1
+parent = mtty
+type = $2
+state = $3
+origin = created
+guest = $4
+guest_uuid =
+boot_id = $5
+since = 1700000000
+remove_pending = no
+EOF2
+}
+
+# Waits (bounded) for udevd to finish the events of a modprobe/rmmod.
+settle() {
+        udevadm settle -t 60
+}
+
+@test "udev: the installed rules are in udev's rules directory and run the installed helper" {
+        rules=/lib/udev/rules.d/60-mdev-hooks.rules
+        [ -f "$rules" ] || rules=/usr/lib/udev/rules.d/60-mdev-hooks.rules
+        [ -f "$rules" ]
+        helper=$(sed -n 's/.*RUN+="\([^ "]*\).*/\1/p' "$rules" | head -1)
+        echo "helper: $helper"
+        [ -x "$helper" ]
+}
+
+@test "udev: modprobe mtty after a reboot drops the free record and marks the guest's record lost" {
+        vm_config mtty-1
+        old_record "$U1" mtty-1 assigned old1 "$OLD_BOOT"
+        old_record "$U2" mtty-1 free "" "$OLD_BOOT"
+        modprobe mtty
+        settle
+        [ -d "$MTTY_TYPES" ]
+        cat "$LEDGER"/* || true
+        [ "$(vm_record_get "$U1" state)" = lost ]
+        [ "$(vm_record_get "$U1" guest)" = old1 ]
+        [ ! -e "$LEDGER/$U2" ]
+        ! vm_mdev_exists "$U1"
+}
+
+@test "udev: modprobe mtty with recreate = eager makes the guest's mdev again with its UUID and type" {
+        vm_config mtty-2 recreate=eager
+        old_record "$U1" mtty-2 assigned old1 "$OLD_BOOT"
+        modprobe mtty
+        settle
+        cat "$LEDGER"/* || true
+        vm_mdev_exists "$U1"
+        [ "$(vm_mdev_type "$U1")" = mtty-2 ]
+        [ "$(vm_record_get "$U1" guest)" = old1 ]
+        [ "$(vm_record_get "$U1" boot_id)" = "$(cat /proc/sys/kernel/random/boot_id)" ]
+}
+
+@test "udev: rmmod mtty marks the guest's mdevs lost" {
+        vm_config mtty-1
+        modprobe mtty
+        settle
+        vm_domxml g1 "$G1" "$U1:mtty-1" "$U3:mtty-1" > "$BATS_TEST_TMPDIR/g1.xml"
+        run vm_hook g1 prepare begin - < "$BATS_TEST_TMPDIR/g1.xml"
+        echo "$output"
+        [ "$status" -eq 0 ]
+        vm_mdev_exists "$U1"
+        [ "$(vm_record_get "$U1" state)" = assigned ]
+        rmmod mtty
+        settle
+        [ ! -d /sys/class/mdev_bus/mtty ]
+        cat "$LEDGER"/* || true
+        [ "$(vm_record_get "$U1" state)" = lost ]
+        [ "$(vm_record_get "$U3" state)" = lost ]
+        [ "$(vm_record_get "$U1" guest)" = g1 ]
+        run mdev-hooks list --json
+        echo "$output"
+        [ "$(jq -r --arg u "$U1" '.mdevs[] | select(.uuid == $u) | .state' <<< "$output")" = lost ]
+}
+
+@test "udev: an mdev removed by hand while its guest holds it is marked lost" {
+        vm_config mtty-1
+        modprobe mtty
+        settle
+        vm_domxml g1 "$G1" "$U1:mtty-1" > "$BATS_TEST_TMPDIR/g1.xml"
+        run vm_hook g1 prepare begin - < "$BATS_TEST_TMPDIR/g1.xml"
+        [ "$status" -eq 0 ]
+        echo 1 > "$MDEV_DEVS/$U1/remove"
+        settle
+        cat "$LEDGER"/* || true
+        [ "$(vm_record_get "$U1" state)" = lost ]
+}
