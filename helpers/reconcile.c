@@ -852,6 +852,76 @@ static void help(FILE *f) {
               "(or not all fixed), 2 bad usage or config.\n", f);
 }
 
+static int safe_close(int fd) {
+        if (fd >= 0)
+                close(fd);
+        return -1;
+}
+
+/* The record and sysfs as read at one moment. */
+typedef struct HostState {
+        LedgerEntry *records;
+        size_t n_records;
+        size_t n_bad;
+        SysfsMdev *mdevs;
+        size_t n_mdevs;
+} HostState;
+
+static void host_state_done(HostState *h) {
+        free(h->records);
+        free(h->mdevs);
+        *h = (HostState) { 0 };
+}
+
+/* Reads the record (none if its directory does not exist) and sysfs. Logs. */
+static int host_state_read(int rootfd, HostState *ret) {
+        _cleanup_close_ int ledgerfd = -1;
+        HostState h = { 0 };
+        int r;
+
+        error_clear();
+        r = ledger_open_existing(rootfd, &ledgerfd);
+        if (r >= 0)
+                r = ledger_list(ledgerfd, &h.records, &h.n_records, &h.n_bad);
+        if (r < 0 && r != -ENOENT) {
+                log_error("cannot read the record under /" LEDGER_DIR ": %s", error_get(r));
+                return r;
+        }
+        error_clear();
+        r = sysfs_mdev_list(rootfd, &h.mdevs, &h.n_mdevs);
+        if (r < 0) {
+                log_error("cannot list the mdevs in sysfs: %s", error_get(r));
+                host_state_done(&h);
+                return r;
+        }
+        *ret = h;
+        return 0;
+}
+
+static bool entry_equal(const LedgerEntry *a, const LedgerEntry *b) {
+        return streq(a->uuid, b->uuid) && streq(a->parent, b->parent) && streq(a->type, b->type) &&
+               a->state == b->state && a->origin == b->origin && streq(a->guest, b->guest) &&
+               streq(a->guest_uuid, b->guest_uuid) && streq(a->boot_id, b->boot_id) &&
+               a->since == b->since && a->remove_pending == b->remove_pending;
+}
+
+static bool host_state_equal(const HostState *a, const HostState *b) {
+        if (a->n_records != b->n_records || a->n_bad != b->n_bad || a->n_mdevs != b->n_mdevs)
+                return false;
+        for (size_t i = 0; i < a->n_records; i++)
+                if (!entry_equal(&a->records[i], &b->records[i]))
+                        return false;
+        for (size_t i = 0; i < a->n_mdevs; i++)
+                if (!streq(a->mdevs[i].uuid, b->mdevs[i].uuid) || !streq(a->mdevs[i].parent, b->mdevs[i].parent) ||
+                    !streq(a->mdevs[i].type, b->mdevs[i].type))
+                        return false;
+        return true;
+}
+
+/* How often --apply reads again when a hook changed the record while libvirt
+ * was being asked. */
+#define RECONCILE_READ_TRIES 5
+
 int reconcile_main(int argc, char *argv[], const char *config_path) {
         static const struct option options[] = {
                 { "connect", required_argument, NULL, 'c' },
@@ -863,14 +933,13 @@ int reconcile_main(int argc, char *argv[], const char *config_path) {
         _cleanup_config_free_ Config *config = NULL;
         _cleanup_strv_free_ char **errors = NULL;
         _cleanup_close_ int rootfd = -1, lockfd = -1, ledgerfd = -1;
-        _cleanup_free_ LedgerEntry *records = NULL;
-        _cleanup_free_ SysfsMdev *mdevs = NULL;
+        HostState host = { 0 };
         ReconcileGuest *guests = NULL;
         ReconcilePlan plan = { 0 };
         char boot_id[UUID_STRING_MAX] = "";
         const char *uri = RECONCILE_DEFAULT_URI;
         bool apply = false, json = false;
-        size_t n_guests = 0, n_records = 0, n_bad = 0, n_mdevs = 0, unfixed;
+        size_t n_guests = 0, unfixed;
         int c, r, status;
 
         optind = 0;
@@ -913,54 +982,83 @@ int reconcile_main(int argc, char *argv[], const char *config_path) {
                 return 2;
         }
 
-        /* Under the hooks' lock before libvirt is asked: a guest that starts
-         * meanwhile is either recorded and running already, or its prepare
-         * waits for us. */
-        if (apply) {
-                r = lock_acquire(rootfd, config->lock_timeout, "mdev-hooks reconcile --apply", &lockfd);
+        /* libvirt is never asked while the lock is held. A hook runs with
+         * its domain locked inside libvirtd, and listing the guests or
+         * reading one's XML takes that domain's lock: a prepare waiting for
+         * our lock would wait for us while we wait for it, until its
+         * lock_timeout fails the guest's start. So with --apply: read the
+         * record and sysfs under the lock, ask libvirt without it, take the
+         * lock again and act only if nothing changed meanwhile (every change
+         * a hook makes shows in the record or in sysfs); else read again.
+         * A guest being started is active in libvirt (paused, starting up)
+         * before its prepare runs, so no prepare can complete unseen. */
+        for (unsigned attempt = 1;; attempt++) {
+                HostState before = { 0 };
+
+                if (apply) {
+                        r = lock_acquire(rootfd, config->lock_timeout, "mdev-hooks reconcile --apply", &lockfd);
+                        if (r < 0) {
+                                log_error("%s", error_get(r));
+                                return 1;
+                        }
+                        r = host_state_read(rootfd, &before);
+                        lockfd = safe_close(lockfd);
+                        if (r < 0)
+                                return 1;
+                }
+
+                error_clear();
+                r = reconcile_guests_load(uri, &guests, &n_guests);
                 if (r < 0) {
                         log_error("%s", error_get(r));
+                        host_state_done(&before);
                         return 1;
                 }
-        }
 
-        error_clear();
-        r = reconcile_guests_load(uri, &guests, &n_guests);
-        if (r < 0) {
-                log_error("%s", error_get(r));
-                return 1;
+                if (apply) {
+                        r = lock_acquire(rootfd, config->lock_timeout, "mdev-hooks reconcile --apply", &lockfd);
+                        if (r < 0) {
+                                log_error("%s", error_get(r));
+                                host_state_done(&before);
+                                status = 1;
+                                goto finish;
+                        }
+                }
+                r = host_state_read(rootfd, &host);
+                if (r < 0) {
+                        host_state_done(&before);
+                        status = 1;
+                        goto finish;
+                }
+                if (!apply || host_state_equal(&before, &host)) {
+                        host_state_done(&before);
+                        break;
+                }
+                host_state_done(&before);
+                host_state_done(&host);
+                reconcile_guests_free(guests, n_guests);
+                guests = NULL;
+                n_guests = 0;
+                lockfd = safe_close(lockfd);
+                if (attempt >= RECONCILE_READ_TRIES) {
+                        log_error("the record kept changing while reconcile read libvirt's guests "
+                                  "(hooks at work); nothing was changed, run it again");
+                        return 1;
+                }
         }
 
         r = boot_id_read(rootfd, boot_id);
         if (r < 0)
                 boot_id[0] = '\0'; /* records' boot ids are then not compared */
 
-        error_clear();
-        r = ledger_open_existing(rootfd, &ledgerfd);
-        if (r >= 0)
-                r = ledger_list(ledgerfd, &records, &n_records, &n_bad);
-        if (r < 0 && r != -ENOENT) {
-                log_error("cannot read the record under /" LEDGER_DIR ": %s", error_get(r));
-                status = 1;
-                goto finish;
-        }
-
-        error_clear();
-        r = sysfs_mdev_list(rootfd, &mdevs, &n_mdevs);
-        if (r < 0) {
-                log_error("cannot list the mdevs in sysfs: %s", error_get(r));
-                status = 1;
-                goto finish;
-        }
-
         r = reconcile_plan(&(ReconcileInput) {
                         .guests = guests,
                         .n_guests = n_guests,
-                        .records = records,
-                        .n_records = n_records,
-                        .n_bad_records = n_bad,
-                        .mdevs = mdevs,
-                        .n_mdevs = n_mdevs,
+                        .records = host.records,
+                        .n_records = host.n_records,
+                        .n_bad_records = host.n_bad,
+                        .mdevs = host.mdevs,
+                        .n_mdevs = host.n_mdevs,
                         .release = config->release,
                         .boot_id = boot_id,
                         .now = (uint64_t) time(NULL),
@@ -973,13 +1071,11 @@ int reconcile_main(int argc, char *argv[], const char *config_path) {
 
         unfixed = reconcile_plan_count(&plan);
         if (apply && plan.n_findings > 0) {
-                if (ledgerfd < 0) {
-                        r = ledger_open(rootfd, &ledgerfd);
-                        if (r < 0) {
-                                log_error("cannot open the record under /" LEDGER_DIR ": %s", error_get(r));
-                                status = 1;
-                                goto finish;
-                        }
+                r = ledger_open(rootfd, &ledgerfd);
+                if (r < 0) {
+                        log_error("cannot open the record under /" LEDGER_DIR ": %s", error_get(r));
+                        status = 1;
+                        goto finish;
                 }
                 unfixed = reconcile_apply(&plan, rootfd, ledgerfd);
         }
@@ -1001,5 +1097,6 @@ int reconcile_main(int argc, char *argv[], const char *config_path) {
 finish:
         reconcile_plan_done(&plan);
         reconcile_guests_free(guests, n_guests);
+        host_state_done(&host);
         return status;
 }

@@ -406,6 +406,50 @@ lock_timeout = 1"
         [ "$(host_snapshot)" = "$before" ]
 }
 
+# blocked_on_fifo PID: waits until a thread of PID waits in open() of a FIFO
+# (libvirt's test driver opening a node file that is a FIFO).
+blocked_on_fifo() {
+        local i t
+        for i in $(seq 200); do
+                for t in /proc/"$1"/task/*/wchan; do
+                        [ "$(cat "$t" 2>/dev/null)" = wait_for_partner ] && return 0
+                done
+                sleep 0.05
+        done
+        echo "process $1 never opened the node FIFO"
+        return 1
+}
+
+@test "reconcile --apply asks libvirt without the lock, and asks again when a hook acted meanwhile" {
+        write_config "[devices]
+enabled_mdev_types = $T
+[hooks]
+lock_timeout = 5"
+        node_xml "$BATS_TEST_TMPDIR/off.xml" web1:off > /dev/null
+        node_xml "$BATS_TEST_TMPDIR/on.xml" web1 > /dev/null
+        fifo="$BATS_TEST_TMPDIR/node.fifo"
+        mkfifo "$fifo"
+        "$MH_CLI" reconcile --connect "test://$fifo" --apply > "$BATS_TEST_TMPDIR/out" 2>&1 &
+        pid=$!
+        blocked_on_fifo $pid
+        # While reconcile waits for libvirt, web1 starts: its prepare takes the lock.
+        run "$MH_QEMU_HOOK" web1 prepare begin - < "$MH_GUESTS/web1.xml"
+        [ "$status" -eq 0 ]
+        [ "$(record_get $U1 guest)" = web1 ]
+        # libvirt's first answer was taken before the start: web1 still off.
+        cat "$BATS_TEST_TMPDIR/off.xml" > "$fifo"
+        # reconcile sees the record changed under it and asks again: web1 runs.
+        blocked_on_fifo $pid
+        cat "$BATS_TEST_TMPDIR/on.xml" > "$fifo"
+        rc=0
+        wait $pid || rc=$?
+        cat "$BATS_TEST_TMPDIR/out"
+        [ "$rc" -eq 0 ]
+        [ "$(cat "$BATS_TEST_TMPDIR/out")" = "all agrees: libvirt's guests, the record and sysfs" ]
+        [ "$(sim_mdevs)" = "$U1" ]
+        [ "$(record_get $U1 state)" = assigned ]
+}
+
 @test "reconcile refuses bad usage with exit 2" {
         run "$MH_CLI" reconcile --bogus
         [ "$status" -eq 2 ]
