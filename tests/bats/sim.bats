@@ -461,6 +461,29 @@ M60B=0000:85:00.0
         sim_create "$M60" nvidia-35 "$U1"
 }
 
+@test "fault: a path read before an unregister is gone at once after it, and back after register" {
+        sim_mount nvidia-timesliced
+        a=$SIM_SYS/class/mdev_bus/$M60/mdev_supported_types/nvidia-35/available_instances
+        [ "$(cat "$a")" = 16 ]
+        [ "$(cat "$a")" = 16 ]
+        sim_unregister "$M60"
+        [ ! -e "$a" ]
+        [ ! -e "$SIM_SYS/devices/pci0000:00/$M60/mdev_supported_types/nvidia-35/available_instances" ]
+        sim_register "$M60"
+        [ "$(cat "$a")" = 16 ]
+}
+
+@test "fault: reading an attribute opened before its parent unregistered fails" {
+        sim_mount nvidia-timesliced
+        a=$(sim_type_dir "$M60" nvidia-35)/available_instances
+        exec {fd}< "$a"
+        sim_unregister "$M60"
+        run cat <&"$fd"
+        exec {fd}<&-
+        [ "$status" -ne 0 ]
+        [[ "$output" == *"No such device"* ]]
+}
+
 @test "fault: a parent can register after a delay" {
         sim_mount nvidia-timesliced
         sim_unregister "$M60"

@@ -25,7 +25,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <fuse.h>
+#include <fuse_lowlevel.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
@@ -176,7 +176,10 @@ struct Node {
         NodeKind kind;
         char *text; /* K_TEXT content (without newline), K_LINK target */
         void *obj;
-        bool hidden; /* not listed by readdir */
+        bool hidden;   /* not listed by readdir */
+        bool dynamic;  /* an mdev's node: never cached by the kernel */
+        bool detached; /* out of the tree, waiting for the kernel's forget */
+        uint64_t nlookup; /* the kernel's references (life_lock) */
 };
 
 static struct {
@@ -266,12 +269,47 @@ static Node *node_attr(Node *dir, const char *name, NodeKind kind, mode_t perm, 
         return n;
 }
 
-/* Detaches and frees n and everything below it. */
-static void node_free(Node *n) {
-        if (!n)
-                return;
+/*
+ * Node lifetime. The kernel refers to nodes by their address (the FUSE node
+ * id) and counts its references (lookup/forget). A node taken out of the
+ * tree while the kernel still knows it waits in "limbo" until its last
+ * forget; every access through a node id checks "detached" under the model
+ * lock before it touches the model.
+ *
+ * Stable nodes (everything but an mdev's own nodes) may be cached by the
+ * kernel. When one leaves the tree, the write that removed it records it in
+ * the calling thread's invalidation list, and the write replies only after
+ * the kernel has forgotten the entry (see inval_flush()): a change shows at
+ * once, like sysfs.
+ */
+static pthread_mutex_t life_lock = PTHREAD_MUTEX_INITIALIZER;
+static Node *limbo;
+
+typedef struct Inval {
+        uint64_t parent;
+        char *name;
+} Inval;
+
+typedef struct InvalList {
+        Inval *v;
+        size_t n;
+} InvalList;
+
+static __thread InvalList *inval_pending;
+
+static uint64_t node_id(const Node *n) {
+        return n == tree.root ? FUSE_ROOT_ID : (uint64_t) (uintptr_t) n;
+}
+
+static void node_release(Node *n) {
+        free(n->name);
+        free(n->text);
+        free(n);
+}
+
+static void node_detach(Node *n) {
         while (n->first)
-                node_free(n->first);
+                node_detach(n->first);
         if (n->parent) {
                 Node **pp = &tree.buckets[node_hash(n->parent, n->name, strlen(n->name)) & (tree.size - 1)];
                 while (*pp != n)
@@ -287,9 +325,65 @@ static void node_free(Node *n) {
                 else
                         n->parent->last = n->prev;
         }
-        free(n->name);
-        free(n->text);
-        free(n);
+        n->parent = NULL;
+        n->hnext = NULL;
+        pthread_mutex_lock(&life_lock);
+        n->detached = true;
+        if (n->nlookup == 0)
+                node_release(n);
+        else {
+                n->prev = NULL;
+                n->next = limbo;
+                if (limbo)
+                        limbo->prev = n;
+                limbo = n;
+        }
+        pthread_mutex_unlock(&life_lock);
+}
+
+/* Takes n and everything below it out of the tree. */
+static void node_free(Node *n) {
+        if (!n)
+                return;
+        if (n->parent && !n->dynamic && inval_pending) {
+                pthread_mutex_lock(&life_lock);
+                bool known = n->nlookup > 0;
+                pthread_mutex_unlock(&life_lock);
+                if (known) {
+                        InvalList *l = inval_pending;
+                        l->v = xrealloc(l->v, (l->n + 1) * sizeof(Inval));
+                        l->v[l->n].parent = node_id(n->parent);
+                        l->v[l->n].name = xstrdup(n->name);
+                        l->n++;
+                }
+        }
+        node_detach(n);
+}
+
+/* The kernel forgot k references to n. */
+static void node_forget(Node *n, uint64_t k) {
+        pthread_mutex_lock(&life_lock);
+        n->nlookup = n->nlookup > k ? n->nlookup - k : 0;
+        if (n->nlookup == 0 && n->detached) {
+                if (n->prev)
+                        n->prev->next = n->next;
+                else
+                        limbo = n->next;
+                if (n->next)
+                        n->next->prev = n->prev;
+                node_release(n);
+        }
+        pthread_mutex_unlock(&life_lock);
+}
+
+static void limbo_free(void) {
+        pthread_mutex_lock(&life_lock);
+        while (limbo) {
+                Node *n = limbo;
+                limbo = n->next;
+                node_release(n);
+        }
+        pthread_mutex_unlock(&life_lock);
 }
 
 /* "a/b/c" below dir, creating directories as needed. */
@@ -299,27 +393,6 @@ static Node *node_mkdir_p(Node *dir, const char *path) {
         for (char *c = strtok_r(copy, "/", &save); c; c = strtok_r(NULL, "/", &save))
                 dir = node_dir(dir, c);
         return dir;
-}
-
-/* Resolves an absolute path inside the mount (FUSE gives "/a/b"), without
- * following symbolic links (the kernel resolves them itself). */
-static Node *node_resolve(const char *path) {
-        Node *n = tree.root;
-        const char *p = path;
-        while (*p) {
-                while (*p == '/')
-                        p++;
-                if (!*p)
-                        break;
-                size_t len = strcspn(p, "/");
-                if (n->kind != K_DIR)
-                        return NULL;
-                n = node_child(n, p, len);
-                if (!n)
-                        return NULL;
-                p += len;
-        }
-        return n;
 }
 
 /* ----------------------------------------------------------------- model */
@@ -468,13 +541,16 @@ static int mdev_create(Type *t, const char *buf, size_t len) {
         memcpy(m->uuid, uuid, sizeof(uuid));
         m->type = t;
         m->dir = node_add(p->dev, uuid, K_DIR, S_IFDIR | 0755);
-        node_link(m->dir, "mdev_type", xasprintf("../mdev_supported_types/%s", t->def->id));
-        node_attr(m->dir, "remove", K_REMOVE, 0200, m);
+        m->dir->dynamic = true;
+        node_link(m->dir, "mdev_type", xasprintf("../mdev_supported_types/%s", t->def->id))->dynamic = true;
+        node_attr(m->dir, "remove", K_REMOVE, 0200, m)->dynamic = true;
         m->bus_link = node_link(model.bus_mdev_devices, uuid,
                                 xasprintf("../../../devices/%s/%s", p->devpath, uuid));
         m->bus_link->obj = m;
+        m->bus_link->dynamic = true;
         m->type_link = node_link(t->devices, uuid, xasprintf("../../../%s", uuid));
         m->type_link->obj = m;
+        m->type_link->dynamic = true;
         t->used++;
         p->used++;
         if (p->pool)
@@ -1043,137 +1119,312 @@ static int mdev_write_remove(Mdev *m, const char *buf, size_t len) {
 
 /* ------------------------------------------------------------ operations */
 
+/* Entry and attribute timeouts of stable nodes; 0 with -n (no caching). */
+static double stable_timeout = 86400.0;
+static struct fuse_session *session;
+static struct timespec start_time;
+
 static void node_stat(const Node *n, struct stat *st) {
-        static struct timespec start;
-        if (start.tv_sec == 0)
-                clock_gettime(CLOCK_REALTIME, &start);
         memset(st, 0, sizeof(*st));
         st->st_ino = n->ino;
         st->st_mode = n->mode;
         st->st_nlink = n->kind == K_DIR ? 2 : 1;
         st->st_size = n->kind == K_LINK ? (off_t) strlen(n->text) : n->kind == K_DIR ? 0 : 4096;
         st->st_blksize = 4096;
-        st->st_atim = st->st_mtim = st->st_ctim = start;
+        st->st_atim = st->st_mtim = st->st_ctim = start_time;
 }
 
-static int sim_getattr(const char *path, struct stat *st, struct fuse_file_info *fi) {
-        count(path, C_GETATTR);
-        pthread_rwlock_rdlock(&model_lock);
-        Node *n = node_resolve(path);
-        if (n)
-                node_stat(n, st);
-        pthread_rwlock_unlock(&model_lock);
-        return n ? 0 : -ENOENT;
+static double node_timeout(const Node *n) {
+        return n->dynamic ? 0.0 : stable_timeout;
 }
 
-static int sim_readlink(const char *path, char *buf, size_t size) {
-        int r = 0;
-        count(path, C_READLINK);
+/* The node behind a FUSE node id. The kernel only sends ids it holds a
+ * reference to, so the node is allocated; check ->detached (under the
+ * model lock) before using it. */
+static Node *ino_node(fuse_ino_t ino) {
+        return ino == FUSE_ROOT_ID ? tree.root : (Node *) (uintptr_t) ino;
+}
+
+/* "/a/b/c" of a node (plus "/name" if given), for the counters. */
+static void node_path(const Node *n, const char *name, char *buf, size_t size) {
+        const Node *v[64];
+        size_t k = 0, len = 0;
+        for (; n && n != tree.root && k < ELEMENTSOF(v); n = n->parent)
+                v[k++] = n;
+        buf[0] = 0;
+        if (n != tree.root) {
+                snprintf(buf, size, "(removed)");
+                len = strlen(buf);
+        }
+        while (k > 0 && len < size) {
+                int w = snprintf(buf + len, size - len, "/%s", v[--k]->name);
+                len += w > 0 ? (size_t) w : 0;
+        }
+        if (name && len < size)
+                snprintf(buf + len, size - len, "/%s", name);
+        else if (len == 0)
+                snprintf(buf, size, "/");
+}
+
+static void count_node(const Node *n, const char *name, int what) {
+        char path[PATH_MAX];
+        node_path(n, name, path, sizeof(path));
+        count(path, what);
+}
+
+static void sim_lookup(fuse_req_t req, fuse_ino_t parent, const char *name) {
+        struct fuse_entry_param e;
+        Node *d, *n = NULL;
+
         pthread_rwlock_rdlock(&model_lock);
-        Node *n = node_resolve(path);
-        if (!n)
-                r = -ENOENT;
-        else if (n->kind != K_LINK)
-                r = -EINVAL;
-        else {
-                snprintf(buf, size, "%s", n->text);
+        d = ino_node(parent);
+        count_node(d, name, C_GETATTR);
+        if (!d->detached && d->kind == K_DIR)
+                n = node_child(d, name, strlen(name));
+        if (n) {
+                memset(&e, 0, sizeof(e));
+                e.ino = node_id(n);
+                e.generation = n->ino;
+                node_stat(n, &e.attr);
+                e.attr_timeout = e.entry_timeout = node_timeout(n);
+                pthread_mutex_lock(&life_lock);
+                n->nlookup++;
+                pthread_mutex_unlock(&life_lock);
         }
         pthread_rwlock_unlock(&model_lock);
-        return r;
+        if (!n)
+                fuse_reply_err(req, ENOENT); /* never cached: it may appear any time */
+        else if (fuse_reply_entry(req, &e) != 0)
+                node_forget(n, 1);
 }
 
-static int sim_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t off, struct fuse_file_info *fi,
-                       enum fuse_readdir_flags flags) {
-        int r = 0;
+static void sim_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup) {
+        if (ino != FUSE_ROOT_ID)
+                node_forget(ino_node(ino), nlookup);
+        fuse_reply_none(req);
+}
+
+static void sim_forget_multi(fuse_req_t req, size_t count_, struct fuse_forget_data *forgets) {
+        for (size_t i = 0; i < count_; i++)
+                if (forgets[i].ino != FUSE_ROOT_ID)
+                        node_forget(ino_node(forgets[i].ino), forgets[i].nlookup);
+        fuse_reply_none(req);
+}
+
+static void sim_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
         struct stat st;
-        count(path, C_READDIR);
+        double timeout;
         pthread_rwlock_rdlock(&model_lock);
-        Node *n = node_resolve(path);
-        if (!n)
-                r = -ENOENT;
-        else if (n->kind != K_DIR)
-                r = -ENOTDIR;
-        else {
-                node_stat(n, &st);
-                filler(buf, ".", &st, 0, 0);
-                if (n->parent)
-                        node_stat(n->parent, &st);
-                filler(buf, "..", &st, 0, 0);
-                for (Node *c = n->first; c; c = c->next) {
-                        if (c->hidden)
-                                continue;
-                        node_stat(c, &st);
-                        if (filler(buf, c->name, &st, 0, 0))
-                                break;
-                }
-        }
+        Node *n = ino_node(ino);
+        count_node(n, NULL, C_GETATTR);
+        node_stat(n, &st);
+        timeout = n->detached ? 0.0 : node_timeout(n);
         pthread_rwlock_unlock(&model_lock);
-        return r;
+        fuse_reply_attr(req, &st, timeout);
 }
 
-static int sim_open(const char *path, struct fuse_file_info *fi) {
+static void sim_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, struct fuse_file_info *fi) {
+        struct stat st;
         int r = 0;
-        count(path, C_OPEN);
         pthread_rwlock_rdlock(&model_lock);
-        Node *n = node_resolve(path);
+        Node *n = ino_node(ino);
+        /* sysfs lets a writer truncate (O_TRUNC) an attribute and ignores it */
+        if (n->detached)
+                r = ENOENT;
+        else if ((to_set & ~(FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_ATIME_NOW |
+                             FUSE_SET_ATTR_MTIME_NOW | FUSE_SET_ATTR_CTIME)) != 0)
+                r = EPERM;
+        else if ((to_set & FUSE_SET_ATTR_SIZE) && !node_writable(n))
+                r = EACCES;
+        node_stat(n, &st);
+        pthread_rwlock_unlock(&model_lock);
+        if (r)
+                fuse_reply_err(req, r);
+        else
+                fuse_reply_attr(req, &st, 0.0);
+}
+
+static void sim_readlink(fuse_req_t req, fuse_ino_t ino) {
+        _cleanup_free_ char *target = NULL;
+        pthread_rwlock_rdlock(&model_lock);
+        Node *n = ino_node(ino);
+        count_node(n, NULL, C_READLINK);
+        if (!n->detached && n->kind == K_LINK)
+                target = xstrdup(n->text);
+        pthread_rwlock_unlock(&model_lock);
+        if (target)
+                fuse_reply_readlink(req, target);
+        else
+                fuse_reply_err(req, EINVAL);
+}
+
+/* A directory is read from a snapshot taken at opendir. */
+typedef struct DirEnt {
+        char *name;
+        uint64_t ino;
+        mode_t mode;
+} DirEnt;
+
+typedef struct DirSnap {
+        DirEnt *v;
+        size_t n;
+} DirSnap;
+
+static void dirsnap_add(DirSnap *d, const char *name, const Node *n) {
+        d->v = xrealloc(d->v, (d->n + 1) * sizeof(DirEnt));
+        d->v[d->n].name = xstrdup(name);
+        d->v[d->n].ino = n->ino;
+        d->v[d->n].mode = n->mode;
+        d->n++;
+}
+
+static void dirsnap_free(DirSnap *d) {
+        if (!d)
+                return;
+        for (size_t i = 0; i < d->n; i++)
+                free(d->v[i].name);
+        free(d->v);
+        free(d);
+}
+
+static void sim_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
+        DirSnap *d = NULL;
+        int r = 0;
+        pthread_rwlock_rdlock(&model_lock);
+        Node *n = ino_node(ino);
+        count_node(n, NULL, C_READDIR);
+        if (n->detached)
+                r = ENOENT;
+        else if (n->kind != K_DIR)
+                r = ENOTDIR;
+        else {
+                d = xcalloc(1, sizeof(DirSnap));
+                dirsnap_add(d, ".", n);
+                dirsnap_add(d, "..", n->parent ? n->parent : n);
+                for (const Node *c = n->first; c; c = c->next)
+                        if (!c->hidden)
+                                dirsnap_add(d, c->name, c);
+        }
+        pthread_rwlock_unlock(&model_lock);
+        if (r) {
+                fuse_reply_err(req, r);
+                return;
+        }
+        fi->fh = (uint64_t) (uintptr_t) d;
+        if (fuse_reply_open(req, fi) != 0)
+                dirsnap_free(d);
+}
+
+static void sim_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi) {
+        DirSnap *d = (DirSnap *) (uintptr_t) fi->fh;
+        _cleanup_free_ char *buf = xmalloc(size);
+        size_t used = 0;
+        struct stat st;
+
+        memset(&st, 0, sizeof(st));
+        for (size_t i = off < 0 ? 0 : (size_t) off; i < d->n; i++) {
+                st.st_ino = d->v[i].ino;
+                st.st_mode = d->v[i].mode;
+                size_t need = fuse_add_direntry(req, buf + used, size - used, d->v[i].name, &st, (off_t) i + 1);
+                if (need > size - used)
+                        break;
+                used += need;
+        }
+        fuse_reply_buf(req, buf, used);
+}
+
+static void sim_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
+        dirsnap_free((DirSnap *) (uintptr_t) fi->fh);
+        fuse_reply_err(req, 0);
+}
+
+static void sim_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
+        int r = 0;
+        char *snap = NULL;
         int acc = fi->flags & O_ACCMODE;
-        if (!n)
-                r = -ENOENT;
+        pthread_rwlock_rdlock(&model_lock);
+        Node *n = ino_node(ino);
+        count_node(n, NULL, C_OPEN);
+        if (n->detached)
+                r = ENOENT;
         else if (n->kind == K_DIR)
-                r = -EISDIR;
+                r = EISDIR;
         /* kernfs: open fails with EACCES, even for root, when the file has
          * no read (write) permission or no show (store) method */
         else if ((acc == O_RDONLY || acc == O_RDWR) && !node_readable(n))
-                r = -EACCES;
+                r = EACCES;
         else if ((acc == O_WRONLY || acc == O_RDWR) && !node_writable(n))
-                r = -EACCES;
-        else if (n->kind == K_COUNTERS || n->kind == K_STATE) {
-                /* a snapshot, so that long output reads consistently */
-                fi->fh = (uint64_t) (uintptr_t) node_content(n);
-        }
+                r = EACCES;
+        else if (n->kind == K_COUNTERS || n->kind == K_STATE)
+                snap = node_content(n); /* a snapshot: long output reads consistently */
         pthread_rwlock_unlock(&model_lock);
+        if (r) {
+                fuse_reply_err(req, r);
+                return;
+        }
+        fi->fh = (uint64_t) (uintptr_t) snap;
         fi->direct_io = 1;
         fi->keep_cache = 0;
-        return r;
+        if (fuse_reply_open(req, fi) != 0)
+                free(snap);
 }
 
-static int sim_release(const char *path, struct fuse_file_info *fi) {
+static void sim_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
         free((char *) (uintptr_t) fi->fh);
-        return 0;
+        fuse_reply_err(req, 0);
 }
 
-static int sim_read(const char *path, char *buf, size_t size, off_t off, struct fuse_file_info *fi) {
+static void sim_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi) {
         _cleanup_free_ char *text = NULL;
-        const char *content;
-        count(path, C_READ);
-        if (fi->fh)
-                content = (const char *) (uintptr_t) fi->fh;
-        else {
+        const char *content = (const char *) (uintptr_t) fi->fh;
+        int r = 0;
+        if (!content) {
                 pthread_rwlock_rdlock(&model_lock);
-                Node *n = node_resolve(path);
-                text = n ? node_content(n) : NULL;
+                Node *n = ino_node(ino);
+                count_node(n, NULL, C_READ);
+                if (n->detached)
+                        r = ENODEV; /* kernfs: a removed attribute */
+                else if (!(text = node_content(n)))
+                        r = EIO;
                 pthread_rwlock_unlock(&model_lock);
-                if (!n)
-                        return -ENODEV;
-                if (!text)
-                        return -EIO;
                 content = text;
+        }
+        if (r) {
+                fuse_reply_err(req, r);
+                return;
         }
         size_t len = strlen(content);
         if (off < 0 || (size_t) off >= len)
-                return 0;
-        if (size > len - (size_t) off)
+                size = 0;
+        else if (size > len - (size_t) off)
                 size = len - (size_t) off;
-        memcpy(buf, content + off, size);
-        return (int) size;
+        fuse_reply_buf(req, size ? content + off : NULL, size);
 }
 
-static int sim_write(const char *path, const char *buf, size_t size, off_t off, struct fuse_file_info *fi) {
+/* Tells the kernel to forget the entries that this thread's change took
+ * out of the tree. Called without the model lock: the kernel may need to
+ * wait for a lookup in the same directory, which needs it. */
+static void inval_flush(InvalList *l) {
+        for (size_t i = 0; i < l->n; i++) {
+                if (session)
+                        (void) fuse_lowlevel_notify_inval_entry(session, l->v[i].parent, l->v[i].name,
+                                                                strlen(l->v[i].name));
+                free(l->v[i].name);
+        }
+        free(l->v);
+        l->v = NULL;
+        l->n = 0;
+}
+
+static void sim_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+                      struct fuse_file_info *fi) {
+        InvalList inval = { 0 };
         int r;
-        count(path, C_WRITE);
         pthread_rwlock_wrlock(&model_lock);
-        Node *n = node_resolve(path);
-        if (!n)
+        inval_pending = &inval;
+        Node *n = ino_node(ino);
+        count_node(n, NULL, C_WRITE);
+        if (n->detached)
                 r = -ENODEV;
         else if (n->kind == K_CREATE)
                 r = mdev_create(n->obj, buf, size);
@@ -1192,58 +1443,61 @@ static int sim_write(const char *path, const char *buf, size_t size, off_t off, 
                 r = ctl_write(buf, size);
         else
                 r = -EACCES;
+        inval_pending = NULL;
         pthread_rwlock_unlock(&model_lock);
-        return r < 0 ? r : (int) size;
+        inval_flush(&inval);
+        if (r < 0)
+                fuse_reply_err(req, -r);
+        else
+                fuse_reply_write(req, size);
 }
 
-static int sim_truncate(const char *path, off_t size, struct fuse_file_info *fi) {
-        int r = 0;
-        pthread_rwlock_rdlock(&model_lock);
-        Node *n = node_resolve(path);
-        if (!n)
-                r = -ENOENT;
-        else if (!node_writable(n))
-                r = -EACCES;
-        pthread_rwlock_unlock(&model_lock);
-        return r;
+static void sim_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, struct fuse_file_info *fi) {
+        fuse_reply_err(req, EACCES);
 }
 
-static int sim_create(const char *path, mode_t mode, struct fuse_file_info *fi) {
-        return -EACCES;
+static void sim_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev) {
+        fuse_reply_err(req, EACCES);
 }
 
-static int sim_refuse(const char *path, mode_t mode) {
-        return -EPERM;
+static void sim_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode) {
+        fuse_reply_err(req, EPERM);
 }
 
-static int sim_refuse_path(const char *path) {
-        return -EPERM;
+static void sim_unlink(fuse_req_t req, fuse_ino_t parent, const char *name) {
+        fuse_reply_err(req, EPERM);
 }
 
-static void *sim_init(struct fuse_conn_info *conn, struct fuse_config *cfg) {
-        cfg->entry_timeout = 0;
-        cfg->attr_timeout = 0;
-        cfg->negative_timeout = 0;
-        cfg->use_ino = 1;
-        cfg->direct_io = 1;
-        cfg->kernel_cache = 0;
-        return NULL;
+static void sim_init(void *userdata, struct fuse_conn_info *conn) {
+        /* a link's target never changes while it exists: let the kernel keep it */
+        if (stable_timeout > 0 && (conn->capable & FUSE_CAP_CACHE_SYMLINKS))
+                conn->want |= FUSE_CAP_CACHE_SYMLINKS;
+        /* O_TRUNC arrives with open() instead of as a separate setattr */
+        if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
+                conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
+        conn->want &= ~(unsigned) FUSE_CAP_WRITEBACK_CACHE;
 }
 
-static const struct fuse_operations sim_ops = {
+static const struct fuse_lowlevel_ops sim_ops = {
         .init = sim_init,
+        .lookup = sim_lookup,
+        .forget = sim_forget,
+        .forget_multi = sim_forget_multi,
         .getattr = sim_getattr,
+        .setattr = sim_setattr,
         .readlink = sim_readlink,
+        .opendir = sim_opendir,
         .readdir = sim_readdir,
+        .releasedir = sim_releasedir,
         .open = sim_open,
         .release = sim_release,
         .read = sim_read,
         .write = sim_write,
-        .truncate = sim_truncate,
         .create = sim_create,
-        .mkdir = sim_refuse,
-        .unlink = sim_refuse_path,
-        .rmdir = sim_refuse_path,
+        .mknod = sim_mknod,
+        .mkdir = sim_mkdir,
+        .unlink = sim_unlink,
+        .rmdir = sim_unlink,
 };
 
 /* -------------------------------------------------------------- topology */
@@ -1504,6 +1758,7 @@ static void model_free(void) {
                 for (Node *c = model.bus_mdev_devices->first; c; c = c->next)
                         free(c->obj);
         node_free(tree.root);
+        limbo_free();
         free(tree.buckets);
         set_str(&fault.create_parent, NULL);
         set_str(&fault.remove_block_uuid, NULL);
@@ -1547,12 +1802,14 @@ static int client_cat(const char *mountpoint, const char *file) {
 }
 
 static void usage(FILE *f) {
-        fputs("usage: mdev-sysfs-sim [-f] [-d] TOPOLOGY MOUNTPOINT\n"
+        fputs("usage: mdev-sysfs-sim [-f] [-d] [-n] TOPOLOGY MOUNTPOINT\n"
               "       mdev-sysfs-sim --ctl MOUNTPOINT COMMAND [ARGS...]\n"
               "       mdev-sysfs-sim --counters MOUNTPOINT\n"
               "       mdev-sysfs-sim --state MOUNTPOINT\n"
               "       mdev-sysfs-sim --check TOPOLOGY\n"
-              "-f stays in the foreground, -d also prints FUSE debug output.\n"
+              "-f stays in the foreground, -d also prints FUSE debug output,\n"
+              "-n lets the kernel cache nothing (by default it may cache the stable\n"
+              "entries, and is told to forget each one that goes away).\n"
               "Commands: see tests/sim/README.md.\n",
               f);
 }
@@ -1585,6 +1842,8 @@ int main(int argc, char **argv) {
                         foreground = true;
                 else if (streq(argv[i], "-d"))
                         foreground = debug = true;
+                else if (streq(argv[i], "-n"))
+                        stable_timeout = 0.0;
                 else {
                         usage(stderr);
                         return 2;
@@ -1621,6 +1880,8 @@ int main(int argc, char **argv) {
         }
         topo_build();
 
+        clock_gettime(CLOCK_REALTIME, &start_time);
+
         struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
         fuse_opt_add_arg(&args, argv[0]);
         fuse_opt_add_arg(&args, "-o");
@@ -1628,25 +1889,25 @@ int main(int argc, char **argv) {
                                                : "fsname=mdev-sysfs-sim,subtype=mdev-sysfs-sim");
         if (debug)
                 fuse_opt_add_arg(&args, "-d");
-        struct fuse *fuse = fuse_new(&args, &sim_ops, sizeof(sim_ops), NULL);
+        struct fuse_session *se = fuse_session_new(&args, &sim_ops, sizeof(sim_ops), NULL);
         fuse_opt_free_args(&args);
-        if (!fuse) {
+        if (!se) {
                 model_free();
                 return 1;
         }
-        if (fuse_mount(fuse, mountpoint) != 0) {
-                fuse_destroy(fuse);
+        if (fuse_session_mount(se, mountpoint) != 0) {
+                fuse_session_destroy(se);
                 model_free();
                 return 1;
         }
         /* The mount exists now; the parent returns once the child is set up. */
         if (fuse_daemonize(foreground) != 0) {
-                fuse_unmount(fuse);
-                fuse_destroy(fuse);
+                fuse_session_unmount(se);
+                fuse_session_destroy(se);
                 model_free();
                 return 1;
         }
-        struct fuse_session *se = fuse_get_session(fuse);
+        session = se;
         fuse_set_signal_handlers(se);
         struct fuse_loop_config *lc = fuse_loop_cfg_create();
         fuse_loop_cfg_set_max_threads(lc, 256);
@@ -1654,12 +1915,13 @@ int main(int argc, char **argv) {
         /* Ends on unmount (or on SIGTERM/SIGINT, e.g. when a copy of the
          * mount in another mount namespace keeps it alive). Either way the
          * simulator is done: its status is not an error. */
-        (void) fuse_loop_mt(fuse, lc);
+        (void) fuse_session_loop_mt(se, lc);
         fuse_loop_cfg_destroy(lc);
         timers_stop();
+        session = NULL;
         fuse_remove_signal_handlers(se);
-        fuse_unmount(fuse);
-        fuse_destroy(fuse);
+        fuse_session_unmount(se);
+        fuse_session_destroy(se);
         model_free();
         pthread_rwlock_destroy(&model_lock);
         pthread_cond_destroy(&timers.cond);

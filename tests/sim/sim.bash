@@ -16,6 +16,8 @@
 # root (two hosts in a migration test), prefix the call:
 #   SIM_SYS=$B/sys sim_unregister 0000:84:00.0     or: sim_use $B
 # Control commands go to the hidden file $SIM_SYS/.sim/ctl (see README.md).
+# SIM_FLAGS adds options to the simulator, e.g. SIM_FLAGS=-n: no kernel
+# caching at all (a check that no test depends on the cache).
 
 SIM_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 : "${MH_SIM:=${MH_BUILD_DIR:+$MH_BUILD_DIR/tests/sim/mdev-sysfs-sim}}"
@@ -52,7 +54,8 @@ sim_mount() {
         mkdir -p "$root/sys" "$root/proc/sys/kernel/random" "$root/etc/mdev-hooks" \
                 "$root/var/lib" "$root/run" || return 1
         cat /proc/sys/kernel/random/uuid > "$root/proc/sys/kernel/random/boot_id" || return 1
-        "$MH_SIM" "$topo" "$root/sys" || return 1
+        # shellcheck disable=SC2086 # SIM_FLAGS is a list of words
+        "$MH_SIM" ${SIM_FLAGS:-} "$topo" "$root/sys" || return 1
         _SIM_MOUNTS+=("$root/sys")
         sim_use "$root"
 }
