@@ -42,6 +42,7 @@
  *   unreadable-records   record files that do not parse: reported.
  */
 #include <getopt.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <time.h>
 
@@ -81,7 +82,7 @@ const char *reconcile_result_to_string(ReconcileResult r) {
         case RECONCILE_FAILED:
                 return "failed";
         case RECONCILE_SKIPPED:
-                return "not-fixable";
+                return "report-only";
         }
         return NULL;
 }
@@ -532,10 +533,12 @@ static int plan_uuid(ReconcilePlan *p, const ReconcileInput *in, const char *uui
 
                 if (age < RECONCILE_INCOMING_MAX_AGE_SEC)
                         return 0; /* a migration may be arriving */
-                return plan_release(p, in, e, "incoming-expired",
-                                    owner && owner->active ?
-                                    "claimed over 10 minutes ago, and the guest runs without it" :
-                                    "claimed over 10 minutes ago, and the guest is not running here");
+                _cleanup_free_ char *why = strdup_printf("claimed %" PRIu64 " minutes ago, and the guest %s",
+                                                         age / 60, owner && owner->active ?
+                                                         "runs without it" : "is not running here");
+                if (!why)
+                        return -ENOMEM;
+                return plan_release(p, in, e, "incoming-expired", why);
         }
         case LEDGER_FREE:
                 if (e->origin == LEDGER_CREATED && in->release == CONFIG_RELEASE_KEEP)
