@@ -635,7 +635,9 @@ rules_skip_unless_possible() {
         rules_test change devices/virtual/mtty/mtty
         [ "$status" -eq 0 ]
         [[ "$output" == *"Reading rules file: /run/udev/rules.d/60-mdev-hooks.rules"* ]]
-        [[ "$output" != *"Invalid"* && "$output" != *"invalid"* ]]
+        # udevadm names a line of the file for every problem it finds in it
+        # ("Invalid key/value pair", "has no matching label", ...).
+        ! grep -E '^/run/udev/rules.d/60-mdev-hooks.rules:[0-9]+' <<< "$output"
         [[ "$output" == *"run: '/"*"/mdev-hooks-udev mtty'"* ]]
         rm -rf "$BATS_TEST_TMPDIR/fakesys"
         fake_device /devices/pci0000:80/0000:80:01.0/0000:84:00.0 pci MDEV_STATE=unregistered
