@@ -36,13 +36,12 @@ void alloc_want_done(AllocWant *w) {
         w->types = NULL;
 }
 
-static ConfigPlacement sort_placement;
-
-static int candidate_cmp(const void *x, const void *y) {
+static int candidate_cmp(const void *x, const void *y, void *userdata) {
         const AllocCandidate *a = x, *b = y;
+        const ConfigPlacement *placement = userdata;
 
         if (a->count != b->count) {
-                if (sort_placement == CONFIG_PLACEMENT_PACK)
+                if (*placement == CONFIG_PLACEMENT_PACK)
                         return a->count > b->count ? -1 : 1;
                 return a->count < b->count ? -1 : 1;
         }
@@ -52,9 +51,8 @@ static int candidate_cmp(const void *x, const void *y) {
 }
 
 void alloc_candidates_sort(AllocCandidate *c, size_t n, ConfigPlacement placement) {
-        sort_placement = placement;
         if (n > 1)
-                qsort(c, n, sizeof *c, candidate_cmp);
+                qsort_r(c, n, sizeof *c, candidate_cmp, &placement);
 }
 
 unsigned alloc_max_left(unsigned max_instances, unsigned existing) {

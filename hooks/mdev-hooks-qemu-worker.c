@@ -33,12 +33,16 @@ static int run(HookOp op, const char *guest, HookContext *ctx) {
         int r;
 
         r = domxml_read_fd(STDIN_FILENO, &buf, &len);
-        if (r < 0)
-                return r;
-        r = domxml_parse(buf, len, &dom);
-        if (r < 0)
-                return r;
-        if (dom->n_mdevs == 0 && op != HOOK_OP_RELEASE)
+        if (r >= 0)
+                r = domxml_parse(buf, len, &dom);
+        if (r < 0) {
+                /* release goes by the record, not by the XML: still free what
+                 * the guest holds. Everything else stops here. */
+                if (op != HOOK_OP_RELEASE)
+                        return r;
+                log_warning("%s; releasing by the record alone", error_get(r));
+                error_clear();
+        } else if (dom->n_mdevs == 0 && op != HOOK_OP_RELEASE)
                 return 0; /* the front's scan over-reported */
 
         r = root_open(&rootfd);

@@ -143,6 +143,16 @@ keep_conf() {
         [ -z "$(records)" ]
 }
 
+@test "release with malformed XML still frees the guest's mdevs by the record" {
+        run -0 prepare web1 "$U1"
+        head -n -3 "$BATS_TEST_TMPDIR/web1.xml" > "$BATS_TEST_TMPDIR/broken.xml"
+        run hook web1 release end - < "$BATS_TEST_TMPDIR/broken.xml"
+        [ "$status" -eq 0 ]
+        [[ "$output" == "mdev-hooks: web1: "*"releasing by the record alone"* ]]
+        ! mdev_exists "$U1"
+        [ -z "$(records)" ]
+}
+
 @test "release forgets a record whose mdev is already gone" {
         run -0 prepare web1 "$U1"
         sim_remove "$U1"
