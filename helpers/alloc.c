@@ -19,8 +19,11 @@
  * the whole host) and the failure message (which other parents offer it).
  */
 #include <limits.h>
+#include <poll.h>
 #include <stdio.h>
 #include <time.h>
+
+#include <libudev.h>
 
 #include "alloc.h"
 #include "crash.h"
@@ -481,12 +484,58 @@ static bool candidates_have_room(const CandidateList *l) {
         return false;
 }
 
+static void udev_monitor_unrefp(struct udev_monitor **m) {
+        if (*m)
+                udev_monitor_unref(*m);
+}
+
+/* A udev monitor that wakes the wait below when a device changes (a parent
+ * registering sends "change" with MDEV_STATE=registered). NULL when there is
+ * none to be had (no udevd, a container) or when MDEV_HOOKS_ROOT points at a
+ * test tree, whose parents send no uevents: then the wait polls alone. */
+static struct udev_monitor *wait_monitor_new(void) {
+        const char *root = getenv("MDEV_HOOKS_ROOT");
+        struct udev_monitor *m;
+        struct udev *u;
+
+        if (root && *root)
+                return NULL;
+        u = udev_new();
+        if (!u)
+                return NULL;
+        m = udev_monitor_new_from_netlink(u, "udev");
+        udev_unref(u); /* the monitor keeps its own reference */
+        if (m && udev_monitor_enable_receiving(m) < 0) {
+                udev_monitor_unref(m);
+                m = NULL;
+        }
+        return m;
+}
+
+/* Sleeps up to PARENT_WAIT_STEP_USEC, less when a uevent arrives. */
+static void wait_step(struct udev_monitor *m) {
+        struct pollfd p;
+
+        if (!m) {
+                usleep(PARENT_WAIT_STEP_USEC);
+                return;
+        }
+        p = (struct pollfd) { .fd = udev_monitor_get_fd(m), .events = POLLIN };
+        if (poll(&p, 1, PARENT_WAIT_STEP_USEC / 1000) > 0) {
+                struct udev_device *d;
+
+                while ((d = udev_monitor_receive_device(m)))
+                        udev_device_unref(d);
+        }
+}
+
 /* parent_wait: a configured parent whose device exists but that has not
- * registered yet (the vendor driver is still starting) is polled until it
- * registers or the time is up, but only when no registered candidate has
- * room. Polling, not a udev monitor: the wait is rare (right after a boot),
- * and it also works on hosts and trees where no uevents are sent. */
+ * registered yet (the vendor driver is still starting after a boot) is waited
+ * for until it registers or the time is up, but only when no registered
+ * candidate has room. A udev monitor wakes the wait at once on a real host;
+ * a short poll interval covers hosts without udevd and test trees. */
 static int candidates_wait(const Alloc *a, CandidateList *l) {
+        _cleanup_(udev_monitor_unrefp) struct udev_monitor *monitor = NULL;
         unsigned long long deadline;
         bool waiting = false;
         int r;
@@ -500,11 +549,12 @@ static int candidates_wait(const Alloc *a, CandidateList *l) {
         if (!waiting)
                 return 0;
 
+        monitor = wait_monitor_new();
         deadline = now_usec() + (unsigned long long) a->config->parent_wait * 1000000ULL;
         while (now_usec() < deadline) {
                 bool pending = false;
 
-                usleep(PARENT_WAIT_STEP_USEC);
+                wait_step(monitor);
                 for (size_t i = 0; i < l->n; i++) {
                         AllocCandidate *c = &l->c[i];
 
