@@ -195,10 +195,10 @@ int cli_check_config_main(int argc, char *argv[], const char *config_path) {
 
         error_clear();
         r = config_load(rootfd, o.config_path, &c, &lines);
+        if (r == -ENOMEM)
+                return cli_oom();
         if (r < 0) {
                 if (strv_length(lines) == 0 && strv_extend(&lines, error_get(r)) < 0)
-                        return cli_oom();
-                if (r == -ENOMEM)
                         return cli_oom();
         } else {
                 Findings f = { 0 };
@@ -218,8 +218,14 @@ int cli_check_config_main(int argc, char *argv[], const char *config_path) {
         if (o.json) {
                 if (print_json(shown, lines) < 0)
                         return cli_oom();
-        } else if (strv_length(lines) == 0)
-                printf("%s: ok\n", shown);
+        } else if (strv_length(lines) == 0) {
+                struct stat st;
+
+                if (!o.config_path && fstatat(rootfd, CONFIG_DEFAULT_PATH, &st, 0) < 0 && errno == ENOENT)
+                        printf("%s: not present: no mdev types enabled\n", shown);
+                else
+                        printf("%s: ok\n", shown);
+        }
         else
                 for (char **l = lines; *l; l++)
                         puts(*l);

@@ -221,6 +221,14 @@ golden() {
         done
 }
 
+@test "check-config without a config says so and succeeds" {
+        fixture_root mtty
+        rm "$MDEV_HOOKS_ROOT/etc/mdev-hooks/mdev-hooks.conf"
+        run "$MH_CLI" check-config
+        [ "$status" -eq 0 ]
+        [ "$output" = "/etc/mdev-hooks/mdev-hooks.conf: not present: no mdev types enabled" ]
+}
+
 @test "check-config prints every config error with its line and exits 2" {
         fixture_root nvidia
         cp "$MH_DATA/check-config/bad.conf" "$BATS_TEST_TMPDIR/bad.conf"
