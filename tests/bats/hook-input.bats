@@ -94,3 +94,23 @@ refused() {
         run -0 hook "$name" release end - < "$BATS_TEST_TMPDIR/in.xml"
         [ -z "$(sim_mdevs)" ]
 }
+
+@test "the front end finds an mdev hostdev whatever the quoting, spacing and attribute order" {
+        local variant i=0
+        for variant in \
+                "<hostdev type=\"mdev\" mode=\"subsystem\">" \
+                "<hostdev\n      mode='subsystem'\n      type = 'mdev'>" \
+                "<hostdev mode='subsystem' display='a>b' type='mdev'>" \
+                "<hostdev\ttype='mdev'\tmode='subsystem' >"; do
+                i=$((i + 1))
+                domxml "v$i" "$U1" | awk -v v="$variant" '/<hostdev /{ gsub(/\\n/, "\n", v); gsub(/\\t/, "\t", v); print "    " v; next } { print }' \
+                        > "$BATS_TEST_TMPDIR/v$i.xml"
+                run hook "v$i" prepare begin - < "$BATS_TEST_TMPDIR/v$i.xml"
+                echo "$variant: $output"
+                [ "$status" -eq 0 ]
+                mdev_exists "$U1"
+                [ "$(record "$U1" guest)" = "v$i" ]
+                run -0 hook "v$i" release end - < "$BATS_TEST_TMPDIR/v$i.xml"
+                ! mdev_exists "$U1"
+        done
+}
