@@ -385,6 +385,18 @@ two_types_conf() {
         wait
 }
 
+@test "prepare waits for the lock and goes on when it frees" {
+        printf '[devices]\nenabled_mdev_types = nvidia-35\n[hooks]\nlock_timeout = 20\n' | conf
+        mkdir -p "$MDEV_HOOKS_ROOT/run/mdev-hooks"
+        lock="$MDEV_HOOKS_ROOT/run/mdev-hooks/lock"
+        flock "$lock" sleep 1 3>&- &
+        sleep 0.2
+        run prepare web1 "$U1"
+        [ "$status" -eq 0 ]
+        mdev_exists "$U1"
+        wait
+}
+
 @test "the hook's front end does not link libxml2" {
         run ldd "$MH_QEMU_HOOK"
         [ "$status" -eq 0 ]
