@@ -1287,6 +1287,52 @@ static void dirsnap_free(DirSnap *d) {
         free(d);
 }
 
+/* What an open file or directory holds (a snapshot). Registered, so that
+ * what the kernel never released (a file still open at unmount) is freed
+ * at exit. */
+typedef struct Handle {
+        struct Handle *prev, *next;
+        char *text;
+        DirSnap *dir;
+} Handle;
+
+static pthread_mutex_t handles_lock = PTHREAD_MUTEX_INITIALIZER;
+static Handle *handles;
+
+static Handle *handle_new(char *text, DirSnap *dir) {
+        Handle *h = xcalloc(1, sizeof(Handle));
+        h->text = text;
+        h->dir = dir;
+        pthread_mutex_lock(&handles_lock);
+        h->next = handles;
+        if (handles)
+                handles->prev = h;
+        handles = h;
+        pthread_mutex_unlock(&handles_lock);
+        return h;
+}
+
+static void handle_free(Handle *h) {
+        if (!h)
+                return;
+        pthread_mutex_lock(&handles_lock);
+        if (h->prev)
+                h->prev->next = h->next;
+        else
+                handles = h->next;
+        if (h->next)
+                h->next->prev = h->prev;
+        pthread_mutex_unlock(&handles_lock);
+        free(h->text);
+        dirsnap_free(h->dir);
+        free(h);
+}
+
+static void handles_free_all(void) {
+        while (handles)
+                handle_free(handles);
+}
+
 static void sim_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
         DirSnap *d = NULL;
         int r = 0;
@@ -1310,13 +1356,14 @@ static void sim_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *f
                 fuse_reply_err(req, r);
                 return;
         }
-        fi->fh = (uint64_t) (uintptr_t) d;
+        Handle *h = handle_new(NULL, d);
+        fi->fh = (uint64_t) (uintptr_t) h;
         if (fuse_reply_open(req, fi) != 0)
-                dirsnap_free(d);
+                handle_free(h);
 }
 
 static void sim_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi) {
-        DirSnap *d = (DirSnap *) (uintptr_t) fi->fh;
+        DirSnap *d = ((Handle *) (uintptr_t) fi->fh)->dir;
         _cleanup_free_ char *buf = xmalloc(size);
         size_t used = 0;
         struct stat st;
@@ -1334,7 +1381,7 @@ static void sim_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, 
 }
 
 static void sim_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
-        dirsnap_free((DirSnap *) (uintptr_t) fi->fh);
+        handle_free((Handle *) (uintptr_t) fi->fh);
         fuse_reply_err(req, 0);
 }
 
@@ -1362,21 +1409,23 @@ static void sim_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) 
                 fuse_reply_err(req, r);
                 return;
         }
-        fi->fh = (uint64_t) (uintptr_t) snap;
+        Handle *h = snap ? handle_new(snap, NULL) : NULL;
+        fi->fh = (uint64_t) (uintptr_t) h;
         fi->direct_io = 1;
         fi->keep_cache = 0;
         if (fuse_reply_open(req, fi) != 0)
-                free(snap);
+                handle_free(h);
 }
 
 static void sim_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
-        free((char *) (uintptr_t) fi->fh);
+        handle_free((Handle *) (uintptr_t) fi->fh);
         fuse_reply_err(req, 0);
 }
 
 static void sim_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi) {
         _cleanup_free_ char *text = NULL;
-        const char *content = (const char *) (uintptr_t) fi->fh;
+        const Handle *h = (const Handle *) (uintptr_t) fi->fh;
+        const char *content = h ? h->text : NULL;
         int r = 0;
         if (!content) {
                 pthread_rwlock_rdlock(&model_lock);
@@ -1759,6 +1808,7 @@ static void model_free(void) {
                         free(c->obj);
         node_free(tree.root);
         limbo_free();
+        handles_free_all();
         free(tree.buckets);
         set_str(&fault.create_parent, NULL);
         set_str(&fault.remove_block_uuid, NULL);
