@@ -450,6 +450,18 @@ M60B=0000:85:00.0
         [ "$(sim_mdevs)" = "$U2" ]
 }
 
+@test "fault: mtty unregisters with its virtual device, as when its module unloads" {
+        sim_mount mtty
+        sim_create mtty mtty-2 "$U1"
+        sim_unregister mtty
+        [ ! -e "$SIM_SYS/class/mdev_bus/mtty" ]
+        [ ! -e "$SIM_SYS/devices/virtual/mtty/mtty" ]
+        [ -z "$(sim_mdevs)" ]
+        sim_register mtty
+        [ -d "$SIM_SYS/devices/virtual/mtty/mtty/mdev_supported_types/mtty-2" ]
+        [ "$(sim_available mtty mtty-1)" = 24 ]
+}
+
 @test "fault: a parent registers again with no mdevs and full capacity" {
         sim_mount nvidia-timesliced
         sim_create "$M60" nvidia-36 "$U1"

@@ -559,9 +559,21 @@ static int mdev_create(Type *t, const char *buf, size_t len) {
         return 0;
 }
 
+static bool name_is_pci(const char *s);
+static Node *device_add(const char *name, const char *devpath);
+static void device_del(const char *name, Node *dev);
+
+/* A virtual parent (mtty) is a device its module creates just before it
+ * registers and deletes just after it unregisters; a PCI device stays. */
+static bool parent_device_follows_registration(const Parent *p) {
+        return !name_is_pci(p->name);
+}
+
 static void parent_register(Parent *p) {
         if (p->registered)
                 return;
+        if (!p->dev)
+                p->dev = device_add(p->name, p->devpath);
         Node *mst = node_dir(p->dev, "mdev_supported_types");
         for (size_t i = 0; i < p->set->n; i++) {
                 const TypeDef *d = &p->set->types[i];
@@ -594,6 +606,10 @@ static void parent_unregister(Parent *p) {
         node_free(node_child(p->dev, "mdev_supported_types", strlen("mdev_supported_types")));
         node_free(node_child(model.class_mdev_bus, p->name, strlen(p->name)));
         p->registered = false;
+        if (parent_device_follows_registration(p)) {
+                device_del(p->name, p->dev);
+                p->dev = NULL;
+        }
 }
 
 static bool name_is_pci(const char *s) {
@@ -1760,7 +1776,8 @@ static void topo_build(void) {
                 Parent *p = model.parents[i];
                 bool reg = !p->registered;
                 p->registered = false;
-                p->dev = device_add(p->name, p->devpath);
+                if (reg || !parent_device_follows_registration(p))
+                        p->dev = device_add(p->name, p->devpath);
                 if (reg)
                         parent_register(p);
         }

@@ -142,7 +142,8 @@ sim_faults_reset() {
 
 # sim_unregister PARENT: the parent unregisters, as when its driver unloads:
 # its mdevs vanish, class/mdev_bus/PARENT and its mdev_supported_types go;
-# the device itself (devices/..., bus/pci/devices/PARENT) stays.
+# a PCI device (devices/..., bus/pci/devices/PARENT) stays, a virtual one
+# (devices/virtual/mtty/mtty) goes as when its module unloads.
 sim_unregister() {
         sim_ctl unregister "$1"
 }
