@@ -10,7 +10,7 @@
  *      times (round robin, so that commands compared with each other share
  *      the machine's state); with BUDGET (seconds), stops after the first
  *      measured round that ends past it. Prints one line per measured run:
- *          <job> <ns> <maxrss_kb> <status>
+ *          <job> <ns> <maxrss_kb> <status> <cpu_ns>
  *   timeit par JOBFILE
  *      Starts every job at once, then waits for all. Prints one line per job
  *      as above (its own time, from the first spawn to its end), then
@@ -24,7 +24,8 @@
  * JOBFILE: one job per line, fields separated by TAB:
  *      <stdin file or -> [NAME=value ...] <absolute program path> [args ...]
  * '-' means /dev/null. stdout goes to /dev/null, stderr is inherited.
- * <status> is the exit code, or 128+signal.
+ * <status> is the exit code, or 128+signal; <cpu_ns> the child's user + system
+ * CPU time (not the simulator's, which serves it from another process).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -143,6 +144,11 @@ static pid_t spawn(const Job *j) {
         return pid;
 }
 
+static long long cpu_ns(const struct rusage *ru) {
+        return (ru->ru_utime.tv_sec + ru->ru_stime.tv_sec) * 1000000000LL +
+               (ru->ru_utime.tv_usec + ru->ru_stime.tv_usec) * 1000LL;
+}
+
 static int status_code(int st) {
         if (WIFEXITED(st))
                 return WEXITSTATUS(st);
@@ -165,7 +171,8 @@ static int run_rr(unsigned rounds, unsigned warmup, double budget, Job *jobs, si
                                 die("wait4");
                         long long t = now_ns() - t0;
                         if (r >= warmup)
-                                printf("%zu %lld %ld %d\n", i, t, ru.ru_maxrss, status_code(st));
+                                printf("%zu %lld %ld %d %lld\n", i, t, ru.ru_maxrss, status_code(st),
+                                       cpu_ns(&ru));
                 }
         }
         return 0;
@@ -176,6 +183,7 @@ static int run_par(Job *jobs, size_t n) {
         long long *end = xrealloc(NULL, n * sizeof(long long));
         long *rss = xrealloc(NULL, n * sizeof(long));
         int *code = xrealloc(NULL, n * sizeof(int));
+        long long *cpu = xrealloc(NULL, n * sizeof(long long));
         long long t0 = now_ns();
         for (size_t i = 0; i < n; i++)
                 pids[i] = spawn(&jobs[i]);
@@ -192,11 +200,12 @@ static int run_par(Job *jobs, size_t n) {
                                 end[i] = t;
                                 rss[i] = ru.ru_maxrss;
                                 code[i] = status_code(st);
+                                cpu[i] = cpu_ns(&ru);
                         }
                 last = t;
         }
         for (size_t i = 0; i < n; i++)
-                printf("%zu %lld %ld %d\n", i, end[i] - t0, rss[i], code[i]);
+                printf("%zu %lld %ld %d %lld\n", i, end[i] - t0, rss[i], code[i], cpu[i]);
         printf("total %lld\n", last - t0);
         return 0;
 }
