@@ -847,12 +847,28 @@ int reconcile_print_json(const ReconcilePlan *p, bool applied, FILE *f) {
 static void help(FILE *f) {
         fputs("usage: mdev-hooks reconcile [--connect URI] [--apply] [--json]\n"
               "\n"
-              "Compare the mdevs libvirt's guests use with the record and with sysfs,\n"
-              "report each disagreement with what fixes it, and with --apply fix it\n"
-              "under the hooks' lock. Read-only libvirt connection (default "
-              RECONCILE_DEFAULT_URI ").\n"
-              "Exit status: 0 all agrees (or all was fixed), 1 something found\n"
-              "(or not all fixed), 2 bad usage or config.\n", f);
+              "Compare the mdevs libvirt's guests use with the record (/" LEDGER_DIR ")\n"
+              "and with sysfs, print one line per disagreement with what fixes it, and\n"
+              "with --apply fix it under the hooks' lock. libvirt is asked over a\n"
+              "read-only connection (default " RECONCILE_DEFAULT_URI ").\n"
+              "\n"
+              "  UUID KIND: what disagrees -> what is done\n"
+              "\n"
+              "  record-without-mdev  the mdev is gone: mark it lost (a running guest uses it, or\n"
+              "                       a defined one after a reboot), else drop the record\n"
+              "  stale-record         the record is from an earlier boot or names another mdev:\n"
+              "                       record the mdev as borrowed if a guest runs with it, else drop\n"
+              "  unused               no running guest uses it: remove it if mdev-hooks created it\n"
+              "                       (keep it free with release = keep), forget it if borrowed\n"
+              "  remove-pending       a remove that was busy: try it again\n"
+              "  incoming-expired     a migration's claim over 10 minutes old, guest not here: as unused\n"
+              "  unrecorded-in-use    a running guest uses an mdev the record does not give it: record it\n"
+              "  foreign              an mdev mdev-hooks did not create: never touched (does not count)\n"
+              "  missing-mdev, shared-mdev, unreadable-guest, unreadable-records: for a person\n"
+              "\n"
+              "Exit status: 0 all agrees (or all was fixed), 1 something found (or not\n"
+              "all fixed, or libvirt, the record or sysfs could not be read), 2 bad\n"
+              "usage or config.\n", f);
 }
 
 static int safe_close(int fd) {

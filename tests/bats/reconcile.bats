@@ -450,6 +450,16 @@ lock_timeout = 5"
         [ "$(record_get $U1 state)" = assigned ]
 }
 
+@test "reconcile --help names every kind of finding" {
+        run "$MH_CLI" reconcile --help
+        [ "$status" -eq 0 ]
+        for kind in record-without-mdev stale-record unused remove-pending incoming-expired \
+                unrecorded-in-use foreign missing-mdev shared-mdev unreadable-guest unreadable-records; do
+                [[ "$output" == *"$kind"* ]]
+                grep -q "\"$kind\"" "$MH_SOURCE_DIR/helpers/reconcile.c"
+        done
+}
+
 @test "reconcile refuses bad usage with exit 2" {
         run "$MH_CLI" reconcile --bogus
         [ "$status" -eq 2 ]
