@@ -433,6 +433,7 @@ struct Parent {
         unsigned used; /* mdevs held, all types */
         bool onetype;  /* NVIDIA: one type per physical GPU */
         bool registered;
+        bool start_registered; /* from the topology */
         int nospace_errno;
         Pf *pf; /* the physical function, for a VF */
 };
@@ -442,6 +443,7 @@ struct Pf {
         char *devpath;
         Node *dev;
         unsigned total, num;
+        unsigned start_num; /* from the topology */
         const TypeSet *vf_set;
         int vf_errno;
         bool vf_onetype;
@@ -1104,7 +1106,8 @@ static int mdev_write_remove(Mdev *m, const char *buf, size_t len) {
         char *end;
         errno = 0;
         unsigned long v = strtoul(tmp, &end, 0);
-        if (errno || end == tmp || *end || tmp[0] == '-' || tmp[0] == '+')
+        /* kstrtoul(): an optional '+', no sign, no blanks */
+        if (errno || end == tmp || *end || tmp[0] == '-' || isspace((unsigned char) tmp[0]))
                 return -EINVAL;
         if (v == 0)
                 return 0;
@@ -1710,7 +1713,7 @@ static int topo_load(const char *file) {
                         u = 1;
                         if (v && parse_uint(v, &u) < 0)
                                 return topo_fail(file, lineno, "registered: 0 or 1");
-                        p->registered = !u; /* see topo_build() */
+                        p->start_registered = u;
                 } else if (streq(w[0], "sriov")) {
                         static const char *const keys[] = { "types", "devpath", "totalvfs", "numvfs", "errno",
                                                             "onetype", NULL };
@@ -1738,7 +1741,7 @@ static int topo_load(const char *file) {
                         pf->num = 0;
                         if (v && (parse_uint(v, &u) < 0 || u > pf->total))
                                 return topo_fail(file, lineno, "numvfs: 0..totalvfs");
-                        pf->vfs = (Parent **) (uintptr_t) (v ? u : 0); /* initial, see topo_build() */
+                        pf->start_num = v ? u : 0;
                         v = word_opt(w, n, 2, "errno");
                         if (v && (pf->vf_errno = errno_from_name(v)) == 0)
                                 return topo_fail(file, lineno, "errno: unknown errno name");
@@ -1774,23 +1777,19 @@ static void topo_build(void) {
         size_t n = model.n_parents;
         for (size_t i = 0; i < n; i++) {
                 Parent *p = model.parents[i];
-                bool reg = !p->registered;
-                p->registered = false;
-                if (reg || !parent_device_follows_registration(p))
+                if (p->start_registered || !parent_device_follows_registration(p))
                         p->dev = device_add(p->name, p->devpath);
-                if (reg)
+                if (p->start_registered)
                         parent_register(p);
         }
         for (size_t i = 0; i < model.n_pfs; i++) {
                 Pf *pf = model.pfs[i];
-                unsigned num = (unsigned) (uintptr_t) pf->vfs;
-                pf->vfs = NULL;
                 pf->dev = device_add(pf->name, pf->devpath);
                 _cleanup_free_ char *total = xasprintf("%u", pf->total);
                 node_text(pf->dev, "sriov_totalvfs", total);
                 node_attr(pf->dev, "sriov_numvfs", K_NUMVFS, 0644, pf);
-                if (num)
-                        pf_enable(pf, num);
+                if (pf->start_num)
+                        pf_enable(pf, pf->start_num);
         }
 }
 
