@@ -75,6 +75,14 @@ assert_half_done_remove() {
         [ -n "$(record_get "$1" state)" ] || { echo "no record of $1 after the crash"; return 1; }
 }
 
+# udev_mdev_added UUID: the udev helper's event for an mdev that appeared.
+udev_mdev_added() {
+        local dev
+        dev="$(readlink -f "$SIM_SYS/bus/mdev/devices/$1")"
+        env -i MDEV_HOOKS_ROOT="$MDEV_HOOKS_ROOT" ACTION=add SUBSYSTEM=mdev DEVPATH="${dev#"$SIM_SYS"}" \
+                SEQNUM=1 "$MH_UDEV" "$1"
+}
+
 # mdevs_of GUEST: the mdev UUIDs in the guest's fixture XML.
 mdevs_of() {
         sed -n "s#.*<address uuid='\(.*\)'/>.*#\1#p" "$MH_GUESTS/$1.xml"
@@ -133,6 +141,24 @@ assert_sound() {
         run hook web1 release end failed
         [ "$status" -eq 0 ]
         [ "$(snapshot)" = "$before" ]
+}
+
+@test "prepare killed after create: the udev helper's add event keeps the claim, and release removes it" {
+        crash prepare-after-create web1 prepare begin
+        assert_half_done_create $U1
+        # The kernel announced the new mdev; its helper ran once the hook's lock was gone.
+        run udev_mdev_added $U1
+        [ "$status" -eq 0 ]
+        [ "$(record_get $U1 guest)" = web1 ]
+        [ "$(record_get $U1 origin)" = created ]
+        before="$(snapshot)"
+        run udev_mdev_added $U1
+        [ "$status" -eq 0 ]
+        [ "$(snapshot)" = "$before" ]
+        run hook web1 release end failed
+        [ "$status" -eq 0 ]
+        [ ! -e "$SIM_SYS/bus/mdev/devices/$U1" ]
+        assert_sound "$(node_xml "$BATS_TEST_TMPDIR/node.xml" web1:off)"
 }
 
 @test "prepare killed after create: the next start of the guest owns the mdev" {
