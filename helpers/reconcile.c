@@ -239,6 +239,8 @@ int reconcile_guests_load(const char *uri, ReconcileGuest **ret, size_t *ret_n) 
                         r = 0;
                         continue;
                 }
+                if (r < 0)
+                        continue; /* guests[n] is half filled: freed below */
                 n++;
         }
         free(doms);
