@@ -134,8 +134,11 @@ static int resolve_want(const HookContext *ctx, const Alloc *a, const DomxmlMdev
         return 0;
 }
 
-/* Choice 1: the mdev with the incoming UUID, if this guest may have it. */
+/* Choice 1: the mdev with the incoming UUID, if this guest may have it: of
+ * the type (on the pinned parent), held by no other guest, and not one that
+ * a failed remove left to be removed (something still has it open). */
 static int same_uuid_usable(const Alloc *a, const MigrateItem *it) {
+        LedgerEntry e;
         int r;
 
         if (!it->exists || !strv_contains(it->want.types, it->mdev.type))
@@ -143,9 +146,14 @@ static int same_uuid_usable(const Alloc *a, const MigrateItem *it) {
         if (it->want.parent[0] && !streq(it->want.parent, it->mdev.parent))
                 return 0;
         r = alloc_held_by_other(a, it->mdev.uuid, NULL);
+        if (r != 0)
+                return r < 0 ? r : 0;
+        r = ledger_read(a->ledgerfd, it->mdev.uuid, &e);
+        if (r == -ENOENT)
+                return 1;
         if (r < 0)
                 return r;
-        return r == 0;
+        return !(e.remove_pending && streq(e.boot_id, a->boot_id));
 }
 
 /* Whether a UUID is one of the guest's incoming UUIDs other than item i's,

@@ -325,6 +325,38 @@ assert_only_uuids_changed() {
         assert_moved web1 nvidia-36
 }
 
+@test "migrate does not take an mdev with the same UUID whose remove is pending" {
+        one_type_conf "$A"
+        one_type_conf "$B"
+        sim_use "$B"
+        sim_create "$P84" nvidia-35 "$U1"
+        mkdir -p "$B/var/lib/mdev-hooks"
+        cat > "$B/var/lib/mdev-hooks/$U1" <<-EOF
+	[mdev]
+	uuid = $U1
+	parent = $P84
+	type = nvidia-35
+	state = free
+	origin = created
+	guest =
+	guest_uuid =
+	boot_id = $(cat "$B/proc/sys/kernel/random/boot_id")
+	since = $(date +%s)
+	remove_pending = yes
+	EOF
+        sim_use "$A"
+        run prepare web1 "$U1,type=nvidia-35"
+        [ "$status" -eq 0 ]
+
+        migrate_to_b web1
+        [ "$status" -eq 0 ]
+        new="$(xml_uuids "$T/web1.b.xml")"
+        [ "$new" != "$U1" ]
+        [ "$(record "$new" state)" = incoming ]
+        [ "$(record "$U1" remove_pending)" = yes ]
+        [ -z "$(record "$U1" guest)" ]
+}
+
 @test "migrate refuses a type that is not enabled on the destination and creates nothing" {
         one_type_conf "$A"
         one_type_conf "$B" nvidia-36
