@@ -1947,6 +1947,10 @@ int main(int argc, char **argv) {
         topo_build();
 
         clock_gettime(CLOCK_REALTIME, &start_time);
+        /* The daemon outlives its caller: keep none of the caller's file
+         * descriptors (bats waits for EOF on its fd 3). */
+        if (!foreground)
+                (void) close_range(3, ~0U, 0);
 
         struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
         fuse_opt_add_arg(&args, argv[0]);
