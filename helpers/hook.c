@@ -216,34 +216,19 @@ static int release_one(HookContext *ctx, LedgerEntry *e) {
         return ledger_remove(ctx->ledgerfd, e->uuid);
 }
 
-/* An mdev whose remove was busy earlier (remove_pending): one more try, no
- * waiting. Its guest has gone; nobody else holds it. */
-static void release_retry_pending(HookContext *ctx, const LedgerEntry *e) {
-        if (e->state != LEDGER_FREE || e->origin != LEDGER_CREATED || !e->remove_pending ||
-            !streq(e->boot_id, ctx->boot_id))
-                return;
-        if (alloc_remove_mdev(ctx->rootfd, e->uuid, 0) < 0)
-                return;
-        log_info("mdev %s (remove_pending) removed", e->uuid);
-        (void) ledger_remove(ctx->ledgerfd, e->uuid);
-}
-
 int hook_release(HookContext *ctx) {
         _cleanup_free_ LedgerEntry *l = NULL;
         size_t n;
         int r, ret = 0;
 
-        r = ledger_list(ctx->ledgerfd, &l, &n, NULL);
+        /* Every record of the guest, not only the UUIDs in this XML: an mdev
+         * hot-unplugged from the running guest is still the guest's. */
+        r = ledger_list_guest(ctx->ledgerfd, ctx->guest, &l, &n);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < n; i++) {
-                if (l[i].remove_pending && l[i].state == LEDGER_FREE) {
-                        release_retry_pending(ctx, &l[i]);
-                        continue;
-                }
                 /* Only what this guest holds; free records have no guest. */
-                if (!streq(l[i].guest, ctx->guest) ||
-                    (l[i].state != LEDGER_ASSIGNED && l[i].state != LEDGER_INCOMING && l[i].state != LEDGER_LOST))
+                if (l[i].state != LEDGER_ASSIGNED && l[i].state != LEDGER_INCOMING && l[i].state != LEDGER_LOST)
                         continue;
                 error_clear();
                 r = release_one(ctx, &l[i]);

@@ -157,6 +157,18 @@ static int guest_decode_append(const char *s, char *out) {
         return 0;
 }
 
+/* The length of the first line of an encoded name: at most GUEST_CHUNK
+ * bytes, never splitting a %xx escape (each line is decoded on its own). */
+static size_t guest_first_chunk(const char *enc) {
+        size_t len = strlen(enc), n = len < GUEST_CHUNK ? len : GUEST_CHUNK;
+
+        if (n < len && enc[n - 1] == '%')
+                n -= 1;
+        else if (n < len && enc[n - 2] == '%')
+                n -= 2;
+        return n;
+}
+
 /* --- reading ------------------------------------------------------------ */
 
 enum {
@@ -174,7 +186,7 @@ enum {
 };
 
 typedef struct ParseState {
-        FILE *f;
+        const char *pos;     /* the rest of the file's text */
         unsigned line;       /* of the line inih is handling */
         unsigned seen;
         unsigned bad_line;   /* first problem, 0 if none */
@@ -182,13 +194,22 @@ typedef struct ParseState {
         LedgerEntry e;
 } ParseState;
 
+/* inih's reader over the file's text, counting lines for messages. */
 static char *ledger_reader(char *str, int num, void *stream) {
         ParseState *p = stream;
-        char *s = fgets(str, num, p->f);
+        size_t n = 0;
 
-        if (s)
-                p->line++;
-        return s;
+        if (*p->pos == '\0' || num < 2)
+                return NULL;
+        while (p->pos[n] && n + 1 < (size_t) num) {
+                if (p->pos[n++] == '\n')
+                        break;
+        }
+        memcpy(str, p->pos, n);
+        str[n] = '\0';
+        p->pos += n;
+        p->line++;
+        return str;
 }
 
 _printf_(2, 3) static int parse_fail(ParseState *p, const char *fmt, ...) {
@@ -300,36 +321,50 @@ static int ledger_handler(void *user, const char *section, const char *name, con
         return 1;
 }
 
-int ledger_read(int dirfd, const char *uuid, LedgerEntry *ret) {
-        _cleanup_fclose_ FILE *f = NULL;
-        ParseState p = { 0 };
-        int fd, r;
+/* A record is a few hundred bytes; anything near this is not one of ours. */
+#define LEDGER_FILE_MAX 4096
 
-        if (!uuid_is_valid(uuid))
-                return error_set(-EINVAL, "'%s' is not a UUID", uuid);
+static int ledger_load(int dirfd, const char *uuid, char buf[LEDGER_FILE_MAX]) {
+        _cleanup_close_ int fd = -1;
+        size_t len = 0;
+
         fd = openat(dirfd, uuid, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
         if (fd < 0) {
-                r = -errno;
-                if (r == -ENOENT)
-                        return r;
-                return error_set(r, "cannot open '/" LEDGER_DIR "/%s': %s", uuid, strerror(-r));
+                if (errno == ENOENT)
+                        return -ENOENT;
+                return error_set(-errno, "cannot open '/" LEDGER_DIR "/%s': %s", uuid, strerror(errno));
         }
-        f = fdopen(fd, "re");
-        if (!f) {
-                r = -errno;
-                close(fd);
-                return r;
+        for (;;) {
+                ssize_t n = read(fd, buf + len, LEDGER_FILE_MAX - 1 - len);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return error_set(-errno, "cannot read '/" LEDGER_DIR "/%s': %s", uuid, strerror(errno));
+                if (n == 0)
+                        break;
+                len += (size_t) n;
+                if (len >= LEDGER_FILE_MAX - 1)
+                        return error_set(-EBADMSG, "'/" LEDGER_DIR "/%s' is too large to be a record", uuid);
         }
-        p.f = f;
+        buf[len] = '\0';
+        if (memchr(buf, '\0', len))
+                return error_set(-EBADMSG, "'/" LEDGER_DIR "/%s' holds a NUL byte", uuid);
+        return 0;
+}
+
+static int ledger_parse(const char *uuid, const char *text, LedgerEntry *ret) {
+        ParseState p = { .pos = text };
+        int r;
+
         r = ini_parse_stream(ledger_reader, &p, ledger_handler, &p);
         if (r < 0)
-                return error_set(-EIO, "cannot read '/" LEDGER_DIR "/%s'", uuid);
+                return error_set(-EIO, "cannot parse '/" LEDGER_DIR "/%s'", uuid);
         if (r > 0 && (p.bad_line == 0 || (unsigned) r < p.bad_line)) {
                 p.bad_line = (unsigned) r;
                 snprintf(p.bad, sizeof p.bad, "syntax error");
         }
         if (p.bad_line == 0 && (p.seen & SEEN_REQUIRED) != SEEN_REQUIRED) {
-                p.bad_line = p.line;
+                p.bad_line = p.line ? p.line : 1;
                 snprintf(p.bad, sizeof p.bad, "missing key(s): uuid, parent, type, state, origin and boot_id are required");
         }
         if (p.bad_line == 0 && !streq(p.e.uuid, uuid)) {
@@ -345,6 +380,18 @@ int ledger_read(int dirfd, const char *uuid, LedgerEntry *ret) {
                 return error_set(-EBADMSG, "'/" LEDGER_DIR "/%s' line %u: %s", uuid, p.bad_line, p.bad);
         *ret = p.e;
         return 0;
+}
+
+int ledger_read(int dirfd, const char *uuid, LedgerEntry *ret) {
+        char buf[LEDGER_FILE_MAX];
+        int r;
+
+        if (!uuid_is_valid(uuid))
+                return error_set(-EINVAL, "'%s' is not a UUID", uuid);
+        r = ledger_load(dirfd, uuid, buf);
+        if (r < 0)
+                return r;
+        return ledger_parse(uuid, buf, ret);
 }
 
 /* --- writing ------------------------------------------------------------ */
@@ -364,12 +411,7 @@ static int ledger_format(const LedgerEntry *e, char **ret) {
         guest_encode(e->guest, enc);
         len = strlen(enc);
         for (size_t i = 0, n; i < len; i += n) {
-                n = len - i < GUEST_CHUNK ? len - i : GUEST_CHUNK;
-                /* Never split a %xx escape: each line is decoded on its own. */
-                if (i + n < len && enc[i + n - 1] == '%')
-                        n -= 1;
-                else if (i + n < len && enc[i + n - 2] == '%')
-                        n -= 2;
+                n = guest_first_chunk(enc + i);
                 if (i > 0) {
                         memcpy(guest + o, "\n  ", 3);
                         o += 3;
@@ -454,12 +496,34 @@ int ledger_remove(int dirfd, const char *uuid) {
 
 /* --- listing ------------------------------------------------------------ */
 
+/* Whether the text of a record can name this guest: its "guest = " line
+ * starts with the first line of the encoded name. Cheap, and never says no to
+ * a record of the guest; the full parse decides. */
+static bool text_may_name_guest(const char *text, const char *first_line) {
+        const char *p = strstr(text, "\nguest = ");
+        size_t n = strlen(first_line);
+
+        if (!p)
+                return false;
+        p += strlen("\nguest = ");
+        return strncmp(p, first_line, n) == 0 && (p[n] == '\n' || p[n] == '\0');
+}
+
 static int ledger_list_filtered(int dirfd, const char *guest, LedgerEntry **ret, size_t *ret_n, size_t *ret_bad) {
         _cleanup_strv_free_ char **names = NULL;
         _cleanup_free_ LedgerEntry *list = NULL;
+        char first_line[GUEST_CHUNK + 1] = "";
         size_t n = 0, bad = 0;
         int r;
 
+        if (guest) {
+                char enc[GUEST_NAME_MAX * 3 + 1];
+
+                if (strnlen(guest, GUEST_NAME_MAX) >= GUEST_NAME_MAX)
+                        return error_set(-EINVAL, "guest name too long");
+                guest_encode(guest, enc);
+                snprintf(first_line, sizeof first_line, "%.*s", (int) guest_first_chunk(enc), enc);
+        }
         r = dir_list_at(dirfd, ".", &names);
         if (r < 0)
                 return error_set(r, "cannot list '/" LEDGER_DIR "': %s", strerror(-r));
@@ -468,13 +532,18 @@ static int ledger_list_filtered(int dirfd, const char *guest, LedgerEntry **ret,
                 return -ENOMEM;
         /* dir_list_at sorts, and record files are named by lower-case UUID. */
         for (char **name = names; *name; name++) {
+                char text[LEDGER_FILE_MAX];
                 LedgerEntry e;
 
                 if (!uuid_is_valid(*name))
                         continue; /* temporary files, anything else */
-                r = ledger_read(dirfd, *name, &e);
+                r = ledger_load(dirfd, *name, text);
                 if (r == -ENOENT)
                         continue; /* removed meanwhile (a reader without the lock) */
+                if (r >= 0 && guest && !text_may_name_guest(text, first_line))
+                        continue;
+                if (r >= 0)
+                        r = ledger_parse(*name, text, &e);
                 if (r < 0) {
                         bad++;
                         continue;

@@ -131,16 +131,20 @@ keep_conf() {
         [ -z "$(record "$U1" guest)" ]
 }
 
-@test "a later release removes an mdev left remove_pending" {
-        run -0 prepare web1 "$U1"
+@test "an mdev left remove_pending is removed when its room is needed" {
+        keep_conf
+        sed -i 's/release = keep/release = remove/' "$MDEV_HOOKS_ROOT/etc/mdev-hooks/mdev-hooks.conf"
+        run -0 prepare web1 "$U1,type=nvidia-44"
         sim_remove_busy 1000 "$U1"
         run -0 release web1
         [ "$(record "$U1" remove_pending)" = yes ]
         sim_faults_reset
-        run -0 prepare web2 "$U2"
-        run -0 release web2
+        # nvidia-44 has one instance on the GPU: U2 needs U1's room.
+        run prepare web2 "$U2,type=nvidia-44"
+        [ "$status" -eq 0 ]
         ! mdev_exists "$U1"
-        [ -z "$(records)" ]
+        mdev_exists "$U2"
+        [ "$(records)" = "$U2" ]
 }
 
 @test "release with malformed XML still frees the guest's mdevs by the record" {

@@ -175,6 +175,40 @@ static void test_list(int dirfd) {
         free(steal_pointer(&l));
         check(ledger_list_guest(dirfd, "nobody", &l, &n) == 0);
         check(n == 0);
+        free(steal_pointer(&l));
+}
+
+static void test_list_guest_exact(int dirfd) {
+        _cleanup_free_ LedgerEntry *l = NULL;
+        char long1[GUEST_NAME_MAX], long2[GUEST_NAME_MAX];
+        LedgerEntry e;
+        size_t n;
+
+        /* A name that is a prefix of another, and two long names that differ
+         * only after the first record line. */
+        memset(long1, 'a', 200);
+        long1[200] = '\0';
+        memcpy(long2, long1, sizeof long1);
+        long2[199] = 'b';
+
+        entry_init(&e, "00000000-0000-4000-8000-000000000011", "web10");
+        check(ledger_write(dirfd, &e) == 0);
+        entry_init(&e, "00000000-0000-4000-8000-000000000012", long1);
+        check(ledger_write(dirfd, &e) == 0);
+        entry_init(&e, "00000000-0000-4000-8000-000000000013", long2);
+        check(ledger_write(dirfd, &e) == 0);
+
+        check(ledger_list_guest(dirfd, "web1", &l, &n) == 0);
+        check(n == 1 && streq(l[0].uuid, U1));
+        free(steal_pointer(&l));
+        check(ledger_list_guest(dirfd, "web10", &l, &n) == 0);
+        check(n == 1 && streq(l[0].guest, "web10"));
+        free(steal_pointer(&l));
+        check(ledger_list_guest(dirfd, long2, &l, &n) == 0);
+        check(n == 1 && streq(l[0].uuid, "00000000-0000-4000-8000-000000000013"));
+        free(steal_pointer(&l));
+        check(ledger_list_guest(dirfd, long1, &l, &n) == 0);
+        check(n == 1 && streq(l[0].uuid, "00000000-0000-4000-8000-000000000012"));
 }
 
 static void test_open(int rootfd) {
@@ -205,6 +239,7 @@ int main(void) {
         test_invalid_entries_are_not_written(dirfd);
         test_bad_files(dirfd);
         test_list(dirfd);
+        test_list_guest_exact(dirfd);
 
         close(dirfd);
         close(rootfd);
