@@ -61,7 +61,7 @@ take_ports() {
         [ "$(vm_record_get "$U1" boot_id)" = "$(cat /proc/sys/kernel/random/boot_id)" ]
         run release g1
         [ "$status" -eq 0 ]
-        ! vm_mdev_exists "$U1"
+        vm_mdev_gone "$U1"
         [ "$(vm_avail mtty-2)" -eq 12 ]
         [ ! -e "$LEDGER/$U1" ] || [ "$(vm_record_get "$U1" guest)" != g1 ]
 }
@@ -78,8 +78,8 @@ take_ports() {
         [ "$(vm_avail mtty-1)" -eq 22 ]
         run release g1
         [ "$status" -eq 0 ]
-        ! vm_mdev_exists "$U1"
-        ! vm_mdev_exists "$U2"
+        vm_mdev_gone "$U1"
+        vm_mdev_gone "$U2"
         [ "$(vm_avail mtty-1)" -eq 24 ]
 }
 
@@ -100,7 +100,7 @@ take_ports() {
         [ "$status" -ne 0 ]
         [ "${#lines[@]}" -eq 1 ]
         [[ "$output" == "mdev-hooks: g3: no capacity for mtty-1"*mtty* ]]
-        ! vm_mdev_exists "$U3"
+        vm_mdev_gone "$U3"
         # the hand-made mdevs are foreign: untouched
         [ "$(ls "$MTTY_TYPES/mtty-2/devices" | wc -l)" -eq 11 ]
 }
@@ -113,9 +113,9 @@ take_ports() {
         echo "$output"
         [ "$status" -ne 0 ]
         [[ "$output" == *"no capacity for mtty-1"* ]]
-        ! vm_mdev_exists "$U1"
-        ! vm_mdev_exists "$U2"
-        ! vm_mdev_exists "$U3"
+        vm_mdev_gone "$U1"
+        vm_mdev_gone "$U2"
+        vm_mdev_gone "$U3"
         [ "$(vm_avail mtty-1)" -eq 2 ]
 }
 
@@ -176,7 +176,7 @@ take_ports() {
         [ "$status" -eq 0 ]
         [ "$(vm_record_get "$U4" state)" = assigned ]
         run release g1
-        ! vm_mdev_exists "$U4"
+        vm_mdev_gone "$U4"
 }
 
 @test "hooks: migrate rewrites a UUID that another guest holds here to a new local mdev" {

@@ -74,7 +74,7 @@ settle() {
         [ "$(vm_record_get "$U1" state)" = lost ]
         [ "$(vm_record_get "$U1" guest)" = old1 ]
         [ ! -e "$LEDGER/$U2" ]
-        ! vm_mdev_exists "$U1"
+        vm_mdev_gone "$U1"
 }
 
 @test "udev: modprobe mtty with recreate = eager makes the guest's mdev again with its UUID and type" {

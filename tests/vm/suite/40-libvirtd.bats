@@ -54,17 +54,18 @@ qemu_pid() {
 
 # The guest's QEMU was given the mdev and holds its VFIO group open.
 qemu_has_mdev() {
-        local pid group
+        local pid group fd
         pid=$(qemu_pid "$1")
         tr '\0' '\n' < "/proc/$pid/cmdline" | grep -q "/sys/bus/mdev/devices/$2" || {
                 echo "QEMU $pid was not given $2" >&2
                 return 1
         }
         group=$(basename "$(readlink "$MDEV_DEVS/$2/iommu_group")")
-        ls -l "/proc/$pid/fd" | grep -q " /dev/vfio/$group\$" || {
-                echo "QEMU $pid does not hold /dev/vfio/$group open" >&2
-                return 1
-        }
+        for fd in "/proc/$pid/fd/"*; do
+                [ "$(readlink "$fd")" != "/dev/vfio/$group" ] || return 0
+        done
+        echo "QEMU $pid does not hold /dev/vfio/$group open" >&2
+        return 1
 }
 
 list_row() {
@@ -88,7 +89,7 @@ list_row() {
         run virsh destroy g1
         echo "$output"
         [ "$status" -eq 0 ]
-        ! vm_mdev_exists "$U1"
+        vm_mdev_gone "$U1"
         [ -z "$(list_row "$U1")" ]
         [ "$(vm_avail mtty-1)" -eq 24 ]
 }
@@ -114,8 +115,8 @@ list_row() {
         [ "$(list_row "$U3")" = "g3 assigned" ]
         virsh destroy g2
         virsh destroy g3
-        ! vm_mdev_exists "$U2"
-        ! vm_mdev_exists "$U3"
+        vm_mdev_gone "$U2"
+        vm_mdev_gone "$U3"
 }
 
 @test "libvirtd: a guest asking for more than the pool holds fails with the hook's reason in virsh start's error" {
@@ -133,7 +134,7 @@ list_row() {
         [[ "$output" == *"mdev-hooks: g4: no capacity for mtty-1"* ]]
         [ "$(virsh domstate g4)" = "shut off" ]
         for m in "${specs[@]}"; do
-                ! vm_mdev_exists "${m%%:*}"
+                vm_mdev_gone "${m%%:*}"
         done
         [ "$(ls "$MDEV_DEVS" | wc -l)" -eq "$before" ]
         [ "$(vm_avail mtty-1)" -eq "$avail" ]
@@ -157,5 +158,5 @@ list_row() {
         [ "$(list_row "$U1")" = "g1 assigned" ]
         run virsh destroy g1
         [ "$status" -eq 0 ]
-        ! vm_mdev_exists "$U1"
+        vm_mdev_gone "$U1"
 }

@@ -13,8 +13,8 @@ vm_mtty_load() {
         [ -d "$MTTY_TYPES" ] && return 0
         modprobe mtty
         udevadm settle -t 30 || true
-        local i
-        for i in $(seq 50); do
+        local _
+        for _ in $(seq 50); do
                 [ -d "$MTTY_TYPES" ] && return 0
                 sleep 0.1
         done
@@ -28,6 +28,11 @@ vm_avail() {
 
 vm_mdev_exists() {
         [ -e "$MDEV_DEVS/$1" ]
+}
+
+# In bats "! cmd" never fails a test: use this for "does not exist".
+vm_mdev_gone() {
+        [ ! -e "$MDEV_DEVS/$1" ]
 }
 
 vm_mdev_type() {
@@ -119,8 +124,8 @@ vm_libvirtd_start() {
 
 # Waits up to $1 seconds (default 240) for libvirtd to answer.
 vm_libvirtd_wait() {
-        local i
-        for i in $(seq "${1:-240}"); do
+        local _
+        for _ in $(seq "${1:-240}"); do
                 virsh -c qemu:///system version > /dev/null 2>&1 && return 0
                 sleep 1
         done
