@@ -39,14 +39,19 @@ void alloc_want_done(AllocWant *w) {
         w->types = NULL;
 }
 
+/* The parents offering one type are GPUs of one model, with the same total
+ * per type (and with the one-type rule, a parent holding other types offers
+ * 0): so fewer available means more of the type held. Ordering by
+ * available_instances gives pack and spread without listing every
+ * candidate's devices/ directory. */
 static int candidate_cmp(const void *x, const void *y, void *userdata) {
         const AllocCandidate *a = x, *b = y;
         const ConfigPlacement *placement = userdata;
 
-        if (a->count != b->count) {
+        if (a->available != b->available) {
                 if (*placement == CONFIG_PLACEMENT_PACK)
-                        return a->count > b->count ? -1 : 1;
-                return a->count < b->count ? -1 : 1;
+                        return a->available < b->available ? -1 : 1;
+                return a->available > b->available ? -1 : 1;
         }
         if (a->order != b->order)
                 return a->order < b->order ? -1 : 1;
@@ -470,9 +475,6 @@ static int candidate_probe(const Alloc *a, AllocCandidate *c) {
         }
         if (r < 0)
                 return r;
-        r = sysfs_type_count(a->rootfd, c->parent, c->type, &c->count);
-        if (r < 0)
-                return r;
         c->verdict = c->available > 0 ? ALLOC_OK : ALLOC_FULL;
         return 0;
 }
@@ -704,13 +706,20 @@ static void message_append(char *buf, size_t size, const AllocCandidate *c, bool
                 *first = false;
 }
 
-static void candidates_message(const Alloc *a, const AllocWant *w, const CandidateList *l, char *buf, size_t size) {
+static void candidates_message(const Alloc *a, const AllocWant *w, CandidateList *l, char *buf, size_t size) {
         _cleanup_strv_free_ char **all = NULL;
         bool first = true;
 
         snprintf(buf, size, "no capacity for %s:", w->what);
-        for (size_t i = 0; i < l->n; i++)
-                message_append(buf, size, &l->c[i], &first);
+        for (size_t i = 0; i < l->n; i++) {
+                AllocCandidate *c = &l->c[i];
+
+                /* "has 0 of N left": N is what it holds now (the failure path
+                 * only; placement did not need it). */
+                if (c->verdict == ALLOC_FULL && sysfs_type_count(a->rootfd, c->parent, c->type, &c->count) < 0)
+                        c->count = 0;
+                message_append(buf, size, c, &first);
+        }
 
         /* Registered parents that offer the type but are not candidates: say why. */
         if (w->parent[0] || sysfs_parent_list(a->rootfd, &all) < 0)

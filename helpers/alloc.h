@@ -62,7 +62,7 @@ typedef struct AllocCandidate {
         char parent[NAME_STRING_MAX];
         char type[NAME_STRING_MAX];
         unsigned available; /* available_instances */
-        unsigned count;     /* mdevs of the type this parent holds */
+        unsigned count;     /* mdevs of the type this parent holds (read for messages only) */
         unsigned order;     /* position of the type in AllocWant.types */
         AllocVerdict verdict;
         int create_errno;   /* ALLOC_CREATE_FAILED: the positive errno */
@@ -71,7 +71,9 @@ typedef struct AllocCandidate {
 
 /* Orders candidates for placement: pack puts the parent holding most mdevs of
  * the type first, spread the fewest; ties by type order, then by parent name.
- * Only the order changes; verdicts are not looked at. */
+ * "Holding most" is read as "fewest available_instances": the parents that
+ * offer one type are GPUs of one model, with one total per type. Only the
+ * order changes; verdicts are not looked at. */
 void alloc_candidates_sort(AllocCandidate *c, size_t n, ConfigPlacement placement);
 /* How many more mdevs of a type max_instances allows (UINT_MAX: no cap). */
 unsigned alloc_max_left(unsigned max_instances, unsigned existing);

@@ -21,8 +21,9 @@
 static char tmpdir[] = "/tmp/test-alloc-XXXXXX";
 static int rootfd = -1;
 
+/* A candidate of a 16-instance type that holds count mdevs of it. */
 static AllocCandidate cand(const char *parent, unsigned count, unsigned order) {
-        AllocCandidate c = { .count = count, .order = order, .verdict = ALLOC_OK };
+        AllocCandidate c = { .count = count, .available = 16 - count, .order = order, .verdict = ALLOC_OK };
 
         snprintf(c.parent, sizeof c.parent, "%s", parent);
         snprintf(c.type, sizeof c.type, "nvidia-35");
@@ -71,6 +72,7 @@ static void test_describe(void) {
         char buf[256];
 
         c.verdict = ALLOC_FULL;
+        c.available = 0;
         check(alloc_candidate_describe(&c, buf, sizeof buf) > 0);
         check(streq(buf, "0000:84:00.0 has 0 of 16 left"));
         c.verdict = ALLOC_OTHER_TYPE;
