@@ -1466,6 +1466,17 @@ static void sim_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, str
                 size = 0;
         else if (size > len - (size_t) off)
                 size = len - (size_t) off;
+        /* Reply from this thread's own copy: once the kernel has the data,
+         * the reader may close the file and its release free the snapshot
+         * while fuse_reply_buf() is still returning (ASan checks the buffer
+         * after writev() returns). */
+        _cleanup_free_ char *chunk = NULL;
+        if (size && h) {
+                chunk = xmalloc(size);
+                memcpy(chunk, content + off, size);
+                content = chunk;
+                off = 0;
+        }
         fuse_reply_buf(req, size ? content + off : NULL, size);
 }
 
