@@ -15,6 +15,10 @@ set -euo pipefail
 
 sim=$1
 cycles=${2:-10000}
+if [ "${VALGRIND:-}" != none ] && ! command -v valgrind > /dev/null; then
+        echo "leak-check: valgrind is not installed" >&2
+        exit 77
+fi
 here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d)
 trap 'fusermount3 -uz "$work/m" 2>/dev/null || true; rm -rf "$work"' EXIT
