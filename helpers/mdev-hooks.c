@@ -4,10 +4,61 @@
  * lives in its own file (cli-<command>.c) with the signature of cli.h.
  */
 #include <getopt.h>
+#include <limits.h>
 
 #include "cli.h"
 #include "log.h"
-#include "reconcile.h"
+#include "util.h"
+
+/* `reconcile` runs in its own program, mdev-hooks-reconcile, so that this one
+ * does not load libvirt (and glib, gnutls, ...) for every `types` or `list`.
+ * Looked for where `meson install` puts it relative to this program, then
+ * beside it (the build tree). */
+static int reconcile_exec(int argc, char *argv[], const char *config_path) {
+        static const char * const places[] = { "/" LIBEXEC_FROM_BINDIR "/mdev-hooks-reconcile", "/mdev-hooks-reconcile" };
+        char self[PATH_MAX], *slash;
+        _cleanup_free_ char **args = NULL;
+        size_t n = 0;
+        ssize_t len;
+
+        len = readlink("/proc/self/exe", self, sizeof self - 1);
+        if (len < 0) {
+                log_error("cannot find my own path in /proc/self/exe: %s", strerror(errno));
+                return 1;
+        }
+        self[len] = '\0';
+        slash = strrchr(self, '/');
+        if (!slash)
+                return 1;
+        *slash = '\0';
+
+        args = calloc((size_t) argc + 4, sizeof(char *));
+        if (!args)
+                return 1;
+        args[n++] = (char *) "mdev-hooks-reconcile";
+        if (config_path) {
+                args[n++] = (char *) "--config";
+                args[n++] = (char *) config_path;
+        }
+        for (int i = 0; i < argc; i++)
+                args[n++] = argv[i];
+
+        for (size_t i = 0; i < ELEMENTSOF(places); i++) {
+                _cleanup_free_ char *path = strdup_printf("%s%s", self, places[i]);
+
+                if (!path)
+                        return 1;
+                if (access(path, X_OK) == 0) {
+                        fflush(NULL);
+                        execv(path, args);
+                        log_error("cannot run '%s': %s", path, strerror(errno));
+                        return 1;
+                }
+        }
+        log_error("cannot find mdev-hooks-reconcile in %s/%s or %s; is mdev-hooks fully installed?",
+                  self, LIBEXEC_FROM_BINDIR, self);
+        return 1;
+}
 
 typedef struct CliCommand {
         const char *name;
@@ -20,7 +71,7 @@ static const CliCommand commands[] = {
         { "list",         cli_list_main,         "every mdev with its parent, type, state and guest" },
         { "inventory",    cli_inventory_main,    "capacity per parent as Nova counts it (--placement)" },
         { "check-config", cli_check_config_main, "check the config, and against this host" },
-        { "reconcile",    reconcile_main,        "compare libvirt's guests with the record and sysfs; --apply fixes" },
+        { "reconcile",    reconcile_exec,        "compare libvirt's guests with the record and sysfs; --apply fixes" },
 };
 
 static void usage(FILE *f) {
