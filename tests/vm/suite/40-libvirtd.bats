@@ -24,7 +24,7 @@ setup_file() {
 
 teardown_file() {
         local d
-        for d in g1 g2 g3 g4; do
+        for d in g0 g1 g2 g3 g4; do
                 virsh -q destroy "$d" > /dev/null 2>&1 || true
                 virsh -q undefine "$d" > /dev/null 2>&1 || true
         done
@@ -159,4 +159,44 @@ list_row() {
         run virsh destroy g1
         [ "$status" -eq 0 ]
         vm_mdev_gone "$U1"
+}
+
+@test "libvirtd: a guest without mdevs starts and stops with the hook installed and nothing is recorded" {
+        define g0 5a5a0000-0000-4000-8000-0000000000c0
+        run virsh start g0
+        echo "$output"
+        [ "$status" -eq 0 ]
+        [ "$(virsh domstate g0)" = running ]
+        run virsh destroy g0
+        [ "$status" -eq 0 ]
+        [ -z "$(ls -A "$LEDGER" 2>/dev/null)" ]
+        virsh -q undefine g0
+}
+
+@test "libvirtd: reconcile over libvirt's API agrees with a running guest, and --apply records a claim whose record was lost" {
+        run virsh start g1
+        echo "$output"
+        [ "$status" -eq 0 ]
+        run mdev-hooks reconcile --connect qemu:///system
+        echo "$output"
+        [ "$status" -eq 0 ]
+        rm "$LEDGER/$U1"
+        run mdev-hooks reconcile --connect qemu:///system
+        echo "$output"
+        [ "$status" -eq 1 ]
+        [[ "$output" == *"$U1"* ]]
+        [ ! -e "$LEDGER/$U1" ]
+        run mdev-hooks reconcile --connect qemu:///system --apply
+        echo "$output"
+        [ "$(vm_record_get "$U1" guest)" = g1 ]
+        [ "$(vm_record_get "$U1" state)" = assigned ]
+        run mdev-hooks reconcile --connect qemu:///system
+        echo "$output"
+        [ "$status" -eq 0 ]
+        # Nothing shows that mdev-hooks made it: borrowed, so release keeps it.
+        [ "$(vm_record_get "$U1" origin)" = borrowed ]
+        virsh destroy g1
+        vm_mdev_exists "$U1"
+        [ ! -e "$LEDGER/$U1" ]
+        echo 1 > "$MDEV_DEVS/$U1/remove"
 }
