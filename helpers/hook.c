@@ -216,6 +216,31 @@ static int release_one(HookContext *ctx, LedgerEntry *e) {
         return ledger_remove(ctx->ledgerfd, e->uuid);
 }
 
+/* Adds the records of the XML's UUIDs that name this guest and that the
+ * guest index did not list (a record written by other means than ledger.c). */
+static int release_add_xml_records(HookContext *ctx, LedgerEntry **l, size_t *n) {
+        if (!ctx->dom)
+                return 0;
+        for (size_t i = 0; i < ctx->dom->n_mdevs; i++) {
+                const char *uuid = ctx->dom->mdevs[i].uuid;
+                bool listed = false;
+                LedgerEntry e, *t;
+
+                for (size_t j = 0; j < *n; j++)
+                        if (streq((*l)[j].uuid, uuid))
+                                listed = true;
+                if (listed || ledger_read(ctx->ledgerfd, uuid, &e) < 0 || !streq(e.guest, ctx->guest))
+                        continue;
+                t = realloc(*l, (*n + 1) * sizeof *t);
+                if (!t)
+                        return -ENOMEM;
+                t[(*n)++] = e;
+                *l = t;
+        }
+        error_clear();
+        return 0;
+}
+
 int hook_release(HookContext *ctx) {
         _cleanup_free_ LedgerEntry *l = NULL;
         size_t n;
@@ -224,6 +249,9 @@ int hook_release(HookContext *ctx) {
         /* Every record of the guest, not only the UUIDs in this XML: an mdev
          * hot-unplugged from the running guest is still the guest's. */
         r = ledger_list_guest(ctx->ledgerfd, ctx->guest, &l, &n);
+        if (r < 0)
+                return r;
+        r = release_add_xml_records(ctx, &l, &n);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < n; i++) {

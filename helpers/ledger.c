@@ -394,6 +394,51 @@ int ledger_read(int dirfd, const char *uuid, LedgerEntry *ret) {
         return ledger_parse(uuid, buf, ret);
 }
 
+/* --- the guest index ------------------------------------------------------
+ *
+ * var/lib/mdev-hooks.by-guest/<hash of the guest name>/<uuid>: empty files, a
+ * hint that lets release find a guest's records without reading every record
+ * on a host with a thousand. ledger_write() adds the entry BEFORE it renames
+ * the record into place, so the index never lacks a record that ledger_write
+ * gave to a guest; entries whose record is gone or now names another guest
+ * are dropped lazily by ledger_list_guest(), which verifies every entry by
+ * reading the record. The index is not fsynced: after a power loss the only
+ * records it could miss are of an earlier boot, whose mdevs no longer exist
+ * (the udev helper and reconcile deal with those). */
+#define INDEX_DIR "../mdev-hooks.by-guest" /* relative to the record directory */
+
+static void guest_hash(const char *guest, char out[17]) {
+        uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+
+        for (const unsigned char *p = (const unsigned char *) guest; *p; p++) {
+                h ^= *p;
+                h *= 1099511628211ULL;
+        }
+        snprintf(out, 17, "%016" PRIx64, h);
+}
+
+static int index_add(int dirfd, const char *guest, const char *uuid) {
+        char hash[17], path[sizeof INDEX_DIR + 17 + UUID_STRING_MAX + 2];
+        int fd;
+
+        guest_hash(guest, hash);
+        snprintf(path, sizeof path, INDEX_DIR "/%s/%s", hash, uuid);
+        fd = openat(dirfd, path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0600);
+        if (fd < 0 && errno == ENOENT) {
+                char dir[sizeof INDEX_DIR + 18];
+
+                snprintf(dir, sizeof dir, INDEX_DIR "/%s", hash);
+                if ((mkdirat(dirfd, INDEX_DIR, 0700) < 0 && errno != EEXIST) ||
+                    (mkdirat(dirfd, dir, 0700) < 0 && errno != EEXIST))
+                        return error_set(-errno, "cannot create the record index '/" LEDGER_DIR ".by-guest/%s': %s", hash, strerror(errno));
+                fd = openat(dirfd, path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0600);
+        }
+        if (fd < 0)
+                return error_set(-errno, "cannot write the record index '/" LEDGER_DIR ".by-guest/%s/%s': %s", hash, uuid, strerror(errno));
+        close(fd);
+        return 0;
+}
+
 /* --- writing ------------------------------------------------------------ */
 
 static int ledger_format(const LedgerEntry *e, char **ret) {
@@ -449,6 +494,12 @@ int ledger_write(int dirfd, const LedgerEntry *e) {
         if (r < 0)
                 return r;
         len = strlen(text);
+
+        if (e->guest[0]) {
+                r = index_add(dirfd, e->guest, e->uuid);
+                if (r < 0)
+                        return r;
+        }
 
         snprintf(tmp, sizeof tmp, ".%s.%ld.tmp", e->uuid, (long) getpid());
         fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0600);
@@ -565,5 +616,56 @@ int ledger_list(int dirfd, LedgerEntry **ret, size_t *ret_n, size_t *ret_bad) {
 }
 
 int ledger_list_guest(int dirfd, const char *guest, LedgerEntry **ret, size_t *ret_n) {
-        return ledger_list_filtered(dirfd, guest, ret, ret_n, NULL);
+        _cleanup_strv_free_ char **names = NULL;
+        _cleanup_free_ LedgerEntry *list = NULL;
+        char hash[17], dir[sizeof INDEX_DIR + 18];
+        size_t n = 0;
+        int r;
+
+        if (!guest || !guest[0])
+                return ledger_list_filtered(dirfd, guest, ret, ret_n, NULL);
+        guest_hash(guest, hash);
+        snprintf(dir, sizeof dir, INDEX_DIR "/%s", hash);
+        r = dir_list_at(dirfd, dir, &names);
+        if (r == -ENOENT) {
+                /* No index at all (records written by hand, or by an older
+                 * version): read them all. With an index: nothing for the guest. */
+                if (faccessat(dirfd, INDEX_DIR, F_OK, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT)
+                        return ledger_list_filtered(dirfd, guest, ret, ret_n, NULL);
+                names = calloc(1, sizeof(char *));
+                if (!names)
+                        return -ENOMEM;
+        } else if (r < 0)
+                return error_set(r, "cannot list '/" LEDGER_DIR ".by-guest/%s': %s", hash, strerror(-r));
+
+        list = calloc(strv_length(names) + 1, sizeof(LedgerEntry));
+        if (!list)
+                return -ENOMEM;
+        for (char **name = names; *name; name++) {
+                char entry[sizeof dir + UUID_STRING_MAX + 1], other[17];
+                LedgerEntry e;
+
+                if (!uuid_is_valid(*name))
+                        continue;
+                snprintf(entry, sizeof entry, "%s/%s", dir, *name);
+                r = ledger_read(dirfd, *name, &e);
+                if (r == -ENOENT) {
+                        (void) unlinkat(dirfd, entry, 0); /* the record is gone */
+                        continue;
+                }
+                if (r < 0)
+                        continue;
+                if (!streq(e.guest, guest)) {
+                        /* Stale, unless another guest's name has the same hash. */
+                        guest_hash(e.guest, other);
+                        if (!streq(other, hash))
+                                (void) unlinkat(dirfd, entry, 0);
+                        continue;
+                }
+                list[n++] = e;
+        }
+        error_clear();
+        *ret = steal_pointer(&list);
+        *ret_n = n;
+        return 0;
 }

@@ -79,5 +79,8 @@ int ledger_remove(int dirfd, const char *uuid);
 /* Every record, sorted by UUID. Files that do not parse are skipped and
  * counted in *ret_bad (may be NULL); stray temporary files are ignored. */
 int ledger_list(int dirfd, LedgerEntry **ret, size_t *ret_n, size_t *ret_bad);
-/* The records of one guest (by name), sorted by UUID. */
+/* The records of one guest (by name), sorted by UUID. Found through an index
+ * that ledger_write() keeps (var/lib/mdev-hooks.by-guest/), so that this reads
+ * only the guest's own records; every record ledger_write() gave the guest is
+ * found. Without an index (records written by other means) it reads them all. */
 int ledger_list_guest(int dirfd, const char *guest, LedgerEntry **ret, size_t *ret_n);

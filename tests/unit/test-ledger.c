@@ -211,6 +211,50 @@ static void test_list_guest_exact(int dirfd) {
         check(n == 1 && streq(l[0].uuid, "00000000-0000-4000-8000-000000000012"));
 }
 
+static void test_guest_index(int rootfd) {
+        _cleanup_free_ LedgerEntry *l = NULL;
+        int dirfd;
+        LedgerEntry e;
+        size_t n;
+
+        check(mkdir_p_at(rootfd, "idx/var/lib", 0700) == 0);
+        {
+                _cleanup_close_ int sub = openat(rootfd, "idx", O_PATH | O_DIRECTORY | O_CLOEXEC);
+                check(sub >= 0);
+                check(ledger_open(sub, &dirfd) == 0);
+        }
+
+        /* No index yet: a record written by hand is still found. */
+        write_file(dirfd, U1, "[mdev]\nuuid = " U1 "\nparent = p\ntype = t\nstate = assigned\norigin = created\nguest = web1\nboot_id = " BOOT "\n");
+        check(ledger_list_guest(dirfd, "web1", &l, &n) == 0);
+        check(n == 1);
+        free(steal_pointer(&l));
+
+        /* Written through ledger.c: found through the index. */
+        entry_init(&e, U2, "web2");
+        check(ledger_write(dirfd, &e) == 0);
+        check(faccessat(dirfd, "../mdev-hooks.by-guest", F_OK, 0) == 0);
+        check(ledger_list_guest(dirfd, "web2", &l, &n) == 0);
+        check(n == 1 && streq(l[0].uuid, U2));
+        free(steal_pointer(&l));
+
+        /* Given to another guest: web2 no longer lists it, web3 does. */
+        entry_init(&e, U2, "web3");
+        check(ledger_write(dirfd, &e) == 0);
+        check(ledger_list_guest(dirfd, "web2", &l, &n) == 0);
+        check(n == 0);
+        free(steal_pointer(&l));
+        check(ledger_list_guest(dirfd, "web3", &l, &n) == 0);
+        check(n == 1 && streq(l[0].uuid, U2));
+        free(steal_pointer(&l));
+
+        /* Removed: not listed, and the stale entry goes. */
+        check(ledger_remove(dirfd, U2) == 0);
+        check(ledger_list_guest(dirfd, "web3", &l, &n) == 0);
+        check(n == 0);
+        close(dirfd);
+}
+
 static void test_open(int rootfd) {
         int fd = -1;
         struct stat st;
@@ -240,6 +284,7 @@ int main(void) {
         test_bad_files(dirfd);
         test_list(dirfd);
         test_list_guest_exact(dirfd);
+        test_guest_index(rootfd);
 
         close(dirfd);
         close(rootfd);
