@@ -26,6 +26,10 @@
  *   rollback, half way: each undo step is itself ordered remove-then-record,
  *       so the same cases apply.
  *
+ * The guest index that release uses to find a guest's records (ledger.c) is
+ * written before each record, so a kill leaves at most an extra entry, which
+ * the next lookup drops.
+ *
  * Nothing mdev-hooks creates can exist without a record naming it "created"
  * (which is what would leak: it would later look borrowed and never be
  * removed), and a record never names another guest's mdev, because claims are
