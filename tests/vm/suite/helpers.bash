@@ -120,6 +120,7 @@ vm_record_get() {
 vm_libvirtd_start() {
         mkdir -p /var/log/libvirt /run/libvirt
         (cd / && exec setsid libvirtd >> /var/log/libvirt/libvirtd.out 2>&1 < /dev/null 3>&- 4>&-) &
+        disown 2>/dev/null || true
 }
 
 # Waits up to $1 seconds (default 240) for libvirtd to answer.
