@@ -23,6 +23,7 @@
 
 #include <ini.h>
 
+#include "domscan.h"
 #include "ledger.h"
 
 #define GUEST_CHUNK 120
@@ -406,15 +407,10 @@ int ledger_read(int dirfd, const char *uuid, LedgerEntry *ret) {
  * records it could miss are of an earlier boot, whose mdevs no longer exist
  * (the udev helper and reconcile deal with those). */
 #define INDEX_DIR "../mdev-hooks.by-guest" /* relative to the record directory */
+_Static_assert(sizeof(LEDGER_DIR ".by-guest") == sizeof(DOMSCAN_GUEST_INDEX_DIR), "one index");
 
 static void guest_hash(const char *guest, char out[17]) {
-        uint64_t h = 1469598103934665603ULL; /* FNV-1a */
-
-        for (const unsigned char *p = (const unsigned char *) guest; *p; p++) {
-                h ^= *p;
-                h *= 1099511628211ULL;
-        }
-        snprintf(out, 17, "%016" PRIx64, h);
+        domscan_guest_hash(guest, out);
 }
 
 static int index_add(int dirfd, const char *guest, const char *uuid) {
@@ -532,9 +528,30 @@ fail:
         return error_set(r, "cannot write the record '/" LEDGER_DIR "/%s': %s", e->uuid, strerror(-r));
 }
 
+/* Drops uuid's entry from a guest's index, and the guest's directory once
+ * it is empty. Best effort: a stale entry is only a hint. */
+static void index_drop(int dirfd, const char *guest, const char *uuid) {
+        char hash[17], path[sizeof INDEX_DIR + 17 + UUID_STRING_MAX + 2];
+
+        if (!guest[0])
+                return;
+        guest_hash(guest, hash);
+        snprintf(path, sizeof path, INDEX_DIR "/%s/%s", hash, uuid);
+        (void) unlinkat(dirfd, path, 0);
+        snprintf(path, sizeof path, INDEX_DIR "/%s", hash);
+        (void) unlinkat(dirfd, path, AT_REMOVEDIR); /* ENOTEMPTY: other mdevs */
+}
+
 int ledger_remove(int dirfd, const char *uuid) {
+        char text[LEDGER_FILE_MAX];
+        LedgerEntry e = { .guest = "" };
+
         if (!uuid_is_valid(uuid))
                 return error_set(-EINVAL, "'%s' is not a UUID", uuid);
+        /* Who it was for: to drop the guest index's entry afterwards. */
+        if (ledger_load(dirfd, uuid, text) < 0 || ledger_parse(uuid, text, &e) < 0)
+                e.guest[0] = '\0';
+        error_clear();
         if (unlinkat(dirfd, uuid, 0) < 0) {
                 if (errno == ENOENT)
                         return 0;
@@ -542,6 +559,7 @@ int ledger_remove(int dirfd, const char *uuid) {
         }
         if (fsync(dirfd) < 0)
                 return error_set(-errno, "cannot sync '/" LEDGER_DIR "': %s", strerror(errno));
+        index_drop(dirfd, e.guest, uuid);
         return 0;
 }
 
@@ -664,6 +682,8 @@ int ledger_list_guest(int dirfd, const char *guest, LedgerEntry **ret, size_t *r
                 }
                 list[n++] = e;
         }
+        if (n == 0)
+                (void) unlinkat(dirfd, dir, AT_REMOVEDIR); /* fails while other entries remain */
         error_clear();
         *ret = steal_pointer(&list);
         *ret_n = n;

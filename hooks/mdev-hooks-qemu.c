@@ -11,11 +11,13 @@
  * only if the XML may hold an mdev hostdev it hands the XML (in a memfd, as
  * stdin) to mdev-hooks-qemu-worker from the same directory, which links
  * libxml2 and the rest and does the work. No config, no lock, no output
- * otherwise.
+ * otherwise. (On release it also runs the worker when the record's guest
+ * index names the guest: one stat.)
  */
 #include <fcntl.h>
 #include <limits.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 
 #include "domscan.h"
 #include "log.h"
@@ -35,6 +37,21 @@ static const struct {
         { "restore", true },
         { "reconnect", false },
 };
+
+/* Whether the record's guest index names this guest (domscan.h): it still
+ * holds an mdev that its XML no longer shows (one hot-unplugged while it
+ * ran), which its release must free. One stat; no config, no lock. */
+static bool guest_is_indexed(const char *guest) {
+        char hash[DOMSCAN_GUEST_HASH_MAX], path[sizeof DOMSCAN_GUEST_INDEX_DIR + DOMSCAN_GUEST_HASH_MAX + 1];
+        _cleanup_close_ int rootfd = -1;
+        struct stat st;
+
+        if (root_open(&rootfd) < 0)
+                return false;
+        domscan_guest_hash(guest, hash);
+        snprintf(path, sizeof path, DOMSCAN_GUEST_INDEX_DIR "/%s", hash);
+        return fstatat(rootfd, path, &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
 
 static int exec_worker(char **argv, const char *buf, size_t len) {
         char self[PATH_MAX], *slash;
@@ -91,7 +108,7 @@ int main(int argc, char **argv) {
                 return 0;
 
         r = domscan_read_fd(STDIN_FILENO, DOMSCAN_MAX_SIZE, &buf, &len);
-        if (r >= 0 && !domscan_has_mdev(buf, len))
+        if (r >= 0 && !domscan_has_mdev(buf, len) && !(streq(argv[2], "release") && guest_is_indexed(argv[1])))
                 return 0;
 
         log_open("mdev-hooks-qemu", LOG_TARGET_STDERR | LOG_TARGET_SYSLOG);

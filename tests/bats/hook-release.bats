@@ -157,6 +157,24 @@ keep_conf() {
         [ -z "$(records)" ]
 }
 
+@test "release frees an mdev that was hot-unplugged from the running guest" {
+        run -0 prepare web1 "$U1" "$U2"
+        # virsh detach-device of U2: no hook runs; the XML at stop lacks it.
+        domxml web1 "$U1" > "$BATS_TEST_TMPDIR/web1.xml"
+        run -0 release web1
+        ! mdev_exists "$U1"
+        ! mdev_exists "$U2"
+        [ -z "$(records)" ]
+        # Also when no mdev is left in the XML at all.
+        run -0 prepare web2 "$U3"
+        domxml web2 > "$BATS_TEST_TMPDIR/web2.xml"
+        run -0 release web2
+        ! mdev_exists "$U3"
+        [ -z "$(records)" ]
+        # The guests' index entries went with their records.
+        [ -z "$(ls -A "$MDEV_HOOKS_ROOT/var/lib/mdev-hooks.by-guest")" ]
+}
+
 @test "release forgets a record whose mdev is already gone" {
         run -0 prepare web1 "$U1"
         sim_remove "$U1"
