@@ -148,6 +148,33 @@ take_ports() {
         vm_mdev_exists "$U1"
 }
 
+@test "hooks: with release = keep the kept mdevs stay free, and one is reclaimed when the shared pool is full" {
+        vm_config mtty-1 release=keep
+        take_ports 22
+        xml g1 "$G1" "$U1:mtty-1" "$U2:mtty-1"
+        xml g2 "$G2" "$U3:mtty-1"
+        run prepare g1
+        [ "$status" -eq 0 ]
+        run release g1
+        [ "$status" -eq 0 ]
+        vm_mdev_exists "$U1"
+        vm_mdev_exists "$U2"
+        [ "$(vm_record_get "$U1" state)" = free ]
+        [ "$(vm_record_get "$U2" state)" = free ]
+        [ "$(vm_avail mtty-1)" -eq 0 ]
+        run prepare g2
+        echo "$output"
+        [ "$status" -eq 0 ]
+        vm_mdev_exists "$U3"
+        [ "$(vm_record_get "$U3" guest)" = g2 ]
+        # exactly one of the kept mdevs made room
+        n=0
+        vm_mdev_exists "$U1" && n=$((n + 1))
+        vm_mdev_exists "$U2" && n=$((n + 1))
+        [ "$n" -eq 1 ]
+        [ "$(ls "$MTTY_TYPES/mtty-2/devices" | wc -l)" -eq 11 ]
+}
+
 @test "hooks: reconnect keeps the guest's claim" {
         vm_config mtty-1
         xml g1 "$G1" "$U1:mtty-1"

@@ -123,3 +123,26 @@ settle() {
         cat "$LEDGER"/* || true
         [ "$(vm_record_get "$U1" state)" = lost ]
 }
+
+# parent_wait covers a parent whose device exists but has not registered
+# yet (a GPU whose vendor driver is still starting). mtty's device appears
+# only together with its registration (modprobe), so with mtty unloaded
+# there is nothing to wait for: prepare must refuse with its reason.
+@test "udev: prepare with mtty unloaded refuses in one line naming mtty and creates nothing" {
+        vm_config mtty-1 parent_wait=30
+        vm_domxml g1 "$G1" "$U1:mtty-1" > "$BATS_TEST_TMPDIR/g1.xml"
+        run vm_hook g1 prepare begin - < "$BATS_TEST_TMPDIR/g1.xml"
+        echo "$output"
+        [ "$status" -ne 0 ]
+        [ "${#lines[@]}" -eq 1 ]
+        [[ "$output" == "mdev-hooks: g1: "*mtty* ]]
+        [ ! -e "$LEDGER/$U1" ] || [ "$(vm_record_get "$U1" state)" != assigned ]
+        modprobe mtty
+        udevadm settle -t 60
+        run vm_hook g1 prepare begin - < "$BATS_TEST_TMPDIR/g1.xml"
+        echo "$output"
+        [ "$status" -eq 0 ]
+        vm_mdev_exists "$U1"
+        run vm_hook g1 release end - < "$BATS_TEST_TMPDIR/g1.xml"
+        vm_mdev_gone "$U1"
+}
