@@ -180,7 +180,11 @@ struct Node {
         bool dynamic;  /* an mdev's node: never cached by the kernel */
         bool detached; /* out of the tree, waiting for the kernel's forget */
         uint64_t nlookup; /* the kernel's references (life_lock) */
+        uint32_t magic;   /* NODE_ALIVE, or NODE_DEAD once released */
 };
+
+#define NODE_ALIVE 0x6d646576u
+#define NODE_DEAD 0xdeadd0d0u
 
 static struct {
         Node **buckets;
@@ -229,6 +233,7 @@ static Node *node_add(Node *dir, const char *name, NodeKind kind, mode_t mode) {
         n->kind = kind;
         n->mode = mode;
         n->ino = ++tree.next_ino;
+        n->magic = NODE_ALIVE;
         if (dir) {
                 n->prev = dir->last;
                 if (dir->last)
@@ -301,10 +306,36 @@ static uint64_t node_id(const Node *n) {
         return n == tree.root ? FUSE_ROOT_ID : (uint64_t) (uintptr_t) n;
 }
 
-static void node_release(Node *n) {
+static void node_destroy(Node *n) {
         free(n->name);
         free(n->text);
         free(n);
+}
+
+/* Released nodes wait in a quarantine before their memory is reused, so a
+ * node id the kernel might still send by mistake never names another node
+ * soon after; ino_node() reports such a use. Called with life_lock held
+ * (or single-threaded at exit). */
+#define QUARANTINE 65536
+static Node *quarantine[QUARANTINE];
+static size_t quarantine_next;
+
+static void node_release(Node *n) {
+        n->magic = NODE_DEAD;
+        n->detached = true;
+        Node *old = quarantine[quarantine_next];
+        quarantine[quarantine_next] = n;
+        quarantine_next = (quarantine_next + 1) % QUARANTINE;
+        if (old)
+                node_destroy(old);
+}
+
+static void quarantine_free(void) {
+        for (size_t i = 0; i < QUARANTINE; i++) {
+                if (quarantine[i])
+                        node_destroy(quarantine[i]);
+                quarantine[i] = NULL;
+        }
 }
 
 static void node_detach(Node *n) {
@@ -363,6 +394,10 @@ static void node_free(Node *n) {
 /* The kernel forgot k references to n. */
 static void node_forget(Node *n, uint64_t k) {
         pthread_mutex_lock(&life_lock);
+        if (n->magic != NODE_ALIVE) {
+                pthread_mutex_unlock(&life_lock);
+                return;
+        }
         n->nlookup = n->nlookup > k ? n->nlookup - k : 0;
         if (n->nlookup == 0 && n->detached) {
                 if (n->prev)
@@ -381,8 +416,9 @@ static void limbo_free(void) {
         while (limbo) {
                 Node *n = limbo;
                 limbo = n->next;
-                node_release(n);
+                node_destroy(n);
         }
+        quarantine_free();
         pthread_mutex_unlock(&life_lock);
 }
 
@@ -1161,7 +1197,10 @@ static double node_timeout(const Node *n) {
  * reference to, so the node is allocated; check ->detached (under the
  * model lock) before using it. */
 static Node *ino_node(fuse_ino_t ino) {
-        return ino == FUSE_ROOT_ID ? tree.root : (Node *) (uintptr_t) ino;
+        Node *n = ino == FUSE_ROOT_ID ? tree.root : (Node *) (uintptr_t) ino;
+        if (n->magic != NODE_ALIVE)
+                fprintf(stderr, "mdev-sysfs-sim: the kernel used node %" PRIu64 " after its last forget\n", n->ino);
+        return n;
 }
 
 /* "/a/b/c" of a node (plus "/name" if given), for the counters. */
