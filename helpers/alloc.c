@@ -26,6 +26,7 @@
 #include <libudev.h>
 
 #include "alloc.h"
+#include "lock.h"
 #include "crash.h"
 
 #define PARENT_WAIT_STEP_USEC 50000
@@ -117,6 +118,7 @@ void alloc_init(Alloc *a, int rootfd, int ledgerfd, const Config *config,
                 .guest = guest,
                 .guest_uuid = guest_uuid,
                 .crashpoint_create = "prepare-after-create",
+                .lockfd = -1,
         };
         snprintf(a->boot_id, sizeof a->boot_id, "%s", strempty(boot_id));
 }
@@ -196,6 +198,14 @@ int alloc_remove_mdev(int rootfd, const char *uuid, unsigned timeout_msec) {
 
 int alloc_rollback(Alloc *a) {
         int ret = 0;
+
+        if (a->lock_lost) {
+                /* Without the lock nothing may be changed. What this call
+                 * made is recorded as the guest's: libvirt's release after
+                 * the failed start frees it, as after a killed hook. */
+                alloc_commit(a);
+                return error_set(-ENOLCK, "could not take the lock back to undo this start; the guest's release will free what it made");
+        }
 
         for (size_t i = a->n_undo; i-- > 0;) {
                 AllocUndo *u = &a->undo[i];
@@ -535,12 +545,17 @@ static void wait_step(struct udev_monitor *m) {
  * registered yet (the vendor driver is still starting after a boot) is waited
  * for until it registers or the time is up, but only when no registered
  * candidate has room. A udev monitor wakes the wait at once on a real host;
- * a short poll interval covers hosts without udevd and test trees. */
-static int candidates_wait(const Alloc *a, CandidateList *l) {
+ * a short poll interval covers hosts without udevd and test trees.
+ *
+ * The wait does not hold the host-wide lock (when the caller gave it in
+ * a->lockfd): after a boot every guest may be waiting for its GPU, and one
+ * guest's parent_wait must not make the others time out on lock_timeout.
+ * Returns 1 when it let go of the lock: the caller re-checks what it read. */
+static int candidates_wait_unlocked(Alloc *a, CandidateList *l) {
         _cleanup_(udev_monitor_unrefp) struct udev_monitor *monitor = NULL;
         unsigned long long deadline;
         bool waiting = false;
-        int r;
+        int r = 0;
 
         if (a->config->parent_wait == 0 || candidates_have_room(l))
                 return 0;
@@ -553,6 +568,11 @@ static int candidates_wait(const Alloc *a, CandidateList *l) {
 
         monitor = wait_monitor_new();
         deadline = now_usec() + (unsigned long long) a->config->parent_wait * 1000000ULL;
+        if (a->lockfd >= 0) {
+                r = lock_suspend(a->lockfd);
+                if (r < 0)
+                        return r;
+        }
         while (now_usec() < deadline) {
                 bool pending = false;
 
@@ -564,14 +584,27 @@ static int candidates_wait(const Alloc *a, CandidateList *l) {
                                 continue;
                         r = candidate_probe(a, c);
                         if (r < 0)
-                                return r;
+                                break;
                         if (c->verdict == ALLOC_NOT_REGISTERED)
                                 pending = true;
                 }
-                if (candidates_have_room(l) || !pending)
-                        return 0;
+                if (r < 0 || candidates_have_room(l) || !pending)
+                        break;
         }
-        return 0;
+        if (a->lockfd >= 0) {
+                char what[GUEST_NAME_MAX + 16];
+                int k;
+
+                snprintf(what, sizeof what, "prepare %s", a->guest);
+                k = lock_resume(a->lockfd, a->config->lock_timeout, what);
+                if (k < 0) {
+                        a->lock_lost = true;
+                        return k;
+                }
+        }
+        if (r < 0)
+                return r;
+        return a->lockfd >= 0;
 }
 
 /* max_instances: counts the type on the whole host, once per type. */
@@ -772,9 +805,25 @@ int alloc_create(Alloc *a, const AllocWant *w, const char *uuid, LedgerState sta
                 if (r < 0)
                         return r;
         }
-        r = candidates_wait(a, &l);
+        r = candidates_wait_unlocked(a, &l);
         if (r < 0)
                 return r;
+        if (r > 0) {
+                /* Others had the lock meanwhile: the UUID may be theirs now. */
+                LedgerEntry holder;
+
+                r = alloc_held_by_other(a, uuid, &holder);
+                if (r < 0)
+                        return r;
+                if (r > 0)
+                        return error_set(-EBUSY, "mdev %s was claimed by guest '%s' while this guest waited for its parent",
+                                         uuid, holder.guest);
+                for (size_t i = 0; i < l.n; i++) {
+                        r = candidate_probe(a, &l.c[i]);
+                        if (r < 0)
+                                return r;
+                }
+        }
         r = candidates_apply_max(a, w, &l);
         if (r < 0)
                 return r;

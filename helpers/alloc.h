@@ -98,6 +98,14 @@ typedef struct Alloc {
          * the caller goes on: "prepare-after-create" (the default) or
          * "migrate-after-create". */
         const char *crashpoint_create;
+        /* The host-wide lock's fd, or -1 (the default). When set, the wait
+         * for an unregistered parent (parent_wait) lets go of the lock and
+         * takes it again afterwards, so that other guests can start. */
+        int lockfd;
+        /* Set when the lock could not be taken back after that wait: nothing
+         * may change any more, and alloc_rollback() leaves this call's work
+         * to the guest's release (the same state a killed hook leaves). */
+        bool lock_lost;
 
         AllocUndo *undo;
         size_t n_undo;

@@ -79,6 +79,7 @@ HookOp hook_op_from_string(const char *s) {
 static void hook_alloc_init(const HookContext *ctx, Alloc *a) {
         alloc_init(a, ctx->rootfd, ctx->ledgerfd, ctx->config, ctx->guest,
                    ctx->dom && ctx->dom->uuid[0] ? ctx->dom->uuid : NULL, ctx->boot_id);
+        a->lockfd = ctx->lockfd;
 }
 
 static void alloc_wants_free(AllocWant *w, size_t n) {

@@ -42,6 +42,9 @@ typedef struct HookContext {
         Domxml *dom;                 /* parsed stdin */
         const char *guest;           /* argv[1]: the domain name */
         char boot_id[UUID_STRING_MAX];
+        /* The host-wide lock (lock.h) the worker holds, -1 if none. prepare
+         * lets go of it while it waits for a parent to register. */
+        int lockfd;
 
         /* migrate/restore: the rewritten XML to print, NULL when unchanged. */
         char *out;

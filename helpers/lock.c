@@ -59,17 +59,11 @@ static int lock_wait(int fd, unsigned timeout_sec) {
         return r;
 }
 
-int lock_acquire(int rootfd, unsigned timeout_sec, const char *what, int *ret_fd) {
-        _cleanup_close_ int fd = -1;
+/* Takes the lock on an open fd, waiting up to timeout_sec; on success says
+ * who holds it, for a waiter that times out. */
+static int lock_take(int fd, unsigned timeout_sec, const char *what) {
         char holder[256];
         int r;
-
-        r = mkdir_p_at(rootfd, LOCK_DIR, 0755);
-        if (r < 0)
-                return error_set(r, "cannot create '/" LOCK_DIR "': %s", strerror(-r));
-        fd = openat(rootfd, LOCK_PATH, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0600);
-        if (fd < 0)
-                return error_set(-errno, "cannot open the lock '/" LOCK_PATH "': %s", strerror(errno));
 
         if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
                 if (errno != EWOULDBLOCK)
@@ -96,11 +90,36 @@ int lock_acquire(int rootfd, unsigned timeout_sec, const char *what, int *ret_fd
                         return error_set(r, "cannot lock '/" LOCK_PATH "': %s", strerror(-r));
         }
 
-        /* Say who holds it, for a waiter that times out. Not critical. */
+        /* Not critical. */
         r = snprintf(holder, sizeof holder, "%ld %s\n", (long) getpid(), strempty(what));
         if (r > 0 && (size_t) r < sizeof holder && ftruncate(fd, 0) == 0)
                 (void) !pwrite(fd, holder, (size_t) r, 0);
+        return 0;
+}
 
+int lock_acquire(int rootfd, unsigned timeout_sec, const char *what, int *ret_fd) {
+        _cleanup_close_ int fd = -1;
+        int r;
+
+        r = mkdir_p_at(rootfd, LOCK_DIR, 0755);
+        if (r < 0)
+                return error_set(r, "cannot create '/" LOCK_DIR "': %s", strerror(-r));
+        fd = openat(rootfd, LOCK_PATH, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0600);
+        if (fd < 0)
+                return error_set(-errno, "cannot open the lock '/" LOCK_PATH "': %s", strerror(errno));
+        r = lock_take(fd, timeout_sec, what);
+        if (r < 0)
+                return r;
         *ret_fd = steal_fd(&fd);
         return 0;
+}
+
+int lock_suspend(int fd) {
+        if (flock(fd, LOCK_UN) < 0)
+                return error_set(-errno, "cannot let go of the lock '/" LOCK_PATH "': %s", strerror(errno));
+        return 0;
+}
+
+int lock_resume(int fd, unsigned timeout_sec, const char *what) {
+        return lock_take(fd, timeout_sec, what);
 }

@@ -16,3 +16,12 @@
  * -ETIMEDOUT (message names the holder and the lock_timeout setting) or
  * -errno. */
 int lock_acquire(int rootfd, unsigned timeout_sec, const char *what, int *ret_fd);
+
+/* Lets other hooks have the lock held on fd during a long wait that needs
+ * none (prepare waiting up to parent_wait for a parent to register), so one
+ * guest's wait does not make every other guest's start time out. The caller
+ * must re-check what it read before, once lock_resume() has it back. */
+int lock_suspend(int fd);
+/* Takes the lock on fd again, waiting up to timeout_sec; -ETIMEDOUT with a
+ * message as lock_acquire() gives. */
+int lock_resume(int fd, unsigned timeout_sec, const char *what);

@@ -55,6 +55,7 @@ static int run(HookOp op, const char *guest, HookContext *ctx) {
                 return r;
         }
         *ctx = (HookContext) {
+                .lockfd = -1,
                 .rootfd = rootfd,
                 .config = config,
                 .dom = dom,
@@ -72,6 +73,7 @@ static int run(HookOp op, const char *guest, HookContext *ctx) {
         r = lock_acquire(rootfd, config->lock_timeout, what, &lockfd);
         if (r < 0)
                 return r;
+        ctx->lockfd = lockfd;
 
         switch (op) {
         case HOOK_OP_PREPARE:
@@ -96,7 +98,7 @@ static int run(HookOp op, const char *guest, HookContext *ctx) {
 }
 
 int main(int argc, char **argv) {
-        HookContext ctx = { .rootfd = -1, .ledgerfd = -1 };
+        HookContext ctx = { .rootfd = -1, .ledgerfd = -1, .lockfd = -1 };
         HookOp op;
         int r;
 

@@ -321,6 +321,38 @@ two_types_conf() {
         [ "$(mdev_parent "$U1")" = "$P84" ]
 }
 
+@test "a guest waiting for its parent (parent_wait) does not hold other guests' starts" {
+        conf <<-EOF
+	[devices]
+	enabled_mdev_types = nvidia-35, nvidia-36
+
+	[mdev_nvidia-35]
+	device_addresses = $P84
+
+	[mdev_nvidia-36]
+	device_addresses = $P85
+
+	[hooks]
+	parent_wait = 60
+	lock_timeout = 1
+	EOF
+        sim_unregister "$P84"
+        domxml web1 "$U1,type=nvidia-35" > "$BATS_TEST_TMPDIR/web1.xml"
+        hook web1 prepare begin - < "$BATS_TEST_TMPDIR/web1.xml" > "$BATS_TEST_TMPDIR/web1.out" 2>&1 &
+        local waiter=$!
+        sleep 1.5
+        # web1 waits for 0000:84:00.0 far longer than lock_timeout; web2's
+        # parent is there, so web2 must start instead of timing out.
+        run prepare web2 "$U2,type=nvidia-36"
+        [ "$status" -eq 0 ]
+        [ "$(mdev_parent "$U2")" = "$P85" ]
+        [ "$(record "$U2" guest)" = web2 ]
+        sim_register "$P84"
+        wait "$waiter"
+        [ "$(mdev_parent "$U1")" = "$P84" ]
+        [ "$(record "$U1" guest)" = web1 ]
+}
+
 @test "a parent that does not register within parent_wait is reported" {
         conf <<-EOF
 	[devices]
