@@ -88,6 +88,13 @@ mdev_exists() {
         [ -e "$SIM_SYS/bus/mdev/devices/$1" ]
 }
 
+# mdev_absent UUID: fails the test when the mdev exists. (Write this, not
+# "! mdev_exists": bats does not fail a test on a negated command that
+# succeeds, since "!" switches errexit off for it.)
+mdev_absent() {
+        [ ! -e "$SIM_SYS/bus/mdev/devices/$1" ]
+}
+
 # assert_record_matches_sysfs: every record of a held mdev names an existing
 # mdev with its parent and type, and every mdev in sysfs that a guest holds
 # has exactly one record.

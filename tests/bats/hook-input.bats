@@ -111,6 +111,6 @@ refused() {
                 mdev_exists "$U1"
                 [ "$(record "$U1" guest)" = "v$i" ]
                 run -0 hook "v$i" release end - < "$BATS_TEST_TMPDIR/v$i.xml"
-                ! mdev_exists "$U1"
+                mdev_absent "$U1"
         done
 }

@@ -46,7 +46,7 @@ guest_uuid() {
                 else
                         failed=$((failed + 1))
                         grep -q "^mdev-hooks: g$i: no capacity for nvidia-35: $P84 has 0 of 16 left" "$BATS_TEST_TMPDIR/g$i.err"
-                        ! mdev_exists "$(guest_uuid "$i")"
+                        mdev_absent "$(guest_uuid "$i")"
                 fi
         done
         [ "$ok" -eq 16 ]

@@ -137,7 +137,7 @@ two_types_conf() {
         run prepare web2 "$U2,type=nvidia-35"
         [ "$status" -eq 1 ]
         [[ "$output" == *"max_instances"* ]]
-        ! mdev_exists "$U2"
+        mdev_absent "$U2"
         [ "$(sim_mdevs | wc -l)" -eq 2 ]
 }
 
@@ -203,7 +203,7 @@ two_types_conf() {
         [[ "$output" == *"$P86 is not registered"* ]]
         [[ "$output" == *"$P85 is configured for nvidia-36"* ]]
         [[ "$output" == *"$P87 is not configured for any type"* ]]
-        ! mdev_exists "$U2"
+        mdev_absent "$U2"
         [ "$(records)" = "$U1" ]
 }
 
@@ -237,8 +237,8 @@ two_types_conf() {
         run prepare web1 "$U1,type=nvidia-35" "$U2,type=nvidia-44"
         [ "$status" -eq 1 ]
         [[ "$output" == *"no capacity for nvidia-44"* ]]
-        ! mdev_exists "$U1"
-        ! mdev_exists "$U2"
+        mdev_absent "$U1"
+        mdev_absent "$U2"
         [ "$(sim_mdevs)" = "$U4" ]
         [ -z "$(records)" ]
 }
@@ -267,7 +267,7 @@ two_types_conf() {
         mdev_exists "$U1"
         [ "$(record "$U1" guest)" = web1 ]
         [ "$(record "$U1" state)" = assigned ]
-        ! mdev_exists "$U2"
+        mdev_absent "$U2"
 }
 
 @test "a restart of the same guest reuses its mdev" {
@@ -413,7 +413,7 @@ two_types_conf() {
         [ "$status" -eq 1 ]
         [[ "$output" == *"prepare other"* ]]
         [[ "$output" == *"lock_timeout"* ]]
-        ! mdev_exists "$U1"
+        mdev_absent "$U1"
         wait
 }
 

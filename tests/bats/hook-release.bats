@@ -38,8 +38,8 @@ keep_conf() {
         run -0 prepare web1 "$U1" "$U2"
         run release web1
         [ "$status" -eq 0 ]
-        ! mdev_exists "$U1"
-        ! mdev_exists "$U2"
+        mdev_absent "$U1"
+        mdev_absent "$U2"
         [ -z "$(records)" ]
         [ "$(sim_available "$P84" nvidia-35)" -eq 16 ]
 }
@@ -57,7 +57,7 @@ keep_conf() {
         run -0 prepare web1 "$U1"
         run -0 prepare web2 "$U2"
         run -0 release web1
-        ! mdev_exists "$U1"
+        mdev_absent "$U1"
         mdev_exists "$U2"
         [ "$(record "$U2" guest)" = web2 ]
 }
@@ -93,7 +93,7 @@ keep_conf() {
         [ "$(sim_available "$P84" nvidia-44)" -eq 0 ]
         run prepare web2 "$U2,type=nvidia-44"
         [ "$status" -eq 0 ]
-        ! mdev_exists "$U1"
+        mdev_absent "$U1"
         mdev_exists "$U2"
         [ "$(records)" = "$U2" ]
         [ "$(record "$U2" guest)" = web2 ]
@@ -115,7 +115,7 @@ keep_conf() {
         sim_remove_busy 3 "$U1"
         run release web1
         [ "$status" -eq 0 ]
-        ! mdev_exists "$U1"
+        mdev_absent "$U1"
         [ -z "$(records)" ]
 }
 
@@ -142,7 +142,7 @@ keep_conf() {
         # nvidia-44 has one instance on the GPU: U2 needs U1's room.
         run prepare web2 "$U2,type=nvidia-44"
         [ "$status" -eq 0 ]
-        ! mdev_exists "$U1"
+        mdev_absent "$U1"
         mdev_exists "$U2"
         [ "$(records)" = "$U2" ]
 }
@@ -153,7 +153,7 @@ keep_conf() {
         run hook web1 release end - < "$BATS_TEST_TMPDIR/broken.xml"
         [ "$status" -eq 0 ]
         [[ "$output" == "mdev-hooks: web1: "*"releasing by the record alone"* ]]
-        ! mdev_exists "$U1"
+        mdev_absent "$U1"
         [ -z "$(records)" ]
 }
 
@@ -162,14 +162,14 @@ keep_conf() {
         # virsh detach-device of U2: no hook runs; the XML at stop lacks it.
         domxml web1 "$U1" > "$BATS_TEST_TMPDIR/web1.xml"
         run -0 release web1
-        ! mdev_exists "$U1"
-        ! mdev_exists "$U2"
+        mdev_absent "$U1"
+        mdev_absent "$U2"
         [ -z "$(records)" ]
         # Also when no mdev is left in the XML at all.
         run -0 prepare web2 "$U3"
         domxml web2 > "$BATS_TEST_TMPDIR/web2.xml"
         run -0 release web2
-        ! mdev_exists "$U3"
+        mdev_absent "$U3"
         [ -z "$(records)" ]
         # The guests' index entries went with their records.
         [ -z "$(ls -A "$MDEV_HOOKS_ROOT/var/lib/mdev-hooks.by-guest")" ]
