@@ -244,21 +244,6 @@ int alloc_rollback(Alloc *a) {
 
 /* --- type resolution and ownership ------------------------------------- */
 
-static int enabled_types_string(const Config *c, char *buf, size_t size) {
-        size_t o = 0;
-
-        buf[0] = '\0';
-        for (size_t i = 0; i < c->n_types; i++) {
-                int n = snprintf(buf + o, size - o, "%s%s", i ? ", " : "", c->types[i].name);
-                if (n < 0 || (size_t) n >= size - o)
-                        break;
-                o += (size_t) n;
-        }
-        if (o == 0)
-                snprintf(buf, size, "none");
-        return 0;
-}
-
 int alloc_want_resolve(const Alloc *a, const DomxmlMdev *m, const SysfsMdev *existing, AllocWant *ret) {
         AllocWant w = { .types = NULL };
         const Config *c = a->config;
@@ -277,7 +262,7 @@ int alloc_want_resolve(const Alloc *a, const DomxmlMdev *m, const SysfsMdev *exi
                         if (streq_ptr(c->types[i].mdev_class, m->mdev_class))
                                 r = strv_extend(&w.types, c->types[i].name);
                 if (r >= 0 && !w.types) {
-                        enabled_types_string(c, enabled, sizeof enabled);
+                        config_enabled_types_string(c, enabled, sizeof enabled);
                         return error_set(-EINVAL, "mdev %s asks for class %s, but no enabled type has mdev_class = %s (enabled: %s)",
                                          m->uuid, m->mdev_class, m->mdev_class, enabled);
                 }
@@ -289,7 +274,7 @@ int alloc_want_resolve(const Alloc *a, const DomxmlMdev *m, const SysfsMdev *exi
                 r = strv_extend(&w.types, c->default_type->name);
                 snprintf(w.what, sizeof w.what, "%s", c->default_type->name);
         } else {
-                enabled_types_string(c, enabled, sizeof enabled);
+                config_enabled_types_string(c, enabled, sizeof enabled);
                 return error_set(-ENOENT, "mdev %s has no type and the config has no default type: add <mh:mdev uuid=\"%s\" type=\"...\"/> to the domain's <metadata><mh:mdevs xmlns:mh=\"" DOMXML_NAMESPACE "\"> (enabled types: %s)",
                                  m->uuid, m->uuid, enabled);
         }
@@ -541,8 +526,8 @@ static void wait_step(struct udev_monitor *m) {
         }
 }
 
-/* parent_wait: a configured parent whose device exists but that has not
- * registered yet (the vendor driver is still starting after a boot) is waited
+/* parent_wait: a configured parent that has not registered yet but may (the
+ * vendor driver is still starting after a boot, a module loads late) is waited
  * for until it registers or the time is up, but only when no registered
  * candidate has room. A udev monitor wakes the wait at once on a real host;
  * a short poll interval covers hosts without udevd and test trees.
@@ -551,6 +536,16 @@ static void wait_step(struct udev_monitor *m) {
  * a->lockfd): after a boot every guest may be waiting for its GPU, and one
  * guest's parent_wait must not make the others time out on lock_timeout.
  * Returns 1 when it let go of the lock: the caller re-checks what it read. */
+/* Whether an unregistered configured parent may still register: a PCI device
+ * that is there (its vendor driver is still starting), or a virtual parent
+ * such as mtty, whose device appears only when its module registers it. A PCI
+ * address with no device behind it will not come: no wait for it. */
+static bool parent_may_register(const Alloc *a, const char *parent) {
+        if (!config_pci_address_is_valid(parent))
+                return true;
+        return sysfs_parent_device_present(a->rootfd, parent) > 0;
+}
+
 static int candidates_wait_unlocked(Alloc *a, CandidateList *l) {
         _cleanup_(udev_monitor_unrefp) struct udev_monitor *monitor = NULL;
         unsigned long long deadline;
@@ -560,8 +555,7 @@ static int candidates_wait_unlocked(Alloc *a, CandidateList *l) {
         if (a->config->parent_wait == 0 || candidates_have_room(l))
                 return 0;
         for (size_t i = 0; i < l->n; i++)
-                if (l->c[i].verdict == ALLOC_NOT_REGISTERED &&
-                    sysfs_parent_device_present(a->rootfd, l->c[i].parent) > 0)
+                if (l->c[i].verdict == ALLOC_NOT_REGISTERED && parent_may_register(a, l->c[i].parent))
                         waiting = true;
         if (!waiting)
                 return 0;
@@ -796,7 +790,7 @@ int alloc_create(Alloc *a, const AllocWant *w, const char *uuid, LedgerState sta
         if (!any_enabled) {
                 char enabled[512];
 
-                enabled_types_string(a->config, enabled, sizeof enabled);
+                config_enabled_types_string(a->config, enabled, sizeof enabled);
                 return error_set(-ENOENT, "type %s is not enabled here; enabled: %s", w->what, enabled);
         }
 

@@ -946,3 +946,17 @@ bool config_parent_is_listed(const Config *c, const char *parent) {
                                 return true;
         return false;
 }
+
+void config_enabled_types_string(const Config *c, char *buf, size_t size) {
+        size_t o = 0;
+
+        buf[0] = '\0';
+        for (size_t i = 0; i < c->n_types; i++) {
+                int n = snprintf(buf + o, size - o, "%s%s", i ? ", " : "", c->types[i].name);
+                if (n < 0 || (size_t) n >= size - o)
+                        break;
+                o += (size_t) n;
+        }
+        if (o == 0)
+                snprintf(buf, size, "none");
+}

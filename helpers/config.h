@@ -89,6 +89,10 @@ const ConfigType *config_find_type(const Config *c, const char *type);
 /* True when a parent is named explicitly under some type. */
 bool config_parent_is_listed(const Config *c, const char *parent);
 
+/* "nvidia-35, nvidia-36" (config order), or "none": for messages such as
+ * "type X is not enabled here; enabled: ...". Cut short to fit size. */
+void config_enabled_types_string(const Config *c, char *buf, size_t size);
+
 /* Strings for the enums, for messages and JSON. */
 const char *config_release_to_string(ConfigRelease r);
 const char *config_placement_to_string(ConfigPlacement p);

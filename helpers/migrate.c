@@ -72,20 +72,6 @@ static void items_free(MigrateItem *items, size_t n) {
         free(items);
 }
 
-static void enabled_types(const Config *c, char *buf, size_t size) {
-        size_t o = 0;
-
-        buf[0] = '\0';
-        for (size_t i = 0; i < c->n_types; i++) {
-                int n = snprintf(buf + o, size - o, "%s%s", i ? ", " : "", c->types[i].name);
-                if (n < 0 || (size_t) n >= size - o)
-                        break;
-                o += (size_t) n;
-        }
-        if (o == 0)
-                snprintf(buf, size, "none");
-}
-
 /* The type the hostdev needs. The incoming UUID names an mdev on the source
  * host, so an mdev here with that UUID says nothing about the type: without a
  * metadata entry the type is known only when this host enables exactly one
@@ -98,7 +84,7 @@ static int resolve_want(const HookContext *ctx, const Alloc *a, const DomxmlMdev
         int r;
 
         if (!m->type[0] && !m->mdev_class[0]) {
-                enabled_types(c, enabled, sizeof enabled);
+                config_enabled_types_string(c, enabled, sizeof enabled);
                 if (c->n_types == 0)
                         return error_set(-ENOENT, "mdev %s: no mdev types are enabled here ([devices] enabled_mdev_types is empty)",
                                          m->uuid);
@@ -125,7 +111,7 @@ static int resolve_want(const HookContext *ctx, const Alloc *a, const DomxmlMdev
         for (size_t t = 0; w.types[t] && !any; t++)
                 any = config_find_type(c, w.types[t]) != NULL;
         if (!any) {
-                enabled_types(c, enabled, sizeof enabled);
+                config_enabled_types_string(c, enabled, sizeof enabled);
                 r = error_set(-ENOENT, "type %s is not enabled here; enabled: %s", w.what, enabled);
                 alloc_want_done(&w);
                 return r;

@@ -26,31 +26,15 @@ static int type_path(const char *parent, const char *type, const char *file, cha
         return 0;
 }
 
-static int bad_name(const char *what, const char *s) {
-        return error_set(-EINVAL, "invalid %s name '%s'", what, strna(s));
-}
-
-int sysfs_parent_list(int rootfd, char ***ret) {
-        _cleanup_strv_free_ char **all = NULL;
-        _cleanup_strv_free_ char **l = NULL;
+/* The entries of a directory listing that are safe names (util.h:
+ * name_is_valid): a name we could not safely use in a path is none of ours. */
+static int safe_names(char **all, char ***ret) {
+        _cleanup_strv_free_ char **l = calloc(1, sizeof(char *));
         int r;
 
-        r = dir_list_at(rootfd, MDEV_BUS, &all);
-        if (r == -ENOENT) {
-                /* No mdev_bus: the mdev module is not loaded, no parents. */
-                l = calloc(1, sizeof(char *));
-                if (!l)
-                        return -ENOMEM;
-                *ret = steal_pointer(&l);
-                return 0;
-        }
-        if (r < 0)
-                return error_set(r, "cannot list '/" MDEV_BUS "': %s", strerror(-r));
-        l = calloc(1, sizeof(char *));
         if (!l)
                 return -ENOMEM;
         for (char **p = all; *p; p++) {
-                /* A name we could not safely use in a path is no parent of ours. */
                 if (!name_is_valid(*p))
                         continue;
                 r = strv_extend(&l, *p);
@@ -59,6 +43,25 @@ int sysfs_parent_list(int rootfd, char ***ret) {
         }
         *ret = steal_pointer(&l);
         return 0;
+}
+
+static int bad_name(const char *what, const char *s) {
+        return error_set(-EINVAL, "invalid %s name '%s'", what, strna(s));
+}
+
+int sysfs_parent_list(int rootfd, char ***ret) {
+        _cleanup_strv_free_ char **all = NULL;
+        int r;
+
+        r = dir_list_at(rootfd, MDEV_BUS, &all);
+        if (r == -ENOENT) {
+                /* No mdev_bus: the mdev module is not loaded, no parents. */
+                char *none[] = { NULL };
+                return safe_names(none, ret);
+        }
+        if (r < 0)
+                return error_set(r, "cannot list '/" MDEV_BUS "': %s", strerror(-r));
+        return safe_names(all, ret);
 }
 
 int sysfs_parent_is_registered(int rootfd, const char *parent) {
@@ -98,7 +101,6 @@ int sysfs_parent_device_present(int rootfd, const char *parent) {
 
 int sysfs_parent_types(int rootfd, const char *parent, char ***ret) {
         _cleanup_strv_free_ char **all = NULL;
-        _cleanup_strv_free_ char **l = NULL;
         char path[PATH_MAX];
         int r;
 
@@ -114,18 +116,7 @@ int sysfs_parent_types(int rootfd, const char *parent, char ***ret) {
         }
         if (r < 0)
                 return error_set(r, "cannot list '/%s': %s", path, strerror(-r));
-        l = calloc(1, sizeof(char *));
-        if (!l)
-                return -ENOMEM;
-        for (char **p = all; *p; p++) {
-                if (!name_is_valid(*p))
-                        continue;
-                r = strv_extend(&l, *p);
-                if (r < 0)
-                        return r;
-        }
-        *ret = steal_pointer(&l);
-        return 0;
+        return safe_names(all, ret);
 }
 
 /* Opens the type's directory: -ENOENT (with a message) if the parent does not offer it. */
