@@ -353,6 +353,44 @@ two_types_conf() {
         [ "$(record "$U1" guest)" = web1 ]
 }
 
+@test "a virtual parent (mtty) that registers during parent_wait is used" {
+        sim_umount
+        sim_mount mtty
+        conf <<-EOF
+	[devices]
+	enabled_mdev_types = mtty-1
+
+	[mdev_mtty-1]
+	device_addresses = mtty
+
+	[hooks]
+	parent_wait = 30
+	EOF
+        sim_unregister mtty
+        [ ! -e "$SIM_SYS/devices/virtual/mtty/mtty" ]
+        sim_register mtty 700
+        run prepare web1 "$U1,type=mtty-1"
+        [ "$status" -eq 0 ]
+        [ "$(mdev_parent "$U1")" = mtty ]
+}
+
+@test "a PCI parent with no device behind it is not waited for" {
+        conf <<-EOF
+	[devices]
+	enabled_mdev_types = nvidia-35
+
+	[mdev_nvidia-35]
+	device_addresses = 0000:99:00.0
+
+	[hooks]
+	parent_wait = 600
+	EOF
+        run prepare web1 "$U1,type=nvidia-35"
+        [ "$status" -eq 1 ]
+        [[ "$output" == *"0000:99:00.0 is not registered"* ]]
+        [ -z "$(records)" ]
+}
+
 @test "a parent that does not register within parent_wait is reported" {
         conf <<-EOF
 	[devices]

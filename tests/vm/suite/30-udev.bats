@@ -124,12 +124,10 @@ settle() {
         [ "$(vm_record_get "$U1" state)" = lost ]
 }
 
-# parent_wait covers a parent whose device exists but has not registered
-# yet (a GPU whose vendor driver is still starting). mtty's device appears
-# only together with its registration (modprobe), so with mtty unloaded
-# there is nothing to wait for: prepare must refuse with its reason.
-@test "udev: prepare with mtty unloaded refuses in one line naming mtty and creates nothing" {
-        vm_config mtty-1 parent_wait=30
+# mtty's device appears only together with its registration (modprobe).
+# Without parent_wait, a prepare while mtty is unloaded refuses at once.
+@test "udev: prepare with mtty unloaded and no parent_wait refuses in one line naming mtty and creates nothing" {
+        vm_config mtty-1
         vm_domxml g1 "$G1" "$U1:mtty-1" > "$BATS_TEST_TMPDIR/g1.xml"
         run vm_hook g1 prepare begin - < "$BATS_TEST_TMPDIR/g1.xml"
         echo "$output"
@@ -137,12 +135,28 @@ settle() {
         [ "${#lines[@]}" -eq 1 ]
         [[ "$output" == "mdev-hooks: g1: "*mtty* ]]
         [ ! -e "$LEDGER/$U1" ] || [ "$(vm_record_get "$U1" state)" != assigned ]
+}
+
+# With parent_wait, the same prepare waits for the module to register mtty
+# (woken by the real udev monitor: no MDEV_HOOKS_ROOT here) and then uses it.
+@test "udev: prepare waits (parent_wait) for mtty and uses it once modprobe registers it" {
+        vm_config mtty-1 parent_wait=120
+        vm_domxml g1 "$G1" "$U1:mtty-1" > "$BATS_TEST_TMPDIR/g1.xml"
+        [ ! -e /sys/class/mdev_bus/mtty ]
+        vm_hook g1 prepare begin - < "$BATS_TEST_TMPDIR/g1.xml" > "$BATS_TEST_TMPDIR/prepare.out" 2>&1 3>&- &
+        local pid=$!
+        sleep 3
+        # Still waiting: nothing made yet.
+        kill -0 "$pid"
+        [ ! -e "/sys/bus/mdev/devices/$U1" ]
         modprobe mtty
-        udevadm settle -t 60
-        run vm_hook g1 prepare begin - < "$BATS_TEST_TMPDIR/g1.xml"
-        echo "$output"
-        [ "$status" -eq 0 ]
+        local rc=0
+        wait "$pid" || rc=$?
+        cat "$BATS_TEST_TMPDIR/prepare.out"
+        [ "$rc" -eq 0 ]
         vm_mdev_exists "$U1"
+        [ "$(vm_record_get "$U1" guest)" = g1 ]
+        udevadm settle -t 60
         run vm_hook g1 release end - < "$BATS_TEST_TMPDIR/g1.xml"
         vm_mdev_gone "$U1"
 }
