@@ -123,7 +123,17 @@ void alloc_init(Alloc *a, int rootfd, int ledgerfd, const Config *config,
         snprintf(a->boot_id, sizeof a->boot_id, "%s", strempty(boot_id));
 }
 
+/* Forgets what was read of one parent's candidates (NULL: of all). */
+static void probe_forget(Alloc *a, const char *parent) {
+        for (size_t i = a->n_probed; i-- > 0;)
+                if (!parent || streq(a->probed[i].parent, parent))
+                        a->probed[i] = a->probed[--a->n_probed];
+}
+
 void alloc_done(Alloc *a) {
+        free(a->probed);
+        a->probed = NULL;
+        a->n_probed = 0;
         free(a->undo);
         a->undo = NULL;
         a->n_undo = 0;
@@ -199,6 +209,7 @@ int alloc_remove_mdev(int rootfd, const char *uuid, unsigned timeout_msec) {
 int alloc_rollback(Alloc *a) {
         int ret = 0;
 
+        probe_forget(a, NULL);
         if (a->lock_lost) {
                 /* Without the lock nothing may be changed. What this call
                  * made is recorded as the guest's: libvirt's release after
@@ -474,6 +485,30 @@ static int candidate_probe(const Alloc *a, AllocCandidate *c) {
         return 0;
 }
 
+/* candidate_probe(), once per candidate and call (Alloc.probed). */
+static int candidate_probe_cached(Alloc *a, AllocCandidate *c) {
+        AllocCandidate *t;
+        int r;
+
+        if (c->verdict == ALLOC_OTHER_TYPE)
+                return 0;
+        for (size_t i = 0; i < a->n_probed; i++)
+                if (streq(a->probed[i].parent, c->parent) && streq(a->probed[i].type, c->type)) {
+                        c->available = a->probed[i].available;
+                        c->verdict = a->probed[i].verdict;
+                        return 0;
+                }
+        r = candidate_probe(a, c);
+        if (r < 0)
+                return r;
+        t = realloc(a->probed, (a->n_probed + 1) * sizeof *t);
+        if (!t)
+                return 0; /* only a cache */
+        a->probed = t;
+        a->probed[a->n_probed++] = *c;
+        return 0;
+}
+
 static bool candidates_have_room(const CandidateList *l) {
         for (size_t i = 0; i < l->n; i++)
                 if (l->c[i].verdict == ALLOC_OK)
@@ -648,6 +683,7 @@ static int candidate_create(Alloc *a, AllocCandidate *c, const char *uuid, Ledge
                 return r;
 
         r = sysfs_mdev_create(a->rootfd, c->parent, c->type, uuid);
+        probe_forget(a, c->parent);
         if (r == -EEXIST || r == -ENOSPC || r == -EUSERS || r == -EINVAL) {
                 c->verdict = ALLOC_CREATE_FAILED;
                 c->create_errno = -r;
@@ -702,6 +738,7 @@ static int candidates_reclaim(Alloc *a, CandidateList *l) {
                         if (c->verdict == ALLOC_FULL && !streq(e->parent, c->parent))
                                 continue;
                         r = alloc_remove_mdev(a->rootfd, e->uuid, RECLAIM_REMOVE_MSEC);
+                        probe_forget(a, e->parent);
                         if (r < 0)
                                 continue;
                         r = ledger_remove(a->ledgerfd, e->uuid);
@@ -795,7 +832,7 @@ int alloc_create(Alloc *a, const AllocWant *w, const char *uuid, LedgerState sta
         }
 
         for (size_t i = 0; i < l.n; i++) {
-                r = candidate_probe(a, &l.c[i]);
+                r = candidate_probe_cached(a, &l.c[i]);
                 if (r < 0)
                         return r;
         }
@@ -812,6 +849,7 @@ int alloc_create(Alloc *a, const AllocWant *w, const char *uuid, LedgerState sta
                 if (r > 0)
                         return error_set(-EBUSY, "mdev %s was claimed by guest '%s' while this guest waited for its parent",
                                          uuid, holder.guest);
+                probe_forget(a, NULL);
                 for (size_t i = 0; i < l.n; i++) {
                         r = candidate_probe(a, &l.c[i]);
                         if (r < 0)

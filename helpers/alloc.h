@@ -109,6 +109,15 @@ typedef struct Alloc {
 
         AllocUndo *undo;
         size_t n_undo;
+
+        /* What this call read of each candidate (available_instances and
+         * verdict), so that a guest with many mdevs reads each candidate
+         * once. Valid while the lock is held; forgotten for a parent this
+         * call creates or removes on (its counts move, and NVIDIA's one-type
+         * rule moves its other types'), and all of it when the lock was let
+         * go (parent_wait). */
+        AllocCandidate *probed;
+        size_t n_probed;
 } Alloc;
 
 /* Nothing is allocated here; the strings must outlive the Alloc. */

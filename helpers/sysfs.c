@@ -212,14 +212,27 @@ int sysfs_type_read(int rootfd, const char *parent, const char *type, SysfsType 
         return 0;
 }
 
+/* prepare calls this for every candidate parent: one open of the file
+ * itself, not of the type's directory first. */
 int sysfs_type_available(int rootfd, const char *parent, const char *type, unsigned *ret) {
-        _cleanup_close_ int fd = -1;
+        char path[PATH_MAX], buf[64];
+        unsigned u;
         int r;
 
-        r = type_open(rootfd, parent, type, &fd);
+        r = type_path(parent, type, "available_instances", path, sizeof path);
+        if (r == -EINVAL)
+                return name_is_valid(parent) ? bad_name("type", type) : bad_name("parent", parent);
         if (r < 0)
                 return r;
-        return type_read_available(fd, parent, type, ret);
+        r = read_small_at(rootfd, path, buf, sizeof buf);
+        if (r == -ENOENT)
+                return error_set(-ENOENT, "'%s' does not offer type '%s' (no '/%s')", parent, type, path);
+        if (r < 0)
+                return error_set(r, "cannot read '/%s': %s", path, strerror(-r));
+        if (safe_atou(buf, &u) < 0)
+                return error_set(-EBADMSG, "'/%s' does not hold a number: '%.32s'", path, buf);
+        *ret = u;
+        return 0;
 }
 
 int sysfs_type_count(int rootfd, const char *parent, const char *type, unsigned *ret) {

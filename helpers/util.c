@@ -95,7 +95,9 @@ int read_small_at(int dirfd, const char *path, char *buf, size_t size) {
         if (fd < 0)
                 return -errno;
         for (;;) {
-                ssize_t n = read(fd, buf + len, size - len);
+                size_t want = size - len;
+                ssize_t n = read(fd, buf + len, want);
+
                 if (n < 0) {
                         if (errno == EINTR)
                                 continue;
@@ -106,6 +108,12 @@ int read_small_at(int dirfd, const char *path, char *buf, size_t size) {
                 len += (size_t) n;
                 if (len >= size)
                         return -EFBIG;
+                /* A short read is the end: sysfs hands out an attribute in
+                 * one read (systemd's read_virtual_file relies on it too),
+                 * and for a small regular file it means EOF. This saves a
+                 * second read per file, a round trip each on FUSE. */
+                if ((size_t) n < want)
+                        break;
         }
         buf[len] = '\0';
         if (len > 0 && buf[len - 1] == '\n')

@@ -284,6 +284,25 @@ two_types_conf() {
         [ "$(sim_counter_total writes)" -eq 0 ]
 }
 
+@test "a guest with four mdevs reads each candidate's available_instances once, and again only where it created" {
+        conf <<-EOF
+	[devices]
+	enabled_mdev_types = nvidia-35
+	EOF
+        sim_counters_reset
+        run prepare web1 "$U1,type=nvidia-35" "$U2,type=nvidia-35" "$U3,type=nvidia-35" "$U4,type=nvidia-35"
+        [ "$status" -eq 0 ]
+        # pack: all four on the first parent, the other three read once.
+        for u in "$U1" "$U2" "$U3" "$U4"; do [ "$(mdev_parent "$u")" = "$P84" ]; done
+        local opens
+        opens=$(sim_counters | awk '$NF ~ /nvidia-35\/available_instances$/ { print $NF, $1 }')
+        echo "$opens"
+        [ "$(grep -c . <<< "$opens")" -eq 4 ]
+        # the parent created on is read before each of the four creates
+        [ "$(awk -v p="$P84" 'index($1, "/" p "/") { print $2 }' <<< "$opens")" -eq 4 ]
+        [ "$(awk -v p="$P84" '!index($1, "/" p "/") && $2 != 1' <<< "$opens" | wc -l)" -eq 0 ]
+}
+
 @test "a record of an earlier boot does not hold the UUID" {
         two_types_conf
         run prepare web1 "$U1,type=nvidia-35"
