@@ -578,7 +578,11 @@ static bool text_may_name_guest(const char *text, const char *first_line) {
         return strncmp(p, first_line, n) == 0 && (p[n] == '\n' || p[n] == '\0');
 }
 
-static int ledger_list_filtered(int dirfd, const char *guest, LedgerEntry **ret, size_t *ret_n, size_t *ret_bad) {
+/* Lists the records, of one guest or one parent if given. A cheap text check
+ * skips most other files before they are parsed; it may let a file through
+ * (the parsed record decides), never keep one out. */
+static int ledger_list_filtered(int dirfd, const char *guest, const char *parent,
+                                LedgerEntry **ret, size_t *ret_n, size_t *ret_bad) {
         _cleanup_strv_free_ char **names = NULL;
         _cleanup_free_ LedgerEntry *list = NULL;
         char first_line[GUEST_CHUNK + 1] = "";
@@ -611,6 +615,8 @@ static int ledger_list_filtered(int dirfd, const char *guest, LedgerEntry **ret,
                         continue; /* removed meanwhile (a reader without the lock) */
                 if (r >= 0 && guest && !text_may_name_guest(text, first_line))
                         continue;
+                if (r >= 0 && parent && !strstr(text, parent))
+                        continue;
                 if (r >= 0)
                         r = ledger_parse(*name, text, &e);
                 if (r < 0) {
@@ -618,6 +624,8 @@ static int ledger_list_filtered(int dirfd, const char *guest, LedgerEntry **ret,
                         continue;
                 }
                 if (guest && !streq(e.guest, guest))
+                        continue;
+                if (parent && !streq(e.parent, parent))
                         continue;
                 list[n++] = e;
         }
@@ -630,7 +638,11 @@ static int ledger_list_filtered(int dirfd, const char *guest, LedgerEntry **ret,
 }
 
 int ledger_list(int dirfd, LedgerEntry **ret, size_t *ret_n, size_t *ret_bad) {
-        return ledger_list_filtered(dirfd, NULL, ret, ret_n, ret_bad);
+        return ledger_list_filtered(dirfd, NULL, NULL, ret, ret_n, ret_bad);
+}
+
+int ledger_list_parent(int dirfd, const char *parent, LedgerEntry **ret, size_t *ret_n, size_t *ret_bad) {
+        return ledger_list_filtered(dirfd, NULL, parent, ret, ret_n, ret_bad);
 }
 
 int ledger_list_guest(int dirfd, const char *guest, LedgerEntry **ret, size_t *ret_n) {
@@ -641,7 +653,7 @@ int ledger_list_guest(int dirfd, const char *guest, LedgerEntry **ret, size_t *r
         int r;
 
         if (!guest || !guest[0])
-                return ledger_list_filtered(dirfd, guest, ret, ret_n, NULL);
+                return ledger_list_filtered(dirfd, guest, NULL, ret, ret_n, NULL);
         guest_hash(guest, hash);
         snprintf(dir, sizeof dir, INDEX_DIR "/%s", hash);
         r = dir_list_at(dirfd, dir, &names);
@@ -649,7 +661,7 @@ int ledger_list_guest(int dirfd, const char *guest, LedgerEntry **ret, size_t *r
                 /* No index at all (records written by hand, or by an older
                  * version): read them all. With an index: nothing for the guest. */
                 if (faccessat(dirfd, INDEX_DIR, F_OK, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT)
-                        return ledger_list_filtered(dirfd, guest, ret, ret_n, NULL);
+                        return ledger_list_filtered(dirfd, guest, NULL, ret, ret_n, NULL);
                 names = calloc(1, sizeof(char *));
                 if (!names)
                         return -ENOMEM;

@@ -79,6 +79,9 @@ int ledger_remove(int dirfd, const char *uuid);
 /* Every record, sorted by UUID. Files that do not parse are skipped and
  * counted in *ret_bad (may be NULL); stray temporary files are ignored. */
 int ledger_list(int dirfd, LedgerEntry **ret, size_t *ret_n, size_t *ret_bad);
+/* The records of one parent, sorted by UUID; as ledger_list() otherwise, but
+ * only the files that mention the parent are parsed. */
+int ledger_list_parent(int dirfd, const char *parent, LedgerEntry **ret, size_t *ret_n, size_t *ret_bad);
 /* The records of one guest (by name), sorted by UUID. Found through an index
  * that ledger_write() keeps (var/lib/mdev-hooks.by-guest/), so that this reads
  * only the guest's own records; every record ledger_write() gave the guest is

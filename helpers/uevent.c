@@ -384,7 +384,8 @@ static bool record_is_stale(const UeventContext *c, const LedgerEntry *e) {
 
 /* Every record, read without the lock (a reader may see the old or the new
  * file, never a torn one). None when there is no record directory. */
-static int records_scan(UeventContext *c, LedgerEntry **ret, size_t *ret_n) {
+/* Every record, or only those of one parent (parent not NULL). */
+static int records_scan(UeventContext *c, const char *parent, LedgerEntry **ret, size_t *ret_n) {
         size_t bad = 0;
         int r;
 
@@ -393,7 +394,8 @@ static int records_scan(UeventContext *c, LedgerEntry **ret, size_t *ret_n) {
         r = context_open_ledger(c);
         if (r <= 0)
                 return r;
-        r = ledger_list(c->ledgerfd, ret, ret_n, &bad);
+        r = parent ? ledger_list_parent(c->ledgerfd, parent, ret, ret_n, &bad)
+                   : ledger_list(c->ledgerfd, ret, ret_n, &bad);
         if (r < 0)
                 return r;
         if (bad > 0)
@@ -548,7 +550,9 @@ static int parent_changed(UeventContext *c, bool registered) {
                 parent_check_config(c, parent);
         eager = registered && c->config && c->config->recreate == CONFIG_RECREATE_EAGER;
 
-        r = records_scan(c, &list, &n);
+        /* Once this boot's sweep is done, only the parent's own records can
+         * need a change: on a host with a thousand records, parse only those. */
+        r = records_scan(c, sweep_is_done(c) ? parent : NULL, &list, &n);
         if (r < 0)
                 return r;
         r = parent_pending(c, parent, eager, list, n, false);
