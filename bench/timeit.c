@@ -207,6 +207,11 @@ static int run_par(Job *jobs, size_t n) {
         for (size_t i = 0; i < n; i++)
                 printf("%zu %lld %ld %d %lld\n", i, end[i] - t0, rss[i], code[i], cpu[i]);
         printf("total %lld\n", last - t0);
+        free(pids);
+        free(end);
+        free(rss);
+        free(code);
+        free(cpu);
         return 0;
 }
 
@@ -230,22 +235,42 @@ static int run_readloop(unsigned n, const char *path) {
         }
         qsort(t, n, sizeof(long long), cmp_ll);
         printf("%lld\n", n ? t[n / 2] : 0);
+        free(t);
         return 0;
+}
+
+static void free_jobs(Job *jobs, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                free(jobs[i].in);
+                for (char **a = jobs[i].argv; *a; a++)
+                        free(*a);
+                free(jobs[i].argv);
+                /* envp: our assignments first, then environ's own strings. */
+                for (char **e = jobs[i].envp; *e && *e != environ[0]; e++)
+                        free(*e);
+                free(jobs[i].envp);
+        }
+        free(jobs);
 }
 
 int main(int argc, char **argv) {
         Job *jobs;
+        int r;
         if (argc == 4 && strcmp(argv[1], "readloop") == 0)
                 return run_readloop((unsigned) strtoul(argv[2], NULL, 10), argv[3]);
         if ((argc == 5 || argc == 6) && strcmp(argv[1], "rr") == 0) {
                 size_t n = load_jobs(argv[4], &jobs);
-                return run_rr((unsigned) strtoul(argv[2], NULL, 10),
-                              (unsigned) strtoul(argv[3], NULL, 10),
-                              argc == 6 ? strtod(argv[5], NULL) : 0, jobs, n);
+                r = run_rr((unsigned) strtoul(argv[2], NULL, 10),
+                           (unsigned) strtoul(argv[3], NULL, 10),
+                           argc == 6 ? strtod(argv[5], NULL) : 0, jobs, n);
+                free_jobs(jobs, n);
+                return r;
         }
         if (argc == 3 && strcmp(argv[1], "par") == 0) {
                 size_t n = load_jobs(argv[2], &jobs);
-                return run_par(jobs, n);
+                r = run_par(jobs, n);
+                free_jobs(jobs, n);
+                return r;
         }
         fprintf(stderr, "usage: timeit rr ROUNDS WARMUP JOBFILE [BUDGET] | timeit par JOBFILE | timeit readloop N FILE\n");
         return 2;
