@@ -756,22 +756,30 @@ static int candidates_reclaim(Alloc *a, CandidateList *l) {
         return -ENOENT;
 }
 
-static void message_append(char *buf, size_t size, const AllocCandidate *c, bool *first) {
+/* Appends one candidate's reason; counts it in *omitted when it does not
+ * fit, so that the message can say how many it left out. */
+static void message_append(char *buf, size_t size, const AllocCandidate *c, bool *first, unsigned *omitted) {
         size_t o = strlen(buf);
         int n;
 
-        if (o + 3 >= size)
+        if (o + 3 >= size) {
+                (*omitted)++;
                 return;
+        }
         memcpy(buf + o, *first ? " " : ", ", *first ? 2 : 3);
         n = alloc_candidate_describe(c, buf + o + (*first ? 1 : 2), size - o - (*first ? 1 : 2));
-        if (n < 0)
+        if (n < 0) {
                 buf[o] = '\0'; /* does not fit: leave it out */
-        else
+                (*omitted)++;
+        } else
                 *first = false;
 }
 
 static void candidates_message(const Alloc *a, const AllocWant *w, CandidateList *l, char *buf, size_t size) {
         _cleanup_strv_free_ char **all = NULL;
+        /* Room kept for ", and 9999 more (see mdev-hooks inventory)". */
+        size_t room = size > 64 ? size - 48 : size;
+        unsigned omitted = 0;
         bool first = true;
 
         snprintf(buf, size, "no capacity for %s:", w->what);
@@ -782,12 +790,12 @@ static void candidates_message(const Alloc *a, const AllocWant *w, CandidateList
                  * only; placement did not need it). */
                 if (c->verdict == ALLOC_FULL && sysfs_type_count(a->rootfd, c->parent, c->type, &c->count) < 0)
                         c->count = 0;
-                message_append(buf, size, c, &first);
+                message_append(buf, room, c, &first, &omitted);
         }
 
         /* Registered parents that offer the type but are not candidates: say why. */
         if (w->parent[0] || sysfs_parent_list(a->rootfd, &all) < 0)
-                return;
+                goto out;
         for (char **p = all; *p; p++) {
                 AllocCandidate x = { .verdict = ALLOC_OTHER_TYPE };
                 const ConfigType *pt;
@@ -804,10 +812,13 @@ static void candidates_message(const Alloc *a, const AllocWant *w, CandidateList
                 pt = config_parent_type(a->config, *p);
                 snprintf(x.parent, sizeof x.parent, "%s", *p);
                 snprintf(x.other_type, sizeof x.other_type, "%s", pt ? pt->name : "");
-                message_append(buf, size, &x, &first);
+                message_append(buf, room, &x, &first, &omitted);
         }
-        if (first)
+out:
+        if (first && omitted == 0)
                 strncat(buf, " no parent is configured for it", size - strlen(buf) - 1);
+        if (omitted > 0)
+                snprintf(buf + strlen(buf), size - strlen(buf), ", and %u more (see mdev-hooks inventory)", omitted);
 }
 
 int alloc_create(Alloc *a, const AllocWant *w, const char *uuid, LedgerState state, LedgerEntry *ret) {

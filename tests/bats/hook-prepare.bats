@@ -303,6 +303,29 @@ two_types_conf() {
         [ "$(awk -v p="$P84" '!index($1, "/" p "/") && $2 != 1' <<< "$opens" | wc -l)" -eq 0 ]
 }
 
+@test "a no-capacity message on a host of 256 GPUs stays one line and says how many parents it left out" {
+        sim_umount
+        sim_mount large
+        local first
+        first=$(ls "$SIM_SYS/class/mdev_bus" | sort | head -1)
+        conf <<-EOF
+	[devices]
+	enabled_mdev_types = nvidia-100
+
+	[mdev_nvidia-100]
+	device_addresses = $first
+	max_instances = 1
+	EOF
+        run prepare web1 "$U1,type=nvidia-100"
+        [ "$status" -eq 0 ]
+        run prepare web2 "$U2,type=nvidia-100"
+        [ "$status" -eq 1 ]
+        [ "${#lines[@]}" -eq 1 ]
+        [[ "$output" == "mdev-hooks: web2: no capacity for nvidia-100: $first "* ]]
+        [[ "$output" =~ ,\ and\ [0-9]+\ more\ \(see\ mdev-hooks\ inventory\)$ ]]
+        mdev_absent "$U2"
+}
+
 @test "a record of an earlier boot does not hold the UUID" {
         two_types_conf
         run prepare web1 "$U1,type=nvidia-35"
