@@ -51,31 +51,6 @@ _Static_assert(DOMSCAN_MAX_SIZE == DOMXML_MAX_SIZE, "the front and the worker mu
 /* How long release retries a busy remove before leaving it for later. */
 #define RELEASE_REMOVE_MSEC 3000
 
-static const char * const hook_op_table[_HOOK_OP_MAX] = {
-        [HOOK_OP_START] = "start",
-        [HOOK_OP_STOPPED] = "stopped",
-        [HOOK_OP_PREPARE] = "prepare",
-        [HOOK_OP_RELEASE] = "release",
-        [HOOK_OP_MIGRATE] = "migrate",
-        [HOOK_OP_STARTED] = "started",
-        [HOOK_OP_RECONNECT] = "reconnect",
-        [HOOK_OP_ATTACH] = "attach",
-        [HOOK_OP_RESTORE] = "restore",
-};
-
-const char *hook_op_to_string(HookOp op) {
-        if (op < 0 || op >= _HOOK_OP_MAX)
-                return NULL;
-        return hook_op_table[op];
-}
-
-HookOp hook_op_from_string(const char *s) {
-        for (int i = 0; s && i < _HOOK_OP_MAX; i++)
-                if (streq(hook_op_table[i], s))
-                        return (HookOp) i;
-        return _HOOK_OP_INVALID;
-}
-
 static void hook_alloc_init(const HookContext *ctx, Alloc *a) {
         alloc_init(a, ctx->rootfd, ctx->ledgerfd, ctx->config, ctx->guest,
                    ctx->dom && ctx->dom->uuid[0] ? ctx->dom->uuid : NULL, ctx->boot_id);

@@ -14,26 +14,8 @@
 
 #include "config.h"
 #include "domxml.h"
+#include "hookop.h"
 #include "util.h"
-
-/* Table-driven, like libvirt's virHookQemuOp: an unknown operation maps to
- * HOOK_OP_INVALID and is a no-op with exit 0 (libvirt adds operations). */
-typedef enum HookOp {
-        HOOK_OP_START,
-        HOOK_OP_STOPPED,
-        HOOK_OP_PREPARE,
-        HOOK_OP_RELEASE,
-        HOOK_OP_MIGRATE,
-        HOOK_OP_STARTED,
-        HOOK_OP_RECONNECT,
-        HOOK_OP_ATTACH,
-        HOOK_OP_RESTORE,
-        _HOOK_OP_MAX,
-        _HOOK_OP_INVALID = -EINVAL,
-} HookOp;
-
-const char *hook_op_to_string(HookOp op);
-HookOp hook_op_from_string(const char *s);
 
 typedef struct HookContext {
         int rootfd;                  /* root_open() */

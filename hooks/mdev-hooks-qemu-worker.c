@@ -18,10 +18,6 @@
 #include "log.h"
 #include "util.h"
 
-static bool op_fails_start(HookOp op) {
-        return op == HOOK_OP_PREPARE || op == HOOK_OP_MIGRATE || op == HOOK_OP_RESTORE;
-}
-
 static int run(HookOp op, const char *guest, HookContext *ctx) {
         _cleanup_config_free_ Config *config = NULL;
         _cleanup_domxml_free_ Domxml *dom = NULL;
@@ -114,12 +110,12 @@ int main(int argc, char **argv) {
         log_set_subject(argv[1]);
         if (argv[1][0] == '\0' || strlen(argv[1]) >= GUEST_NAME_MAX) {
                 log_error("the guest name is empty or longer than %u bytes", GUEST_NAME_MAX - 1);
-                return op_fails_start(op) ? 1 : 0;
+                return hook_op_fails_start(op) ? 1 : 0;
         }
 
         r = run(op, argv[1], &ctx);
         if (r < 0) {
-                if (op_fails_start(op)) {
+                if (hook_op_fails_start(op)) {
                         log_error("%s", error_get(r));
                         return 1;
                 }

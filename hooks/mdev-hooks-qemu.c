@@ -20,23 +20,11 @@
 #include <sys/stat.h>
 
 #include "domscan.h"
+#include "hookop.h"
 #include "log.h"
 #include "util.h"
 
 #define WORKER_NAME "mdev-hooks-qemu-worker"
-
-/* The operations the worker handles (hook.h's HookOp names). Everything
- * else, including operations libvirt adds in the future, is a no-op. */
-static const struct {
-        const char *name;
-        bool fails_start; /* a failure must be reported with exit 1 */
-} worker_ops[] = {
-        { "prepare", true },
-        { "release", false },
-        { "migrate", true },
-        { "restore", true },
-        { "reconnect", false },
-};
 
 /* Whether the record's guest index names this guest (domscan.h): it still
  * holds an mdev that its XML no longer shows (one hot-unplugged while it
@@ -90,7 +78,7 @@ static int exec_worker(char **argv, const char *buf, size_t len) {
 
 int main(int argc, char **argv) {
         _cleanup_free_ char *buf = NULL;
-        bool fails_start = false, handled = false;
+        HookOp op;
         size_t len;
         int r;
 
@@ -99,16 +87,12 @@ int main(int argc, char **argv) {
                         program_invocation_short_name);
                 return 2;
         }
-        for (size_t i = 0; i < ELEMENTSOF(worker_ops); i++)
-                if (streq(argv[2], worker_ops[i].name)) {
-                        handled = true;
-                        fails_start = worker_ops[i].fails_start;
-                }
-        if (!handled)
+        op = hook_op_from_string(argv[2]);
+        if (!hook_op_is_handled(op))
                 return 0;
 
         r = domscan_read_fd(STDIN_FILENO, DOMSCAN_MAX_SIZE, &buf, &len);
-        if (r >= 0 && !domscan_has_mdev(buf, len) && !(streq(argv[2], "release") && guest_is_indexed(argv[1])))
+        if (r >= 0 && !domscan_has_mdev(buf, len) && !(op == HOOK_OP_RELEASE && guest_is_indexed(argv[1])))
                 return 0;
 
         log_open("mdev-hooks-qemu", LOG_TARGET_STDERR | LOG_TARGET_SYSLOG);
@@ -120,5 +104,5 @@ int main(int argc, char **argv) {
         else
                 r = exec_worker(argv, buf, len);
         log_error("%s", error_get(r));
-        return fails_start ? 1 : 0;
+        return hook_op_fails_start(op) ? 1 : 0;
 }
