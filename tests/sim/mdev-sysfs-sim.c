@@ -897,6 +897,8 @@ static bool sim_sleep(unsigned ms) {
         return ok;
 }
 
+static void content_cache_flush(const void *parent);
+
 typedef struct DelayedRegister {
         char *parent;
         unsigned ms;
@@ -910,6 +912,7 @@ static void *delayed_register(void *arg) {
                 if (p)
                         parent_register(p);
                 pthread_rwlock_unlock(&model_lock);
+                content_cache_flush(NULL);
         }
         free(d->parent);
         free(d);
@@ -1176,8 +1179,120 @@ static int mdev_write_remove(Mdev *m, const char *buf, size_t len) {
 
 /* Entry and attribute timeouts of stable nodes; 0 with -n (no caching). */
 static double stable_timeout = 86400.0;
+
+/*
+ * -c: the kernel keeps the text of attribute files in its page cache and
+ * sends no open or release, so that reading an attribute costs about what
+ * it costs on kernfs (a few microseconds, no daemon to ask) instead of two
+ * round trips to this process. What that takes:
+ *  - fixed text of stable nodes (name, description, ...) stays cached;
+ *  - each available_instances whose text was sent is listed here with its
+ *    parent, and a change on that parent (create, remove) drops those from
+ *    the kernel's cache before the write that made the change returns
+ *    (content_cache_flush()); any other change (.sim/ctl, sriov_numvfs, a
+ *    delayed register) drops them all. A reader never sees a value older
+ *    than the last completed write;
+ *  - every other readable file (sriov_numvfs, an mdev's files, the .sim files) gets
+ *    a new mtime and no attribute timeout, so the kernel asks for its
+ *    attributes on each read and drops the cached text (auto_inval_data).
+ * What differs from the default: open() never fails (kernfs' EACCES for a
+ * file without read or write permission comes from read() or write()), a
+ * cached file's size is its text's length (kernfs says
+ * 4096), and opens and reads served from the cache are not counted.
+ */
+static bool cache_content = false;
+typedef struct CachedText {
+        uint64_t ino; /* 0: a free slot */
+        const void *parent;
+} CachedText;
+static struct {
+        pthread_mutex_t lock;  /* guards the table */
+        pthread_mutex_t flush; /* one flush at a time, see content_cache_flush() */
+        CachedText *v;
+        size_t size, n; /* open addressing, size a power of two, n < size / 2 */
+} content_cache = {
+        .lock = PTHREAD_MUTEX_INITIALIZER,
+        .flush = PTHREAD_MUTEX_INITIALIZER,
+};
+static uint64_t volatile_mtime; /* a new mtime for each getattr of a volatile file */
+
+/* A file whose text the kernel may keep until told: fixed text, or an
+ * available_instances (listed by content_cache_note()). */
+static bool content_cacheable(const Node *n) {
+        return cache_content && !n->dynamic && (n->kind == K_TEXT || n->kind == K_AVAIL);
+}
+
+/* Adds or updates ino in a table with room for it; true if it was new. */
+static bool content_cache_insert(CachedText *v, size_t size, uint64_t ino, const void *parent) {
+        size_t k = (size_t) (ino * 0x9e3779b97f4a7c15ULL) & (size - 1);
+        bool added;
+
+        while (v[k].ino && v[k].ino != ino)
+                k = (k + 1) & (size - 1);
+        added = v[k].ino == 0;
+        v[k].ino = ino;
+        v[k].parent = parent;
+        return added;
+}
+
+/* Called by the read that sends the text of an available_instances, under
+ * the model lock: from now on the kernel may hold it. */
+static void content_cache_note(uint64_t ino, const void *parent) {
+        pthread_mutex_lock(&content_cache.lock);
+        if ((content_cache.n + 1) * 2 > content_cache.size) {
+                size_t size = content_cache.size ? 2 * content_cache.size : 1024;
+                CachedText *v = xcalloc(size, sizeof(CachedText));
+                for (size_t i = 0; i < content_cache.size; i++)
+                        if (content_cache.v[i].ino)
+                                content_cache_insert(v, size, content_cache.v[i].ino, content_cache.v[i].parent);
+                free(content_cache.v);
+                content_cache.v = v;
+                content_cache.size = size;
+        }
+        if (content_cache_insert(content_cache.v, content_cache.size, ino, parent))
+                content_cache.n++;
+        pthread_mutex_unlock(&content_cache.lock);
+}
+
 static struct fuse_session *session;
 static struct timespec start_time;
+
+/* After a change of the model, without the model lock: the kernel waits
+ * for a read in flight on a page it drops, and that read needs the lock.
+ * parent: the one whose texts changed, NULL for all. Holding .flush across
+ * the whole flush makes a second writer whose entries the first one took
+ * wait until the kernel has dropped them. */
+static void content_cache_flush(const void *parent) {
+        uint64_t *drop;
+        size_t n = 0;
+
+        if (!cache_content)
+                return;
+        pthread_mutex_lock(&content_cache.flush);
+        pthread_mutex_lock(&content_cache.lock);
+        drop = xmalloc((content_cache.n + 1) * sizeof(uint64_t));
+        if (content_cache.n > 0) {
+                /* take out what goes and put the rest back */
+                CachedText *old = content_cache.v;
+                content_cache.v = xcalloc(content_cache.size, sizeof(CachedText));
+                content_cache.n = 0;
+                for (size_t i = 0; i < content_cache.size; i++) {
+                        if (!old[i].ino)
+                                continue;
+                        if (!parent || old[i].parent == parent)
+                                drop[n++] = old[i].ino;
+                        else if (content_cache_insert(content_cache.v, content_cache.size, old[i].ino, old[i].parent))
+                                content_cache.n++;
+                }
+                free(old);
+        }
+        pthread_mutex_unlock(&content_cache.lock);
+        for (size_t i = 0; i < n; i++)
+                if (session) /* -ENOENT: the kernel has forgotten it already */
+                        (void) fuse_lowlevel_notify_inval_inode(session, drop[i], 0, 0);
+        free(drop);
+        pthread_mutex_unlock(&content_cache.flush);
+}
 
 static void node_stat(const Node *n, struct stat *st) {
         memset(st, 0, sizeof(*st));
@@ -1187,10 +1302,24 @@ static void node_stat(const Node *n, struct stat *st) {
         st->st_size = n->kind == K_LINK ? (off_t) strlen(n->text) : n->kind == K_DIR ? 0 : 4096;
         st->st_blksize = 4096;
         st->st_atim = st->st_mtim = st->st_ctim = start_time;
+        if (content_cacheable(n)) {
+                /* the text's own length: the kernel drops cached text whose
+                 * size differs from the one it is told */
+                _cleanup_free_ char *text = node_content(n);
+                st->st_size = text ? (off_t) strlen(text) : 0;
+        } else if (cache_content && n->kind != K_DIR && n->kind != K_LINK) {
+                uint64_t t = __atomic_add_fetch(&volatile_mtime, 1, __ATOMIC_RELAXED);
+                st->st_mtim.tv_sec += (time_t) (t / 1000000000ULL);
+                st->st_mtim.tv_nsec = (long) (t % 1000000000ULL);
+        }
 }
 
 static double node_timeout(const Node *n) {
-        return n->dynamic ? 0.0 : stable_timeout;
+        if (n->dynamic)
+                return 0.0;
+        if (cache_content && n->kind != K_DIR && n->kind != K_LINK && !content_cacheable(n))
+                return 0.0; /* attributes asked on each read: see cache_content */
+        return stable_timeout;
 }
 
 /* The node behind a FUSE node id. The kernel only sends ids it holds a
@@ -1445,6 +1574,11 @@ static void sim_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info
 
 static void sim_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
         int r = 0;
+        if (cache_content) {
+                /* the kernel sends no open from now on (FUSE_CAP_NO_OPEN_SUPPORT) */
+                fuse_reply_err(req, ENOSYS);
+                return;
+        }
         char *snap = NULL;
         int acc = fi->flags & O_ACCMODE;
         pthread_rwlock_rdlock(&model_lock);
@@ -1491,8 +1625,12 @@ static void sim_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, str
                 count_node(n, NULL, C_READ);
                 if (n->detached)
                         r = ENODEV; /* kernfs: a removed attribute */
+                else if (!node_readable(n))
+                        r = EACCES; /* -c: the open did not ask */
                 else if (!(text = node_content(n)))
                         r = EIO;
+                else if (cache_content && n->kind == K_AVAIL && !n->dynamic)
+                        content_cache_note(ino, ((const Type *) n->obj)->parent);
                 pthread_rwlock_unlock(&model_lock);
                 content = text;
         }
@@ -1537,11 +1675,16 @@ static void inval_flush(InvalList *l) {
 static void sim_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
                       struct fuse_file_info *fi) {
         InvalList inval = { 0 };
+        const void *changed = NULL; /* the parent whose texts change, NULL: any */
         int r;
         pthread_rwlock_wrlock(&model_lock);
         inval_pending = &inval;
         Node *n = ino_node(ino);
         count_node(n, NULL, C_WRITE);
+        if (!n->detached && n->kind == K_CREATE)
+                changed = ((const Type *) n->obj)->parent;
+        else if (!n->detached && n->kind == K_REMOVE)
+                changed = ((const Mdev *) n->obj)->type->parent;
         if (n->detached)
                 r = -ENODEV;
         else if (n->kind == K_CREATE)
@@ -1564,6 +1707,7 @@ static void sim_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t si
         inval_pending = NULL;
         pthread_rwlock_unlock(&model_lock);
         inval_flush(&inval);
+        content_cache_flush(changed);
         if (r < 0)
                 fuse_reply_err(req, -r);
         else
@@ -1594,6 +1738,12 @@ static void sim_init(void *userdata, struct fuse_conn_info *conn) {
         if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
                 conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
         conn->want &= ~(unsigned) FUSE_CAP_WRITEBACK_CACHE;
+        /* -c: see cache_content */
+        if (cache_content) {
+                conn->want |= FUSE_CAP_AUTO_INVAL_DATA;
+                if (conn->capable & FUSE_CAP_NO_OPEN_SUPPORT)
+                        conn->want |= FUSE_CAP_NO_OPEN_SUPPORT;
+        }
 }
 
 static const struct fuse_lowlevel_ops sim_ops = {
@@ -1918,14 +2068,17 @@ static int client_cat(const char *mountpoint, const char *file) {
 }
 
 static void usage(FILE *f) {
-        fputs("usage: mdev-sysfs-sim [-f] [-d] [-n] TOPOLOGY MOUNTPOINT\n"
+        fputs("usage: mdev-sysfs-sim [-f] [-d] [-n | -c] TOPOLOGY MOUNTPOINT\n"
               "       mdev-sysfs-sim --ctl MOUNTPOINT COMMAND [ARGS...]\n"
               "       mdev-sysfs-sim --counters MOUNTPOINT\n"
               "       mdev-sysfs-sim --state MOUNTPOINT\n"
               "       mdev-sysfs-sim --check TOPOLOGY\n"
               "-f stays in the foreground, -d also prints FUSE debug output,\n"
               "-n lets the kernel cache nothing (by default it may cache the stable\n"
-              "entries, and is told to forget each one that goes away).\n"
+              "entries, and is told to forget each one that goes away),\n"
+              "-c lets it cache the text of attribute files too and sends no open,\n"
+              "like kernfs' cost (dropped on each change; opens and reads served\n"
+              "from that cache are not counted).\n"
               "Commands: see tests/sim/README.md.\n",
               f);
 }
@@ -1960,12 +2113,14 @@ int main(int argc, char **argv) {
                         foreground = debug = true;
                 else if (streq(argv[i], "-n"))
                         stable_timeout = 0.0;
+                else if (streq(argv[i], "-c"))
+                        cache_content = true;
                 else {
                         usage(stderr);
                         return 2;
                 }
         }
-        if (argc - i != 2) {
+        if (argc - i != 2 || (cache_content && stable_timeout == 0.0)) {
                 usage(stderr);
                 return 2;
         }
@@ -2043,6 +2198,7 @@ int main(int argc, char **argv) {
         fuse_session_unmount(se);
         fuse_session_destroy(se);
         model_free();
+        free(content_cache.v);
         pthread_rwlock_destroy(&model_lock);
         pthread_cond_destroy(&timers.cond);
         return 0;
