@@ -616,6 +616,24 @@ M60B=0000:85:00.0
         [ "$(sim_available "$M60" nvidia-35)" = 16 ]
 }
 
+@test "-c: an mdev's entries go at once with it, and a UUID made again elsewhere shows its new place" {
+        SIM_FLAGS=-c sim_mount nvidia-timesliced
+        sim_create "$M60" nvidia-35 "$U1"
+        [ "$(basename "$(readlink "$SIM_SYS/bus/mdev/devices/$U1")")" = "$U1" ]
+        [[ "$(readlink "$SIM_SYS/bus/mdev/devices/$U1")" == *"/$M60/$U1" ]]
+        [ "$(readlink "$SIM_SYS/bus/mdev/devices/$U1/mdev_type")" = ../mdev_supported_types/nvidia-35 ]
+        [ -e "$(sim_type_dir "$M60" nvidia-35)/devices/$U1" ]
+        sim_remove "$U1"
+        [ ! -e "$SIM_SYS/bus/mdev/devices/$U1" ]
+        [ ! -e "$(sim_type_dir "$M60" nvidia-35)/devices/$U1" ]
+        sim_create "$M60B" nvidia-36 "$U1"
+        [[ "$(readlink "$SIM_SYS/bus/mdev/devices/$U1")" == *"/$M60B/$U1" ]]
+        [ "$(readlink "$SIM_SYS/bus/mdev/devices/$U1/mdev_type")" = ../mdev_supported_types/nvidia-36 ]
+        [ ! -e "$(sim_type_dir "$M60" nvidia-35)/devices/$U1" ]
+        sim_unregister "$M60B"
+        [ ! -e "$SIM_SYS/bus/mdev/devices/$U1" ]
+}
+
 @test "-c: sriov_numvfs, an mdev's files and the counters are never served stale" {
         SIM_FLAGS=-c sim_mount nvidia-sriov-disabled
         local pf=$SIM_SYS/bus/pci/devices/0000:3b:00.0 before

@@ -302,6 +302,9 @@ typedef struct InvalList {
 
 static __thread InvalList *inval_pending;
 
+/* -c (see content_cache below): an mdev's own entries may be cached too. */
+static bool cache_content = false;
+
 static uint64_t node_id(const Node *n) {
         return n == tree.root ? FUSE_ROOT_ID : (uint64_t) (uintptr_t) n;
 }
@@ -376,7 +379,7 @@ static void node_detach(Node *n) {
 static void node_free(Node *n) {
         if (!n)
                 return;
-        if (n->parent && !n->dynamic && inval_pending) {
+        if (n->parent && (!n->dynamic || cache_content) && inval_pending) {
                 pthread_mutex_lock(&life_lock);
                 bool known = n->nlookup > 0;
                 pthread_mutex_unlock(&life_lock);
@@ -1194,13 +1197,15 @@ static double stable_timeout = 86400.0;
  *    than the last completed write;
  *  - every other readable file (sriov_numvfs, an mdev's files, the .sim files) gets
  *    a new mtime and no attribute timeout, so the kernel asks for its
- *    attributes on each read and drops the cached text (auto_inval_data).
+ *    attributes on each read and drops the cached text (auto_inval_data);
+ *  - an mdev's own entries (its directory and links) may be cached like the
+ *    stable ones: the write that removes them tells the kernel to forget
+ *    them before it returns.
  * What differs from the default: open() never fails (kernfs' EACCES for a
  * file without read or write permission comes from read() or write()), a
  * cached file's size is its text's length (kernfs says
  * 4096), and opens and reads served from the cache are not counted.
  */
-static bool cache_content = false;
 typedef struct CachedText {
         uint64_t ino; /* 0: a free slot */
         const void *parent;
@@ -1315,7 +1320,7 @@ static void node_stat(const Node *n, struct stat *st) {
 }
 
 static double node_timeout(const Node *n) {
-        if (n->dynamic)
+        if (n->dynamic && !cache_content)
                 return 0.0;
         if (cache_content && n->kind != K_DIR && n->kind != K_LINK && !content_cacheable(n))
                 return 0.0; /* attributes asked on each read: see cache_content */
