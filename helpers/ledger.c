@@ -435,6 +435,162 @@ static int index_add(int dirfd, const char *guest, const char *uuid) {
         return 0;
 }
 
+/* --- the parent index -----------------------------------------------------
+ *
+ * var/lib/mdev-hooks.by-parent/<parent>/<uuid>: empty files, as in the guest
+ * index, so that a parent's event reads its own few records and not the
+ * thousand of a large host. A parent's name is a valid name (name_is_valid())
+ * and so a safe path component: it is used as it is.
+ *
+ * The rule is the same: the index never lacks a record that names the parent.
+ *
+ * - ledger_write() adds the entry BEFORE it renames the record into place,
+ *   and looks once more after the rename (see below).
+ * - A record whose parent changes (a lost mdev made again elsewhere, a record
+ *   rewritten by reconcile) leaves an entry under its old parent: a stale
+ *   hint. ledger_remove() drops the entry after the record is gone.
+ * - ledger_list_parent() verifies every entry by reading the record and
+ *   prunes those whose record is gone or names another parent. It runs
+ *   without the lock too (the udev helper reads before it waits), so a
+ *   writer may rename a record naming the parent between the reader's look
+ *   and its unlink. Both sides therefore look again: the reader, after the
+ *   unlink, reads the record once more and puts the entry back if it now
+ *   names the parent; the writer, after the rename, puts back an entry that
+ *   has gone meanwhile. Whichever of the two acts last sees the other's
+ *   change, so the entry of a record that names the parent survives.
+ * - The index exists either complete or not at all: the first writer that
+ *   finds no index builds it from every record in a temporary directory and
+ *   renames it into place. Without it, ledger_list_parent() reads every
+ *   record (records written by an older version, or by hand).
+ * - It is not fsynced, like the guest index: after a power loss it can lack
+ *   only records of the earlier boot, and the first udev event of the next
+ *   boot reads every record and puts their entries back
+ *   (ledger_index_parent_check()).
+ * - Parents' directories stay when they empty: removing them would race
+ *   with a writer that adds an entry, and there are only as many as the
+ *   host has parents. */
+#define PINDEX_DIR "../mdev-hooks.by-parent"             /* relative to the record directory */
+#define PINDEX_BUILD_DIR "../.mdev-hooks.by-parent.tmp"  /* where a writer builds it */
+#define PINDEX_PATH_MAX (sizeof PINDEX_BUILD_DIR + NAME_STRING_MAX + UUID_STRING_MAX + 2)
+
+/* Adds the entry under root (PINDEX_DIR or PINDEX_BUILD_DIR), making the
+ * parent's directory if needed, never the root: -ENOENT if there is none. */
+static int pindex_entry_add(int dirfd, const char *root, const char *parent, const char *uuid) {
+        char path[PINDEX_PATH_MAX];
+        int fd;
+
+        snprintf(path, sizeof path, "%s/%s/%s", root, parent, uuid);
+        for (unsigned i = 0; i < 2; i++) {
+                fd = openat(dirfd, path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0600);
+                if (fd >= 0) {
+                        close(fd);
+                        return 0;
+                }
+                if (errno != ENOENT || i > 0)
+                        break;
+                snprintf(path, sizeof path, "%s/%s", root, parent);
+                if (mkdirat(dirfd, path, 0700) < 0 && errno != EEXIST)
+                        break;
+                snprintf(path, sizeof path, "%s/%s/%s", root, parent, uuid);
+        }
+        return -errno;
+}
+
+static bool pindex_entry_exists(int dirfd, const char *parent, const char *uuid) {
+        char path[PINDEX_PATH_MAX];
+
+        snprintf(path, sizeof path, PINDEX_DIR "/%s/%s", parent, uuid);
+        return faccessat(dirfd, path, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+static void pindex_entry_drop(int dirfd, const char *parent, const char *uuid) {
+        char path[PINDEX_PATH_MAX];
+
+        snprintf(path, sizeof path, PINDEX_DIR "/%s/%s", parent, uuid);
+        (void) unlinkat(dirfd, path, 0);
+}
+
+/* Removes a (partial) build directory: <root>/<parent>/<uuid>, nothing deeper. */
+static void pindex_build_clear(int dirfd) {
+        _cleanup_strv_free_ char **parents = NULL;
+
+        if (dir_list_at(dirfd, PINDEX_BUILD_DIR, &parents) < 0)
+                return;
+        for (char **p = parents; *p; p++) {
+                _cleanup_strv_free_ char **uuids = NULL;
+                char path[PINDEX_PATH_MAX];
+
+                snprintf(path, sizeof path, PINDEX_BUILD_DIR "/%s", *p);
+                if (dir_list_at(dirfd, path, &uuids) >= 0)
+                        for (char **u = uuids; *u; u++) {
+                                snprintf(path, sizeof path, PINDEX_BUILD_DIR "/%s/%s", *p, *u);
+                                (void) unlinkat(dirfd, path, 0);
+                        }
+                snprintf(path, sizeof path, PINDEX_BUILD_DIR "/%s", *p);
+                (void) unlinkat(dirfd, path, AT_REMOVEDIR);
+        }
+        (void) unlinkat(dirfd, PINDEX_BUILD_DIR, AT_REMOVEDIR);
+}
+
+/* Builds the whole index from every record that parses, and renames it into
+ * place. Runs under the lock (a writer), once per host. */
+static int pindex_build(int dirfd) {
+        _cleanup_strv_free_ char **names = NULL;
+        int r;
+
+        pindex_build_clear(dirfd); /* left by a writer that was killed */
+        if (mkdirat(dirfd, PINDEX_BUILD_DIR, 0700) < 0) {
+                r = -errno;
+                goto fail;
+        }
+        r = dir_list_at(dirfd, ".", &names);
+        if (r < 0)
+                goto fail;
+        for (char **name = names; *name; name++) {
+                char text[LEDGER_FILE_MAX];
+                LedgerEntry e;
+
+                if (!uuid_is_valid(*name))
+                        continue;
+                if (ledger_load(dirfd, *name, text) < 0 || ledger_parse(*name, text, &e) < 0)
+                        continue; /* not indexed: found only by reading every record */
+                r = pindex_entry_add(dirfd, PINDEX_BUILD_DIR, e.parent, e.uuid);
+                if (r < 0)
+                        goto fail;
+        }
+        error_clear();
+        if (renameat(dirfd, PINDEX_BUILD_DIR, dirfd, PINDEX_DIR) < 0) {
+                r = -errno;
+                pindex_build_clear(dirfd);
+                if (r == -EEXIST || r == -ENOTEMPTY)
+                        return 0; /* built meanwhile by someone else */
+                return error_set(r, "cannot create the record index '/" LEDGER_DIR ".by-parent': %s", strerror(-r));
+        }
+        return 0;
+fail:
+        error_clear();
+        pindex_build_clear(dirfd);
+        return error_set(r, "cannot build the record index '/" LEDGER_DIR ".by-parent': %s", strerror(-r));
+}
+
+/* The entry of a record about to be renamed into place. */
+static int pindex_add(int dirfd, const char *parent, const char *uuid) {
+        int r;
+
+        r = pindex_entry_add(dirfd, PINDEX_DIR, parent, uuid);
+        if (r == -ENOENT && faccessat(dirfd, PINDEX_DIR, F_OK, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT) {
+                r = pindex_build(dirfd);
+                if (r < 0)
+                        return r;
+                r = pindex_entry_add(dirfd, PINDEX_DIR, parent, uuid);
+        }
+        if (r == -ENOENT && faccessat(dirfd, PINDEX_DIR, F_OK, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT)
+                return 0; /* removed by hand meanwhile: readers read every record */
+        if (r < 0)
+                return error_set(r, "cannot write the record index '/" LEDGER_DIR ".by-parent/%s/%s': %s", parent, uuid, strerror(-r));
+        return 0;
+}
+
 /* --- writing ------------------------------------------------------------ */
 
 static int ledger_format(const LedgerEntry *e, char **ret) {
@@ -479,7 +635,7 @@ static int ledger_format(const LedgerEntry *e, char **ret) {
         return *ret ? 0 : -ENOMEM;
 }
 
-int ledger_write(int dirfd, const LedgerEntry *e) {
+static int ledger_write_full(int dirfd, const LedgerEntry *e, bool sync_dir) {
         _cleanup_free_ char *text = NULL;
         char tmp[UUID_STRING_MAX + 32];
         _cleanup_close_ int fd = -1;
@@ -496,6 +652,9 @@ int ledger_write(int dirfd, const LedgerEntry *e) {
                 if (r < 0)
                         return r;
         }
+        r = pindex_add(dirfd, e->parent, e->uuid);
+        if (r < 0)
+                return r;
 
         snprintf(tmp, sizeof tmp, ".%s.%ld.tmp", e->uuid, (long) getpid());
         fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0600);
@@ -519,13 +678,23 @@ int ledger_write(int dirfd, const LedgerEntry *e) {
                 r = -errno;
                 goto fail;
         }
-        if (fsync(dirfd) < 0)
+        /* A reader that found the record missing or naming another parent
+         * may have pruned the entry just before the rename (the parent
+         * index's comment): put it back. */
+        if (!pindex_entry_exists(dirfd, e->parent, e->uuid))
+                (void) pindex_add(dirfd, e->parent, e->uuid);
+        error_clear();
+        if (sync_dir && fsync(dirfd) < 0)
                 return error_set(-errno, "cannot sync '/" LEDGER_DIR "': %s", strerror(errno));
         return 0;
 
 fail:
         (void) unlinkat(dirfd, tmp, 0);
         return error_set(r, "cannot write the record '/" LEDGER_DIR "/%s': %s", e->uuid, strerror(-r));
+}
+
+int ledger_write(int dirfd, const LedgerEntry *e) {
+        return ledger_write_full(dirfd, e, true);
 }
 
 /* Drops uuid's entry from a guest's index, and the guest's directory once
@@ -542,25 +711,31 @@ static void index_drop(int dirfd, const char *guest, const char *uuid) {
         (void) unlinkat(dirfd, path, AT_REMOVEDIR); /* ENOTEMPTY: other mdevs */
 }
 
-int ledger_remove(int dirfd, const char *uuid) {
+static int ledger_remove_full(int dirfd, const char *uuid, bool sync_dir) {
         char text[LEDGER_FILE_MAX];
-        LedgerEntry e = { .guest = "" };
+        LedgerEntry e = { .guest = "", .parent = "" };
 
         if (!uuid_is_valid(uuid))
                 return error_set(-EINVAL, "'%s' is not a UUID", uuid);
-        /* Who it was for: to drop the guest index's entry afterwards. */
+        /* Whose it was: to drop the indexes' entries afterwards. */
         if (ledger_load(dirfd, uuid, text) < 0 || ledger_parse(uuid, text, &e) < 0)
-                e.guest[0] = '\0';
+                e.guest[0] = e.parent[0] = '\0';
         error_clear();
         if (unlinkat(dirfd, uuid, 0) < 0) {
                 if (errno == ENOENT)
                         return 0;
                 return error_set(-errno, "cannot remove the record '/" LEDGER_DIR "/%s': %s", uuid, strerror(errno));
         }
-        if (fsync(dirfd) < 0)
+        if (sync_dir && fsync(dirfd) < 0)
                 return error_set(-errno, "cannot sync '/" LEDGER_DIR "': %s", strerror(errno));
         index_drop(dirfd, e.guest, uuid);
+        if (e.parent[0])
+                pindex_entry_drop(dirfd, e.parent, uuid);
         return 0;
+}
+
+int ledger_remove(int dirfd, const char *uuid) {
+        return ledger_remove_full(dirfd, uuid, true);
 }
 
 /* --- listing ------------------------------------------------------------ */
@@ -641,8 +816,98 @@ int ledger_list(int dirfd, LedgerEntry **ret, size_t *ret_n, size_t *ret_bad) {
         return ledger_list_filtered(dirfd, NULL, NULL, ret, ret_n, ret_bad);
 }
 
+/* Verifies one entry of the parent index: 1 with *ret if its record names
+ * the parent, 0 if not (the entry pruned), -EBADMSG if it does not parse,
+ * other -errno. */
+static int pindex_entry_check(int dirfd, const char *parent, const char *uuid, LedgerEntry *ret) {
+        LedgerEntry e;
+        int r;
+
+        r = ledger_read(dirfd, uuid, &e);
+        if (r >= 0 && streq(e.parent, parent)) {
+                *ret = e;
+                return 1;
+        }
+        if (r < 0 && r != -ENOENT)
+                return r;
+        /* Gone, or another parent's now: stale. A writer may be renaming a
+         * record that names the parent right now: look again after the
+         * unlink, and put the entry back if so (the index's comment). */
+        error_clear();
+        pindex_entry_drop(dirfd, parent, uuid);
+        if (ledger_read(dirfd, uuid, &e) >= 0 && streq(e.parent, parent)) {
+                (void) pindex_entry_add(dirfd, PINDEX_DIR, parent, uuid);
+                error_clear();
+                *ret = e;
+                return 1;
+        }
+        error_clear();
+        return 0;
+}
+
 int ledger_list_parent(int dirfd, const char *parent, LedgerEntry **ret, size_t *ret_n, size_t *ret_bad) {
-        return ledger_list_filtered(dirfd, NULL, parent, ret, ret_n, ret_bad);
+        _cleanup_strv_free_ char **names = NULL;
+        _cleanup_free_ LedgerEntry *list = NULL;
+        char dir[sizeof PINDEX_DIR + NAME_STRING_MAX + 1];
+        size_t n = 0, bad = 0;
+        int r;
+
+        if (!name_is_valid(parent))
+                return error_set(-EINVAL, "'%s' is not a valid parent name", strempty(parent));
+        snprintf(dir, sizeof dir, PINDEX_DIR "/%s", parent);
+        r = dir_list_at(dirfd, dir, &names);
+        if (r == -ENOENT) {
+                /* No index at all (records of an older version, or written by
+                 * hand): read them all. With an index: none for the parent. */
+                if (faccessat(dirfd, PINDEX_DIR, F_OK, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT)
+                        return ledger_list_filtered(dirfd, NULL, parent, ret, ret_n, ret_bad);
+                names = calloc(1, sizeof(char *));
+                if (!names)
+                        return -ENOMEM;
+        } else if (r < 0)
+                return error_set(r, "cannot list '/" LEDGER_DIR ".by-parent/%s': %s", parent, strerror(-r));
+
+        list = calloc(strv_length(names) + 1, sizeof(LedgerEntry));
+        if (!list)
+                return -ENOMEM;
+        /* Sorted by UUID, as dir_list_at sorts. */
+        for (char **name = names; *name; name++) {
+                if (!uuid_is_valid(*name))
+                        continue;
+                r = pindex_entry_check(dirfd, parent, *name, &list[n]);
+                if (r > 0)
+                        n++;
+                else if (r < 0)
+                        bad++;
+        }
+        error_clear();
+        *ret = steal_pointer(&list);
+        *ret_n = n;
+        if (ret_bad)
+                *ret_bad = bad;
+        return 0;
+}
+
+int ledger_index_parent_check(int dirfd, const LedgerEntry *list, size_t n) {
+        /* No index: readers read every record, nothing to put back. Only a
+         * writer builds it (under the lock). */
+        if (n == 0)
+                return 0;
+        if (faccessat(dirfd, PINDEX_DIR, F_OK, AT_SYMLINK_NOFOLLOW) < 0)
+                return errno == ENOENT ? 0 : error_set(-errno, "cannot look at '/" LEDGER_DIR ".by-parent': %s", strerror(errno));
+        for (size_t i = 0; i < n; i++) {
+                int r;
+
+                if (pindex_entry_exists(dirfd, list[i].parent, list[i].uuid))
+                        continue;
+                /* A record removed meanwhile leaves a stale entry: pruned by
+                 * the next ledger_list_parent(). */
+                r = pindex_entry_add(dirfd, PINDEX_DIR, list[i].parent, list[i].uuid);
+                if (r < 0 && r != -ENOENT)
+                        return error_set(r, "cannot write the record index '/" LEDGER_DIR ".by-parent/%s/%s': %s",
+                                         list[i].parent, list[i].uuid, strerror(-r));
+        }
+        return 0;
 }
 
 int ledger_list_guest(int dirfd, const char *guest, LedgerEntry **ret, size_t *ret_n) {

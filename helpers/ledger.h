@@ -79,9 +79,18 @@ int ledger_remove(int dirfd, const char *uuid);
 /* Every record, sorted by UUID. Files that do not parse are skipped and
  * counted in *ret_bad (may be NULL); stray temporary files are ignored. */
 int ledger_list(int dirfd, LedgerEntry **ret, size_t *ret_n, size_t *ret_bad);
-/* The records of one parent, sorted by UUID; as ledger_list() otherwise, but
- * only the files that mention the parent are parsed. */
+/* The records of one parent, sorted by UUID; as ledger_list() otherwise.
+ * Found through an index that ledger_write() keeps
+ * (var/lib/mdev-hooks.by-parent/<parent>/<uuid>), so that this reads only the
+ * parent's own records; every record ledger_write() wrote for the parent is
+ * found, and stale entries are pruned. Safe without the lock. Without an
+ * index (records written by other means) it reads them all. *ret_bad counts
+ * the indexed files that do not parse. */
 int ledger_list_parent(int dirfd, const char *parent, LedgerEntry **ret, size_t *ret_n, size_t *ret_bad);
+/* Puts back the parent index's missing entries of records that ledger_list()
+ * found (after a power loss, or written by hand). Never creates the index
+ * itself; safe without the lock. */
+int ledger_index_parent_check(int dirfd, const LedgerEntry *list, size_t n);
 /* The records of one guest (by name), sorted by UUID. Found through an index
  * that ledger_write() keeps (var/lib/mdev-hooks.by-guest/), so that this reads
  * only the guest's own records; every record ledger_write() gave the guest is

@@ -255,6 +255,159 @@ static void test_guest_index(int rootfd) {
         close(dirfd);
 }
 
+static void write_by_hand(int dirfd, const char *uuid, const char *parent) {
+        char text[512];
+
+        snprintf(text, sizeof text, "[mdev]\nuuid = %s\nparent = %s\ntype = t\nstate = free\norigin = created\nboot_id = " BOOT "\n",
+                 uuid, parent);
+        write_file(dirfd, uuid, text);
+}
+
+static int open_fresh_ledger(int rootfd, const char *name) {
+        _cleanup_close_ int sub = -1;
+        char path[64];
+        int dirfd;
+
+        snprintf(path, sizeof path, "%s/var/lib", name);
+        check(mkdir_p_at(rootfd, path, 0700) == 0);
+        sub = openat(rootfd, name, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        check(sub >= 0);
+        check(ledger_open(sub, &dirfd) == 0);
+        return dirfd;
+}
+
+#define P1 "0000:84:00.0"
+#define P2 "0000:85:00.0"
+#define U3 "00000000-0000-4000-8000-000000000021"
+#define U4 "00000000-0000-4000-8000-000000000022"
+#define U5 "00000000-0000-4000-8000-000000000023"
+
+static void list_parent_check(int dirfd, const char *parent, size_t want_n, const char *first, size_t want_bad) {
+        _cleanup_free_ LedgerEntry *l = NULL;
+        size_t n = 99, bad = 99;
+
+        check(ledger_list_parent(dirfd, parent, &l, &n, &bad) == 0);
+        check(n == want_n);
+        check(bad == want_bad);
+        for (size_t i = 0; i < n; i++)
+                check(streq(l[i].parent, parent));
+        for (size_t i = 1; i < n; i++)
+                check(strcmp(l[i - 1].uuid, l[i].uuid) < 0);
+        if (first)
+                check(n > 0 && streq(l[0].uuid, first));
+}
+
+static void test_parent_index_lists_by_parent(int rootfd) {
+        int dirfd = open_fresh_ledger(rootfd, "pidx1");
+        LedgerEntry e;
+
+        /* Written by hand before any index exists: the first write builds
+         * the index from every record, so these are found through it too. */
+        write_by_hand(dirfd, U3, P1);
+        write_by_hand(dirfd, U4, P2);
+        check(faccessat(dirfd, "../mdev-hooks.by-parent", F_OK, 0) < 0 && errno == ENOENT);
+        entry_init(&e, U5, "web1");
+        check(ledger_write(dirfd, &e) == 0); /* on P1 */
+        entry_init(&e, U1, "");
+        e.state = LEDGER_FREE;
+        snprintf(e.parent, sizeof e.parent, P2);
+        check(ledger_write(dirfd, &e) == 0);
+        check(faccessat(dirfd, "../mdev-hooks.by-parent/" P1 "/" U3, F_OK, 0) == 0);
+        check(faccessat(dirfd, "../mdev-hooks.by-parent/" P1 "/" U5, F_OK, 0) == 0);
+        check(faccessat(dirfd, "../mdev-hooks.by-parent/" P2 "/" U4, F_OK, 0) == 0);
+        check(faccessat(dirfd, "../mdev-hooks.by-parent/" P2 "/" U1, F_OK, 0) == 0);
+        check(faccessat(dirfd, "../.mdev-hooks.by-parent.tmp", F_OK, 0) < 0 && errno == ENOENT);
+
+        list_parent_check(dirfd, P1, 2, U3, 0);
+        list_parent_check(dirfd, P2, 2, U4, 0);
+        list_parent_check(dirfd, "0000:86:00.0", 0, NULL, 0);
+
+        /* Only what the index names is read: a record put in by hand after
+         * the index exists is not found by parent (the udev helper's first
+         * sweep of a boot puts such entries back), but by ledger_list(). */
+        write_by_hand(dirfd, "00000000-0000-4000-8000-000000000024", P1);
+        list_parent_check(dirfd, P1, 2, U3, 0);
+        {
+                _cleanup_free_ LedgerEntry *l = NULL;
+                size_t n;
+
+                check(ledger_list(dirfd, &l, &n, NULL) == 0);
+                check(n == 5);
+                check(ledger_index_parent_check(dirfd, l, n) == 0);
+        }
+        list_parent_check(dirfd, P1, 3, U3, 0);
+
+        /* An indexed record that no longer parses is counted, not listed. */
+        write_file(dirfd, U3, "[mdev]\nuuid = nonsense\n");
+        list_parent_check(dirfd, P1, 2, U5, 1);
+        check(faccessat(dirfd, "../mdev-hooks.by-parent/" P1 "/" U3, F_OK, 0) == 0);
+        close(dirfd);
+}
+
+static void test_parent_index_prunes_stale_entries(int rootfd) {
+        int dirfd = open_fresh_ledger(rootfd, "pidx2");
+        LedgerEntry e;
+
+        entry_init(&e, U1, "web1");
+        check(ledger_write(dirfd, &e) == 0);
+        entry_init(&e, U2, "web2");
+        check(ledger_write(dirfd, &e) == 0);
+        entry_init(&e, U3, "web3");
+        check(ledger_write(dirfd, &e) == 0);
+        list_parent_check(dirfd, P1, 3, NULL, 0);
+
+        /* Made again on another parent: the old parent's entry is stale. */
+        entry_init(&e, U1, "web1");
+        snprintf(e.parent, sizeof e.parent, P2);
+        check(ledger_write(dirfd, &e) == 0);
+        check(faccessat(dirfd, "../mdev-hooks.by-parent/" P1 "/" U1, F_OK, 0) == 0);
+        list_parent_check(dirfd, P1, 2, U3, 0);
+        check(faccessat(dirfd, "../mdev-hooks.by-parent/" P1 "/" U1, F_OK, 0) < 0 && errno == ENOENT);
+        list_parent_check(dirfd, P2, 1, U1, 0);
+
+        /* Removed through ledger.c: its entry goes with it. */
+        check(ledger_remove(dirfd, U2) == 0);
+        check(faccessat(dirfd, "../mdev-hooks.by-parent/" P1 "/" U2, F_OK, 0) < 0 && errno == ENOENT);
+        /* Removed by hand (or a hook killed between unlink and entry drop). */
+        check(unlinkat(dirfd, U3, 0) == 0);
+        list_parent_check(dirfd, P1, 0, NULL, 0);
+        check(faccessat(dirfd, "../mdev-hooks.by-parent/" P1 "/" U3, F_OK, 0) < 0 && errno == ENOENT);
+        /* A stale entry whose record names the parent again is kept. */
+        entry_init(&e, U1, "web1");
+        check(ledger_write(dirfd, &e) == 0);
+        list_parent_check(dirfd, P1, 1, U1, 0);
+        close(dirfd);
+}
+
+static void test_parent_index_missing_falls_back(int rootfd) {
+        int dirfd = open_fresh_ledger(rootfd, "pidx3");
+        LedgerEntry e;
+
+        entry_init(&e, U1, "web1");
+        check(ledger_write(dirfd, &e) == 0);
+        entry_init(&e, U2, "");
+        e.state = LEDGER_FREE;
+        snprintf(e.parent, sizeof e.parent, P2);
+        check(ledger_write(dirfd, &e) == 0);
+        write_by_hand(dirfd, U3, P1);
+        /* No index at all: every record is read. */
+        check(system("rm -r \"$TEST_LEDGER_ROOT/pidx3/var/lib/mdev-hooks.by-parent\"") == 0);
+        list_parent_check(dirfd, P1, 2, U3, 0);
+        list_parent_check(dirfd, P2, 1, U2, 0);
+        /* A left-over build of a writer that was killed is thrown away by
+         * the next build, and the next write makes the index whole again. */
+        check(mkdirat(dirfd, "../.mdev-hooks.by-parent.tmp", 0700) == 0);
+        check(mkdirat(dirfd, "../.mdev-hooks.by-parent.tmp/junk", 0700) == 0);
+        write_file(dirfd, "../.mdev-hooks.by-parent.tmp/junk/" U4, "");
+        entry_init(&e, U5, "web5");
+        check(ledger_write(dirfd, &e) == 0);
+        check(faccessat(dirfd, "../.mdev-hooks.by-parent.tmp", F_OK, 0) < 0 && errno == ENOENT);
+        check(faccessat(dirfd, "../mdev-hooks.by-parent/junk", F_OK, 0) < 0 && errno == ENOENT);
+        list_parent_check(dirfd, P1, 3, U3, 0);
+        list_parent_check(dirfd, P2, 1, U2, 0);
+        close(dirfd);
+}
+
 static void test_open(int rootfd) {
         int fd = -1;
         struct stat st;
@@ -285,6 +438,10 @@ int main(void) {
         test_list(dirfd);
         test_list_guest_exact(dirfd);
         test_guest_index(rootfd);
+        check(setenv("TEST_LEDGER_ROOT", tmpdir, 1) == 0);
+        test_parent_index_lists_by_parent(rootfd);
+        test_parent_index_prunes_stale_entries(rootfd);
+        test_parent_index_missing_falls_back(rootfd);
 
         close(dirfd);
         close(rootfd);
