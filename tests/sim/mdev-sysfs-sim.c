@@ -179,6 +179,7 @@ struct Node {
         bool hidden;   /* not listed by readdir */
         bool dynamic;  /* an mdev's node: never cached by the kernel */
         bool detached; /* out of the tree, waiting for the kernel's forget */
+        uint64_t vmtime;  /* -c: the mtime of a volatile file (volatile_text()) */
         uint64_t nlookup; /* the kernel's references (life_lock) */
         uint32_t magic;   /* NODE_ALIVE, or NODE_DEAD once released */
 };
@@ -1299,7 +1300,18 @@ static void content_cache_flush(const void *parent) {
         pthread_mutex_unlock(&content_cache.flush);
 }
 
-static void node_stat(const Node *n, struct stat *st) {
+/* -c: readable text the kernel must not keep (see cache_content): its
+ * mtime changes with each getattr, and the kernel drops the text it holds
+ * when it sees that. Only there: a lookup replies under its directory's
+ * lock, and dropping text waits for a page that a write in flight holds,
+ * while that write may wait to tell the kernel (under the same directory's
+ * lock) what it removed. So a lookup or setattr repeats the last mtime, and
+ * a write-only file (create, remove) has no text to drop at all. */
+static bool volatile_text(const Node *n) {
+        return cache_content && node_readable(n) && !content_cacheable(n);
+}
+
+static void node_stat(Node *n, struct stat *st, bool fresh) {
         memset(st, 0, sizeof(*st));
         st->st_ino = n->ino;
         st->st_mode = n->mode;
@@ -1312,18 +1324,34 @@ static void node_stat(const Node *n, struct stat *st) {
                  * size differs from the one it is told */
                 _cleanup_free_ char *text = node_content(n);
                 st->st_size = text ? (off_t) strlen(text) : 0;
-        } else if (cache_content && n->kind != K_DIR && n->kind != K_LINK) {
-                uint64_t t = __atomic_add_fetch(&volatile_mtime, 1, __ATOMIC_RELAXED);
+        } else if (volatile_text(n)) {
+                uint64_t t = __atomic_load_n(&n->vmtime, __ATOMIC_RELAXED);
+                if (fresh) {
+                        t = __atomic_add_fetch(&volatile_mtime, 1, __ATOMIC_RELAXED);
+                        __atomic_store_n(&n->vmtime, t, __ATOMIC_RELAXED);
+                }
                 st->st_mtim.tv_sec += (time_t) (t / 1000000000ULL);
                 st->st_mtim.tv_nsec = (long) (t % 1000000000ULL);
         }
 }
 
-static double node_timeout(const Node *n) {
-        if (n->dynamic && !cache_content)
+/* How long the kernel may keep a node's entry (its name -> node). */
+static double entry_timeout(const Node *n) {
+        /* -c: an mdev's directory and links too, not its remove file: that
+         * one goes first when a remove starts (device_remove_file_self()) and
+         * must show gone while the remove still runs */
+        if (n->dynamic && !(cache_content && (n->kind == K_DIR || n->kind == K_LINK)))
                 return 0.0;
-        if (cache_content && n->kind != K_DIR && n->kind != K_LINK && !content_cacheable(n))
-                return 0.0; /* attributes asked on each read: see cache_content */
+        return stable_timeout;
+}
+
+/* How long the kernel may keep a node's attributes: a volatile file's (-c)
+ * not at all, so that each read asks (see volatile_text()). */
+static double node_timeout(const Node *n) {
+        if (n->dynamic && !(cache_content && (n->kind == K_DIR || n->kind == K_LINK)))
+                return 0.0;
+        if (volatile_text(n))
+                return 0.0;
         return stable_timeout;
 }
 
@@ -1377,8 +1405,9 @@ static void sim_lookup(fuse_req_t req, fuse_ino_t parent, const char *name) {
                 memset(&e, 0, sizeof(e));
                 e.ino = node_id(n);
                 e.generation = n->ino;
-                node_stat(n, &e.attr);
-                e.attr_timeout = e.entry_timeout = node_timeout(n);
+                node_stat(n, &e.attr, false);
+                e.entry_timeout = entry_timeout(n);
+                e.attr_timeout = node_timeout(n);
                 pthread_mutex_lock(&life_lock);
                 n->nlookup++;
                 pthread_mutex_unlock(&life_lock);
@@ -1409,7 +1438,7 @@ static void sim_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *f
         pthread_rwlock_rdlock(&model_lock);
         Node *n = ino_node(ino);
         count_node(n, NULL, C_GETATTR);
-        node_stat(n, &st);
+        node_stat(n, &st, true);
         timeout = n->detached ? 0.0 : node_timeout(n);
         pthread_rwlock_unlock(&model_lock);
         fuse_reply_attr(req, &st, timeout);
@@ -1428,7 +1457,7 @@ static void sim_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int t
                 r = EPERM;
         else if ((to_set & FUSE_SET_ATTR_SIZE) && !node_writable(n))
                 r = EACCES;
-        node_stat(n, &st);
+        node_stat(n, &st, false);
         pthread_rwlock_unlock(&model_lock);
         if (r)
                 fuse_reply_err(req, r);
