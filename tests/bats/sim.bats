@@ -634,6 +634,16 @@ M60B=0000:85:00.0
         [ ! -e "$SIM_SYS/bus/mdev/devices/$U1" ]
 }
 
+@test "-c: the counters are read whole when they are longer than a page" {
+        SIM_FLAGS=-c sim_mount nvidia-timesliced
+        sim_counters_reset
+        local n
+        # -ls: a stat (a lookup, counted) of every path
+        n=$(find "$SIM_SYS/devices" -ls | wc -l)
+        [ "$(sim_counters | wc -c)" -gt 16384 ]
+        [ "$(sim_counters | grep -c ' /devices')" -eq "$n" ]
+}
+
 @test "-c: sriov_numvfs, an mdev's files and the counters are never served stale" {
         SIM_FLAGS=-c sim_mount nvidia-sriov-disabled
         local pf=$SIM_SYS/bus/pci/devices/0000:3b:00.0 before

@@ -1325,6 +1325,10 @@ static void node_stat(Node *n, struct stat *st, bool fresh) {
                 _cleanup_free_ char *text = node_content(n);
                 st->st_size = text ? (off_t) strlen(text) : 0;
         } else if (volatile_text(n)) {
+                /* read through the page cache, a read stops at the size:
+                 * more than any text here (the counters grow), and the
+                 * kernel learns the true end from the short read */
+                st->st_size = (off_t) 1 << 30;
                 uint64_t t = __atomic_load_n(&n->vmtime, __ATOMIC_RELAXED);
                 if (fresh) {
                         t = __atomic_add_fetch(&volatile_mtime, 1, __ATOMIC_RELAXED);
