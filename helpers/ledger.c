@@ -12,7 +12,8 @@
  *     ...rest
  *
  * Files are replaced atomically: a temporary file ".<uuid>.<pid>.tmp" in the
- * same directory, fsync, renameat over the record, fsync of the directory.
+ * same directory, fsync, renameat over the record, fsync of the directory
+ * (for a batch, once at its end: ledger_sync()).
  */
 #include <fcntl.h>
 #include <inttypes.h>
@@ -635,6 +636,12 @@ static int ledger_format(const LedgerEntry *e, char **ret) {
         return *ret ? 0 : -ENOMEM;
 }
 
+int ledger_sync(int dirfd) {
+        if (fsync(dirfd) < 0)
+                return error_set(-errno, "cannot sync '/" LEDGER_DIR "': %s", strerror(errno));
+        return 0;
+}
+
 static int ledger_write_full(int dirfd, const LedgerEntry *e, bool sync_dir) {
         _cleanup_free_ char *text = NULL;
         char tmp[UUID_STRING_MAX + 32];
@@ -684,8 +691,8 @@ static int ledger_write_full(int dirfd, const LedgerEntry *e, bool sync_dir) {
         if (!pindex_entry_exists(dirfd, e->parent, e->uuid))
                 (void) pindex_add(dirfd, e->parent, e->uuid);
         error_clear();
-        if (sync_dir && fsync(dirfd) < 0)
-                return error_set(-errno, "cannot sync '/" LEDGER_DIR "': %s", strerror(errno));
+        if (sync_dir)
+                return ledger_sync(dirfd);
         return 0;
 
 fail:
@@ -695,6 +702,10 @@ fail:
 
 int ledger_write(int dirfd, const LedgerEntry *e) {
         return ledger_write_full(dirfd, e, true);
+}
+
+int ledger_write_nosync(int dirfd, const LedgerEntry *e) {
+        return ledger_write_full(dirfd, e, false);
 }
 
 /* Drops uuid's entry from a guest's index, and the guest's directory once
@@ -726,8 +737,11 @@ static int ledger_remove_full(int dirfd, const char *uuid, bool sync_dir) {
                         return 0;
                 return error_set(-errno, "cannot remove the record '/" LEDGER_DIR "/%s': %s", uuid, strerror(errno));
         }
-        if (sync_dir && fsync(dirfd) < 0)
-                return error_set(-errno, "cannot sync '/" LEDGER_DIR "': %s", strerror(errno));
+        if (sync_dir) {
+                int r = ledger_sync(dirfd);
+                if (r < 0)
+                        return r;
+        }
         index_drop(dirfd, e.guest, uuid);
         if (e.parent[0])
                 pindex_entry_drop(dirfd, e.parent, uuid);
@@ -736,6 +750,10 @@ static int ledger_remove_full(int dirfd, const char *uuid, bool sync_dir) {
 
 int ledger_remove(int dirfd, const char *uuid) {
         return ledger_remove_full(dirfd, uuid, true);
+}
+
+int ledger_remove_nosync(int dirfd, const char *uuid) {
+        return ledger_remove_full(dirfd, uuid, false);
 }
 
 /* --- listing ------------------------------------------------------------ */

@@ -76,6 +76,15 @@ int ledger_read(int dirfd, const char *uuid, LedgerEntry *ret);
 int ledger_write(int dirfd, const LedgerEntry *e);
 /* Removes the record (and fsyncs the directory). -ENOENT is not an error: returns 0. */
 int ledger_remove(int dirfd, const char *uuid);
+/* As ledger_write() and ledger_remove(), but without the fsync of the
+ * directory, for a batch of changes under one lock: each change is visible at
+ * once (the rename or unlink is done), and durable once ledger_sync() has
+ * returned. Call ledger_sync() before the lock is released and before any of
+ * the changes is reported as done. */
+int ledger_write_nosync(int dirfd, const LedgerEntry *e);
+int ledger_remove_nosync(int dirfd, const char *uuid);
+/* fsyncs the record directory: the batch's renames and unlinks are durable. */
+int ledger_sync(int dirfd);
 /* Every record, sorted by UUID. Files that do not parse are skipped and
  * counted in *ret_bad (may be NULL); stray temporary files are ignored. */
 int ledger_list(int dirfd, LedgerEntry **ret, size_t *ret_n, size_t *ret_bad);

@@ -16,6 +16,7 @@
 #include <stdarg.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <syslog.h>
 #include <time.h>
@@ -36,6 +37,9 @@
 #define SWEEP_MARK "run/mdev-hooks/swept"     /* under the root */
 /* How long one event sweeps other parents' stale records under the lock. */
 #define UEVENT_SWEEP_USEC (2ULL * 1000000ULL)
+/* How often an event that waits for the lock looks whether another event
+ * has done its work meanwhile. */
+#define UEVENT_WAIT_SLICE_USEC 50000ULL
 
 static const char * const kind_table[_UEVENT_KIND_MAX] = {
         [UEVENT_IGNORE] = "ignore",
@@ -116,9 +120,22 @@ typedef struct UeventContext {
         Config *config;  /* NULL: none loaded yet, or it has errors */
         int ledgerfd;
         int lockfd;
+        /* A batch: the record changes one event makes under the lock. The
+         * directory is fsynced once at its end (context_flush(), before the
+         * lock goes), and what the event has to say waits until then, so
+         * that nothing is reported done that is not durable. */
+        bool batch;
+        bool dirty;          /* changed since the last ledger_sync() */
+        char **held;         /* notes held during the batch: "<level> <text>" */
+        LedgerEntry *stale;  /* records of an earlier boot: marked lost, or free and dropped */
+        size_t n_stale;
 } UeventContext;
 
 static void context_done(UeventContext *c) {
+        strv_free(c->held);
+        free(c->stale);
+        c->held = NULL;
+        c->stale = NULL;
         config_free(c->config);
         c->config = NULL;
         if (c->ledgerfd >= 0)
@@ -131,13 +148,17 @@ static void context_done(UeventContext *c) {
 _printf_(3, 4) static void note(UeventContext *c, int level, const char *fmt, ...) {
         char buf[1536];
         va_list ap;
+        int n;
 
         if (!c->log_fn)
                 return;
+        n = c->batch ? snprintf(buf, sizeof buf, "%d ", level) : 0;
         va_start(ap, fmt);
-        vsnprintf(buf, sizeof buf, fmt, ap);
+        vsnprintf(buf + n, sizeof buf - (size_t) n, fmt, ap);
         va_end(ap);
-        c->log_fn(level, buf);
+        if (c->batch && strv_extend(&c->held, buf) >= 0)
+                return;
+        c->log_fn(level, buf + n);
 }
 
 static const char *config_name(const UeventContext *c) {
@@ -187,6 +208,52 @@ static int context_lock_for(UeventContext *c, unsigned timeout_sec) {
 static int context_lock(UeventContext *c) {
         (void) context_load_config(c); /* for lock_timeout */
         return context_lock_for(c, context_lock_timeout(c));
+}
+
+static volatile sig_atomic_t slice_alarm_fired;
+
+static void slice_alarm(int sig) {
+        slice_alarm_fired = 1;
+}
+
+/* Blocks in flock() on fd for at most about usec: 0 with the lock taken,
+ * -ETIMEDOUT, or -errno. As lock.c waits, with a timer that cuts the flock()
+ * short (SIGALRM without SA_RESTART), but a periodic one: a tick that comes
+ * before flock() blocks is followed by another one. The timer runs only
+ * around flock(), so that no other call sees EINTR. */
+static int lock_wait_slice(int fd, unsigned long long usec) {
+        struct sigaction sa = { .sa_handler = slice_alarm }, old_sa;
+        struct timeval tv = { .tv_sec = (time_t) (usec / 1000000ULL), .tv_usec = (suseconds_t) (usec % 1000000ULL) };
+        struct itimerval it = { .it_value = tv, .it_interval = tv }, old_it;
+        int r;
+
+        sigemptyset(&sa.sa_mask);
+        sa.sa_flags = 0; /* no SA_RESTART: flock must return EINTR */
+        if (sigaction(SIGALRM, &sa, &old_sa) < 0)
+                return -errno;
+        slice_alarm_fired = 0;
+        if (setitimer(ITIMER_REAL, &it, &old_it) < 0) {
+                r = -errno;
+                (void) sigaction(SIGALRM, &old_sa, NULL);
+                return r;
+        }
+        for (;;) {
+                if (flock(fd, LOCK_EX) == 0) {
+                        r = 0;
+                        break;
+                }
+                if (errno != EINTR) {
+                        r = -errno;
+                        break;
+                }
+                if (slice_alarm_fired) {
+                        r = -ETIMEDOUT;
+                        break;
+                }
+        }
+        (void) setitimer(ITIMER_REAL, &old_it, NULL);
+        (void) sigaction(SIGALRM, &old_sa, NULL);
+        return r;
 }
 
 /* 1 with c->ledgerfd open, 0 when there is no record directory at all. */
@@ -242,11 +309,30 @@ static int mdev_lookup(int rootfd, const char *uuid, SysfsMdev *ret) {
 
 /* --- the record ------------------------------------------------------------ */
 
-static int record_drop(UeventContext *c, const LedgerEntry *e, const char *why) {
-        int r = ledger_remove(c->ledgerfd, e->uuid);
+/* A record of an earlier boot that a batch marked lost or dropped: told in
+ * one line per guest or parent at its end (context_flush()), not one per
+ * record: after a reboot that is every record of the host. */
+static bool record_summarize(UeventContext *c, const LedgerEntry *e) {
+        LedgerEntry *l;
+
+        if (!c->batch)
+                return false;
+        l = realloc(c->stale, (c->n_stale + 1) * sizeof *l);
+        if (!l)
+                return false; /* told on its own line, then */
+        c->stale = l;
+        c->stale[c->n_stale++] = *e;
+        return true;
+}
+
+static int record_drop(UeventContext *c, const LedgerEntry *e, const char *why, bool summarize) {
+        int r = c->batch ? ledger_remove_nosync(c->ledgerfd, e->uuid) : ledger_remove(c->ledgerfd, e->uuid);
 
         if (r < 0)
                 return r;
+        c->dirty = c->dirty || c->batch;
+        if (summarize && record_summarize(c, e))
+                return 0;
         note(c, LOG_INFO, "free mdev %s (%s on '%s') %s: record dropped", e->uuid, e->type, e->parent, why);
         return 0;
 }
@@ -258,7 +344,10 @@ static int record_set(UeventContext *c, LedgerEntry *e, LedgerState state, Ledge
         if (boot_id != e->boot_id)
                 memcpy(e->boot_id, boot_id, sizeof e->boot_id);
         e->since = (uint64_t) time(NULL);
-        return ledger_write(c->ledgerfd, e);
+        if (!c->batch)
+                return ledger_write(c->ledgerfd, e);
+        c->dirty = true;
+        return ledger_write_nosync(c->ledgerfd, e);
 }
 
 /* recreate = eager: makes a guest's mdev again, with its UUID, type and
@@ -321,7 +410,7 @@ static int record_refresh(UeventContext *c, LedgerEntry *e, bool recreate, bool 
                 /* Lost earlier in this boot, or recorded in an earlier boot:
                  * either way this mdev was made by someone else. */
                 if (e->state == LEDGER_FREE) {
-                        r = record_drop(c, e, "from an earlier boot was made again by someone else");
+                        r = record_drop(c, e, "from an earlier boot was made again by someone else", false);
                         return r < 0 ? r : 1;
                 }
                 r = record_set(c, e, LEDGER_ASSIGNED, LEDGER_BORROWED, c->boot_id);
@@ -339,7 +428,7 @@ static int record_refresh(UeventContext *c, LedgerEntry *e, bool recreate, bool 
         if (!apply)
                 return 1;
         if (e->state == LEDGER_FREE) {
-                r = record_drop(c, e, this_boot ? "is gone" : "is from an earlier boot");
+                r = record_drop(c, e, this_boot ? "is gone" : "is from an earlier boot", !this_boot);
                 return r < 0 ? r : 1;
         }
         if (recreate) {
@@ -362,6 +451,8 @@ static int record_refresh(UeventContext *c, LedgerEntry *e, bool recreate, bool 
         r = record_set(c, e, LEDGER_LOST, e->origin, e->boot_id);
         if (r < 0)
                 return r;
+        if (!this_boot && record_summarize(c, e))
+                return 1;
         if (!this_boot)
                 note(c, LOG_NOTICE, "mdev %s of guest '%s' (%s on '%s') is from an earlier boot: marked lost; it is made again when the guest starts",
                      e->uuid, e->guest, e->type, e->parent);
@@ -375,6 +466,81 @@ static int record_refresh(UeventContext *c, LedgerEntry *e, bool recreate, bool 
                 note(c, LOG_WARNING, "mdev %s of guest '%s' (%s on '%s') was removed outside mdev-hooks: marked lost; the guest has lost its device, restart it or run 'mdev-hooks reconcile'",
                      e->uuid, e->guest, e->type, e->parent);
         return 1;
+}
+
+/* Lost ones by guest, dropped ones by parent; dropped ones first. */
+static int stale_compare(const void *a, const void *b) {
+        const LedgerEntry *x = a, *y = b;
+        bool lost = x->state == LEDGER_LOST;
+        int k = (int) lost - (int) (y->state == LEDGER_LOST);
+
+        if (k == 0)
+                k = lost ? strcmp(x->guest, y->guest) : strcmp(x->parent, y->parent);
+        return k != 0 ? k : strcmp(x->uuid, y->uuid);
+}
+
+/* What record_summarize() gathered: one line per guest whose mdevs were
+ * marked lost, one per parent whose free records were dropped, naming the
+ * UUIDs (a guest's long list goes on as many lines as it needs). */
+static void stale_tell(UeventContext *c) {
+        if (c->n_stale > 1)
+                qsort(c->stale, c->n_stale, sizeof *c->stale, stale_compare);
+        for (size_t i = 0; i < c->n_stale;) {
+                const LedgerEntry *first = &c->stale[i];
+                bool lost = first->state == LEDGER_LOST;
+                char line[1024] = "";
+                size_t len = 0, k = 0;
+
+                for (; i < c->n_stale; i++) {
+                        const LedgerEntry *e = &c->stale[i];
+                        char item[UUID_STRING_MAX + 2 * NAME_STRING_MAX + 16];
+
+                        if ((e->state == LEDGER_LOST) != lost ||
+                            !streq(lost ? e->guest : e->parent, lost ? first->guest : first->parent))
+                                break;
+                        if (lost)
+                                snprintf(item, sizeof item, "%s (%s on '%s')", e->uuid, e->type, e->parent);
+                        else
+                                snprintf(item, sizeof item, "%s (%s)", e->uuid, e->type);
+                        if (k > 0 && len + 2 + strlen(item) >= sizeof line)
+                                break; /* the rest on the next line */
+                        len += (size_t) snprintf(line + len, sizeof line - len, "%s%s", k > 0 ? ", " : "", item);
+                        k++;
+                }
+                if (lost)
+                        note(c, LOG_NOTICE, "%zu mdev(s) of guest '%s' from an earlier boot marked lost; they are made again when the guest starts: %s",
+                             k, first->guest, line);
+                else
+                        note(c, LOG_INFO, "%zu free mdev(s) on '%s' from an earlier boot: records dropped: %s", k, first->parent, line);
+        }
+        free(c->stale);
+        c->stale = NULL;
+        c->n_stale = 0;
+}
+
+/* Ends a batch, before the lock is released: fsyncs the record directory
+ * once if anything changed, then says what the event did. */
+static int context_flush(UeventContext *c) {
+        int r = 0;
+
+        if (!c->batch)
+                return 0;
+        if (c->dirty)
+                r = ledger_sync(c->ledgerfd);
+        c->batch = c->dirty = false;
+        for (char **h = c->held; h && *h; h++) {
+                char *text;
+                long level = strtol(*h, &text, 10);
+
+                if (*text == ' ')
+                        text++;
+                if (c->log_fn)
+                        c->log_fn((int) level, text);
+        }
+        strv_free(c->held);
+        c->held = NULL;
+        stale_tell(c);
+        return r;
 }
 
 /* A record from an earlier boot that still claims an mdev exists. */
@@ -440,6 +606,22 @@ static void sweep_mark_done(UeventContext *c) {
                 note(c, LOG_DEBUG, "cannot write '/" SWEEP_MARK "': %s", strerror(errno));
 }
 
+/* Once the sweep is done, events read only their parent's records, through
+ * the record's parent index. The sweep has read every record (list, n):
+ * first put back the index entries that a power loss (the index is not
+ * fsynced) or a record written by hand left out, so that those events miss
+ * none. */
+static void sweep_finish(UeventContext *c, const LedgerEntry *list, size_t n) {
+        int r = c->ledgerfd >= 0 ? ledger_index_parent_check(c->ledgerfd, list, n) : 0;
+
+        if (r < 0) {
+                note(c, LOG_WARNING, "%s", error_get(r));
+                error_clear();
+                return; /* the next event sweeps again */
+        }
+        sweep_mark_done(c);
+}
+
 /* --- parents ---------------------------------------------------------------- */
 
 static char *strv_join_comma(char **l) {
@@ -496,21 +678,19 @@ static void parent_check_config(UeventContext *c, const char *parent) {
 }
 
 /* Without the lock: 1 if the event still has something to change, 0 if not.
- * reread: read the parent's own records again (they may have been changed
- * by another event since the scan). Records of other parents matter only
- * while the sweep is not done. */
+ * list holds the parent's own records; reread: read them again (they may
+ * have been changed by another event since the scan). While the boot's sweep
+ * is not done, there is work left (for whichever event has the lock). */
 static int parent_pending(UeventContext *c, const char *parent, bool eager, const LedgerEntry *list, size_t n, bool reread) {
-        bool swept = sweep_is_done(c);
         int r;
 
+        if (!sweep_is_done(c))
+                return 1;
         for (size_t i = 0; i < n; i++) {
                 LedgerEntry e = list[i];
 
-                if (!streq(e.parent, parent)) {
-                        if (!swept && record_is_stale(c, &e))
-                                return 1;
+                if (!streq(e.parent, parent))
                         continue;
-                }
                 if (reread) {
                         r = record_reread(c, e.uuid, parent, &e);
                         if (r < 0)
@@ -522,22 +702,64 @@ static int parent_pending(UeventContext *c, const char *parent, bool eager, cons
                 if (r != 0)
                         return r;
         }
-        if (!swept)
-                sweep_mark_done(c); /* no stale record was left */
         return 0;
+}
+
+/* Waits for the lock until deadline (now_usec(); 0: one try), and looks
+ * every UEVENT_WAIT_SLICE_USEC whether another event has done this one's
+ * work meanwhile. 1 with the lock held (c->lockfd), 0 if there is nothing
+ * left to do, -ETIMEDOUT (with lock.c's message naming the holder), -errno. */
+static int parent_wait_lock(UeventContext *c, unsigned long long deadline, bool eager, const LedgerEntry *list, size_t n) {
+        _cleanup_close_ int fd = -1;
+        char what[NAME_STRING_MAX + 64];
+        int r;
+
+        r = context_lock_for(c, 0); /* also makes run/mdev-hooks/ and the lock file */
+        if (r != -ETIMEDOUT)
+                return r < 0 ? r : 1;
+        if (deadline == 0)
+                return r;
+        error_clear();
+        fd = openat(c->rootfd, LOCK_PATH, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+        if (fd < 0)
+                return error_set(-errno, "cannot open the lock '/" LOCK_PATH "': %s", strerror(errno));
+        for (;;) {
+                unsigned long long now = now_usec();
+
+                if (now >= deadline) {
+                        r = context_lock_for(c, 0); /* a last try; its message names the holder */
+                        return r < 0 ? r : 1;
+                }
+                r = lock_wait_slice(fd, deadline - now < UEVENT_WAIT_SLICE_USEC ? deadline - now : UEVENT_WAIT_SLICE_USEC);
+                if (r == 0)
+                        break;
+                if (r != -ETIMEDOUT)
+                        return error_set(r, "cannot lock '/" LOCK_PATH "': %s", strerror(-r));
+                r = parent_pending(c, c->ev->name, eager, list, n, true);
+                if (r <= 0)
+                        return r;
+        }
+        /* Taken: say who holds it, as lock_acquire() does (a second flock
+         * on the same open file takes nothing new). */
+        snprintf(what, sizeof what, "mdev-hooks-udev %s %s", uevent_kind_to_string(c->ev->kind), c->ev->name);
+        r = lock_resume(fd, 0, what);
+        if (r < 0)
+                return r;
+        c->lockfd = steal_fd(&fd);
+        return 1;
 }
 
 /* registered / unregistered. The parent's own records are brought in line
  * with sysfs (with recreate = eager, a registered parent's lost mdevs are made
  * again). Records of other parents from an earlier boot are stale whatever
  * their parent does, so the first event after a boot sweeps them too, for a
- * bounded time; an event that waits for the lock meanwhile looks each second
- * whether its work is done, and goes. At boot, N parents registering cost
+ * bounded time; an event that waits for the lock meanwhile looks every
+ * UEVENT_WAIT_SLICE_USEC whether its work is done, and goes. At boot, N parents registering cost
  * about one sweep, not N. */
 static int parent_changed(UeventContext *c, bool registered) {
         const char *parent = c->ev->name;
         _cleanup_free_ LedgerEntry *list = NULL;
-        unsigned long long deadline;
+        unsigned long long deadline, wait_until;
         bool eager, swept, cut = false;
         unsigned timeout;
         size_t n = 0;
@@ -550,36 +772,65 @@ static int parent_changed(UeventContext *c, bool registered) {
                 parent_check_config(c, parent);
         eager = registered && c->config && c->config->recreate == CONFIG_RECREATE_EAGER;
 
-        /* Once this boot's sweep is done, only the parent's own records can
-         * need a change: on a host with a thousand records, parse only those. */
-        r = records_scan(c, sweep_is_done(c) ? parent : NULL, &list, &n);
-        if (r < 0)
+        r = context_open_ledger(c);
+        if (r <= 0) {
+                if (r == 0 && !sweep_is_done(c))
+                        sweep_mark_done(c); /* no record at all */
                 return r;
-        r = parent_pending(c, parent, eager, list, n, false);
-        if (r <= 0)
-                return r;
+        }
 
+        /* The boot's sweep still to do: the event that gets the lock at once
+         * does it, reading every record under the lock. The others read only
+         * their parent's records and wait: at boot, hundreds of events each
+         * reading a thousand records would cost more than the sweep. */
+        if (!sweep_is_done(c)) {
+                r = context_lock_for(c, 0);
+                if (r < 0 && r != -ETIMEDOUT)
+                        return r;
+                error_clear();
+        }
         (void) context_load_config(c);
         timeout = context_lock_timeout(c);
-        for (unsigned waited = 0;;) {
-                r = context_lock_for(c, timeout > 0 ? 1 : 0);
-                if (r != -ETIMEDOUT || ++waited >= timeout)
-                        break;
-                error_clear();
-                r = parent_pending(c, parent, eager, list, n, true);
+        wait_until = timeout > 0 ? now_usec() + (unsigned long long) timeout * 1000000ULL : 0;
+        while (c->lockfd < 0) {
+                bool listed_swept = sweep_is_done(c);
+
+                /* Only the parent's own records can need a change (or the
+                 * sweep, which another event is doing): on a host with a
+                 * thousand records, parse only those, and take no lock if
+                 * nothing needs one. */
+                free(steal_pointer(&list));
+                r = records_scan(c, parent, &list, &n);
+                if (r < 0)
+                        return r;
+                r = parent_pending(c, parent, eager, list, n, false);
                 if (r <= 0)
                         return r;
-        }
-        if (r == -ETIMEDOUT) {
-                char msg[512];
 
-                snprintf(msg, sizeof msg, "%s", error_get(r));
-                return error_set(r, "gave up after %u s: %s", timeout, msg);
+                r = parent_wait_lock(c, wait_until, eager, list, n);
+                if (r == 0 && !listed_swept)
+                        continue; /* swept meanwhile: list again, through the index the sweep has made whole */
+                if (r == 0)
+                        return 0; /* done by another event meanwhile */
+                if (r == -ETIMEDOUT) {
+                        char msg[512];
+
+                        snprintf(msg, sizeof msg, "%s", error_get(r));
+                        return error_set(r, "gave up after %u s: %s", timeout, msg);
+                }
+                if (r < 0)
+                        return r;
         }
-        if (r < 0)
-                return r;
+        c->batch = true; /* ended by context_flush() under the lock */
 
         swept = sweep_is_done(c);
+        if (!swept) {
+                /* The sweep is this event's: every record, read under the lock. */
+                free(steal_pointer(&list));
+                r = records_scan(c, NULL, &list, &n);
+                if (r < 0)
+                        return r;
+        }
         deadline = now_usec() + UEVENT_SWEEP_USEC;
         /* This parent's records first, then the sweep. */
         for (int pass = 0; pass < 2 && !cut; pass++)
@@ -603,7 +854,7 @@ static int parent_changed(UeventContext *c, bool registered) {
                                 return r;
                 }
         if (!swept && !cut)
-                sweep_mark_done(c);
+                sweep_finish(c, list, n);
         return 0;
 }
 
@@ -915,16 +1166,33 @@ int uevent_handle(int rootfd, const Uevent *ev, UeventLogFunc log_fn) {
                 .lockfd = -1,
         };
 
+        int r, k;
+
         switch (ev->kind) {
         case UEVENT_PARENT_REGISTERED:
-                return parent_changed(&c, true);
+                r = parent_changed(&c, true);
+                break;
         case UEVENT_PARENT_UNREGISTERED:
-                return parent_changed(&c, false);
+                r = parent_changed(&c, false);
+                break;
         case UEVENT_MDEV:
-                return mdev_changed(&c);
+                r = mdev_changed(&c);
+                break;
         case UEVENT_PCI:
-                return pci_appeared(&c);
+                r = pci_appeared(&c);
+                break;
         default:
                 return 0;
         }
+        /* Still under the lock, if taken (context_done() lets it go). */
+        if (r < 0) {
+                char msg[1024];
+
+                snprintf(msg, sizeof msg, "%s", error_get(r));
+                (void) context_flush(&c);
+                error_clear();
+                return error_set(r, "%s", msg);
+        }
+        k = context_flush(&c);
+        return k < 0 ? k : r;
 }

@@ -167,6 +167,61 @@ EOF
         [ "$(cat "$MDEV_HOOKS_ROOT/run/mdev-hooks/swept")" = "$(boot_id)" ]
 }
 
+@test "a parent registered after the boot's sweep finds its records through the index, even entries a power loss lost" {
+        sim_mount nvidia-timesliced
+        config <<EOF
+[devices]
+enabled_mdev_types = nvidia-35
+[hooks]
+recreate = eager
+EOF
+        # The record of a guest's mdev from the earlier boot, already lost,
+        # and a parent index that lacks its entry (the index is not fsynced).
+        record "$U1" 0000:85:00.0 nvidia-35 lost web1 "$OLD_BOOT"
+        mkdir -p "$MDEV_HOOKS_ROOT/var/lib/mdev-hooks.by-parent"
+        sim_unregister 0000:85:00.0
+        # Another parent's event sweeps the boot's stale records first.
+        parent_event 0000:84:00.0 registered
+        [ "$status" -eq 0 ]
+        [ "$(cat "$MDEV_HOOKS_ROOT/run/mdev-hooks/swept")" = "$(boot_id)" ]
+        [ "$(field "$U1" state)" = lost ]
+        [ -e "$MDEV_HOOKS_ROOT/var/lib/mdev-hooks.by-parent/0000:85:00.0/$U1" ]
+        # The vendor driver of 0000:85:00.0 comes later: its event reads only
+        # its own records, and finds this one.
+        sim_register 0000:85:00.0
+        parent_event 0000:85:00.0 registered
+        [ "$status" -eq 0 ]
+        [ "$(field "$U1" state)" = assigned ]
+        [[ "$(readlink -f "$SIM_SYS/bus/mdev/devices/$U1")" == */0000:85:00.0/$U1 ]]
+}
+
+@test "after a reboot the sweep tells what it did in one line per guest and per parent, naming the UUIDs" {
+        sim_mount nvidia-timesliced
+        config <<EOF
+[devices]
+enabled_mdev_types = nvidia-35
+EOF
+        record "$U1" 0000:84:00.0 nvidia-35 assigned web1 "$OLD_BOOT"
+        record "$U2" 0000:85:00.0 nvidia-35 assigned web1 "$OLD_BOOT"
+        record "$U3" 0000:84:00.0 nvidia-35 incoming web2 "$OLD_BOOT"
+        record "$U4" 0000:86:00.0 nvidia-35 free "" "$OLD_BOOT"
+        # As parent_event does, with the dropped free records' lines (info) too.
+        run env -i MDEV_HOOKS_ROOT="$MDEV_HOOKS_ROOT" MDEV_HOOKS_LOG_LEVEL=info ACTION=change SUBSYSTEM=pci \
+                DEVPATH="$(devpath_of bus/pci/devices/0000:84:00.0)" SEQNUM=1 MDEV_STATE=registered \
+                "$MH_UDEV" 0000:84:00.0
+        [ "$status" -eq 0 ]
+        [ "$(field "$U1" state)" = lost ]
+        [ "$(field "$U2" state)" = lost ]
+        [ "$(field "$U3" state)" = lost ]
+        [ "$(field "$U4" state)" = absent ]
+        echo "$output"
+        [ "$(grep -c "guest 'web1'" <<< "$output")" -eq 1 ]
+        [[ "$output" == *"2 mdev(s) of guest 'web1' from an earlier boot marked lost; they are made again when the guest starts: $U1 (nvidia-35 on '0000:84:00.0'), $U2 (nvidia-35 on '0000:85:00.0')"* ]]
+        [[ "$output" == *"1 mdev(s) of guest 'web2' from an earlier boot marked lost; they are made again when the guest starts: $U3 (nvidia-35 on '0000:84:00.0')"* ]]
+        [[ "$output" == *"1 free mdev(s) on '0000:86:00.0' from an earlier boot: records dropped: $U4 (nvidia-35)"* ]]
+        [ "$(wc -l <<< "$output")" -eq 3 ]
+}
+
 @test "registered keeps records of this boot whose mdevs exist" {
         sim_mount nvidia-timesliced
         config <<EOF

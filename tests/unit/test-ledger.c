@@ -408,6 +408,27 @@ static void test_parent_index_missing_falls_back(int rootfd) {
         close(dirfd);
 }
 
+static void test_batch_without_directory_sync(int rootfd) {
+        int dirfd = open_fresh_ledger(rootfd, "batch");
+        LedgerEntry e, r;
+
+        /* Each change is visible at once, with its index entries; the
+         * directory is fsynced once at the end. */
+        entry_init(&e, U1, "web1");
+        check(ledger_write_nosync(dirfd, &e) == 0);
+        entry_init(&e, U2, "web2");
+        check(ledger_write_nosync(dirfd, &e) == 0);
+        check(ledger_read(dirfd, U1, &r) == 0 && streq(r.guest, "web1"));
+        list_parent_check(dirfd, P1, 2, U2, 0);
+        check(ledger_remove_nosync(dirfd, U1) == 0);
+        check(ledger_read(dirfd, U1, &r) == -ENOENT);
+        check(faccessat(dirfd, "../mdev-hooks.by-parent/" P1 "/" U1, F_OK, 0) < 0 && errno == ENOENT);
+        check(ledger_remove_nosync(dirfd, U1) == 0); /* idempotent, as ledger_remove() */
+        list_parent_check(dirfd, P1, 1, U2, 0);
+        check(ledger_sync(dirfd) == 0);
+        close(dirfd);
+}
+
 static void test_open(int rootfd) {
         int fd = -1;
         struct stat st;
@@ -442,6 +463,7 @@ int main(void) {
         test_parent_index_lists_by_parent(rootfd);
         test_parent_index_prunes_stale_entries(rootfd);
         test_parent_index_missing_falls_back(rootfd);
+        test_batch_without_directory_sync(rootfd);
 
         close(dirfd);
         close(rootfd);
