@@ -678,9 +678,102 @@ static TypeSection *parser_find_section(Parser *p, const char *type) {
         return NULL;
 }
 
+/* One listing of an address in a [mdev_*] section. */
+typedef struct AddressRef {
+        const char *address;
+        unsigned line;
+        size_t section, index;
+} AddressRef;
+
+/* By address, then in file order: line, then section and place. */
+static int address_ref_cmp(const void *a, const void *b) {
+        const AddressRef *x = a, *y = b;
+        int r = strcmp(x->address, y->address);
+
+        if (r != 0)
+                return r;
+        if (x->line != y->line)
+                return x->line < y->line ? -1 : 1;
+        if (x->section != y->section)
+                return x->section < y->section ? -1 : 1;
+        return (x->index > y->index) - (x->index < y->index);
+}
+
+/* A later listing and the one it repeats, reported in section order. */
+typedef struct AddressDup {
+        const AddressRef *later, *first;
+} AddressDup;
+
+static int address_dup_cmp(const void *a, const void *b) {
+        const AddressRef *x = ((const AddressDup *) a)->later, *y = ((const AddressDup *) b)->later;
+
+        if (x->section != y->section)
+                return x->section < y->section ? -1 : 1;
+        return (x->index > y->index) - (x->index < y->index);
+}
+
+/* Each listing of an address that an earlier one (in file order) already
+ * made is an error naming that earlier one: sorted, not compared pair by
+ * pair, so that a host with hundreds of VFs does not pay a quadratic cost
+ * in every hook. */
+static int parser_check_duplicates(Parser *p) {
+        _cleanup_free_ AddressRef *refs = NULL;
+        _cleanup_free_ AddressDup *dups = NULL;
+        size_t n = 0, n_dups = 0;
+
+        for (size_t i = 0; i < p->n_sections; i++)
+                n += p->sections[i].n_addresses;
+        if (n < 2)
+                return 0;
+        refs = calloc(n, sizeof *refs);
+        dups = calloc(n, sizeof *dups);
+        if (!refs || !dups)
+                return -ENOMEM;
+        n = 0;
+        for (size_t i = 0; i < p->n_sections; i++)
+                for (size_t j = 0; j < p->sections[i].n_addresses; j++)
+                        refs[n++] = (AddressRef) {
+                                .address = p->sections[i].addresses[j],
+                                .line = p->sections[i].address_lines[j],
+                                .section = i,
+                                .index = j,
+                        };
+        qsort(refs, n, sizeof *refs, address_ref_cmp);
+        for (size_t g = 0, e; g < n; g = e) {
+                for (e = g + 1; e < n && streq(refs[e].address, refs[g].address); e++)
+                        ;
+                /* each later one names the earlier one that comes first in
+                 * section order */
+                for (size_t k = g + 1; k < e; k++) {
+                        const AddressRef *first = &refs[g];
+
+                        for (size_t m = g + 1; m < k; m++)
+                                if (refs[m].section < first->section ||
+                                    (refs[m].section == first->section && refs[m].index < first->index))
+                                        first = &refs[m];
+                        dups[n_dups++] = (AddressDup) { .later = &refs[k], .first = first };
+                }
+        }
+        qsort(dups, n_dups, sizeof *dups, address_dup_cmp);
+        for (size_t d = 0; d < n_dups; d++) {
+                const TypeSection *t = &p->sections[dups[d].later->section];
+                const TypeSection *u = &p->sections[dups[d].first->section];
+
+                if (t == u)
+                        parser_error(p, dups[d].later->line, "'%s' is listed twice in [mdev_%s] device_addresses",
+                                     dups[d].later->address, t->type);
+                else
+                        parser_error(p, dups[d].later->line,
+                                     "'%s' is listed under two types, %s (line %u) and %s: a parent serves one type",
+                                     dups[d].later->address, u->type, dups[d].first->line, t->type);
+        }
+        return 0;
+}
+
 static int parser_finish(Parser *p) {
         Config *c = p->config;
         const ConfigType *first_default = NULL;
+        int r;
 
         for (size_t i = 0; i < p->n_sections; i++)
                 if (!strv_contains(p->enabled, p->sections[i].type))
@@ -689,32 +782,9 @@ static int parser_finish(Parser *p) {
                                      p->sections[i].type);
 
         /* The same parent under two types, or twice under one. */
-        for (size_t i = 0; i < p->n_sections; i++) {
-                TypeSection *t = &p->sections[i];
-
-                for (size_t j = 0; j < t->n_addresses; j++)
-                        for (size_t k = 0; k < p->n_sections; k++) {
-                                TypeSection *u = &p->sections[k];
-
-                                for (size_t l = 0; l < u->n_addresses; l++) {
-                                        bool earlier = u->address_lines[l] < t->address_lines[j] ||
-                                                       (u->address_lines[l] == t->address_lines[j] && (k < i || (k == i && l < j)));
-
-                                        if (!earlier || !streq(u->addresses[l], t->addresses[j]))
-                                                continue;
-                                        if (k == i)
-                                                parser_error(p, t->address_lines[j], "'%s' is listed twice in [mdev_%s] device_addresses",
-                                                             t->addresses[j], t->type);
-                                        else
-                                                parser_error(p, t->address_lines[j],
-                                                             "'%s' is listed under two types, %s (line %u) and %s: a parent serves one type",
-                                                             t->addresses[j], u->type, u->address_lines[l], t->type);
-                                        goto next_address;
-                                }
-                        }
-next_address:
-                        ;
-        }
+        r = parser_check_duplicates(p);
+        if (r < 0)
+                return r;
 
         c->types = calloc(p->n_enabled ? p->n_enabled : 1, sizeof *c->types);
         if (!c->types)

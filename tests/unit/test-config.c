@@ -276,6 +276,40 @@ static void test_error_same_address_two_types(void) {
                      "device_addresses = 0000:84:00.0,\n"
                      "   0000:84:00.0\n",
                      5, "'0000:84:00.0' is listed twice");
+        /* three listings: each later one names the first, and nothing else
+         * is reported */
+        {
+                char **errors = load_fails("[devices]\n"
+                                           "enabled_mdev_types = nvidia-35, nvidia-36\n"
+                                           "[mdev_nvidia-35]\n"
+                                           "device_addresses = 0000:84:00.0, 0000:85:00.0,\n"
+                                           "   0000:84:00.0\n"
+                                           "[mdev_nvidia-36]\n"
+                                           "device_addresses = 0000:84:00.0, 0000:86:00.0\n");
+
+                check(strv_length(errors) == 2);
+                check(has_error(errors, 5, "'0000:84:00.0' is listed twice in [mdev_nvidia-35]"));
+                check(has_error(errors, 7, "'0000:84:00.0' is listed under two types, nvidia-35 (line 4) and nvidia-36"));
+                strv_free(errors);
+        }
+        /* hundreds of addresses, one repeated at the end */
+        {
+                _cleanup_free_ char *text = NULL;
+                char **errors;
+                size_t len = 0;
+                FILE *f = open_memstream(&text, &len);
+
+                check(f);
+                fputs("[devices]\nenabled_mdev_types = nvidia-35\n[mdev_nvidia-35]\ndevice_addresses =", f);
+                for (unsigned i = 0; i < 512; i++)
+                        fprintf(f, "%s\n  0000:%02x:%02x.%u", i ? "," : "", 0x10 + i / 64, (i / 8) % 8, i % 8);
+                fputs(",\n  0000:10:00.0\n", f);
+                check(fclose(f) == 0);
+                errors = load_fails(text);
+                check(strv_length(errors) == 1);
+                check(has_error(errors, 517, "'0000:10:00.0' is listed twice"));
+                strv_free(errors);
+        }
 }
 
 static void test_error_malformed_address(void) {
