@@ -13,6 +13,16 @@
  * There is never an mdev that mdev-hooks created without a record saying so,
  * which is what would leak (it would later look borrowed and never be removed).
  *
+ * Records are written without the fsync of the directory
+ * (ledger_write_nosync()): the callers (hook.c, migrate.c) fsync it once per
+ * hook call with ledger_sync(), before the lock is released and before the
+ * hook exits 0, and this file does before it lets the lock go while it waits
+ * for a parent. The intent record is still VISIBLE (renamed into place,
+ * its contents fsynced) before the create, which is what a hook killed after
+ * the create needs. It need not be durable yet: a power loss takes the mdev
+ * with it too, and a record that does survive it is one of an earlier boot,
+ * which says its mdev no longer exists.
+ *
  * Reads stay small: for each candidate parent only the needed type's
  * available_instances and devices/ are read. Every parent and every mdev are
  * listed only where the answer needs them: max_instances (count the type on
@@ -237,15 +247,15 @@ int alloc_rollback(Alloc *a) {
                                         e.guest_uuid[0] = '\0';
                                         e.remove_pending = true;
                                         e.since = (uint64_t) time(NULL);
-                                        (void) ledger_write(a->ledgerfd, &e);
+                                        (void) ledger_write_nosync(a->ledgerfd, &e);
                                 }
                                 continue;
                         }
                 }
                 if (u->had_record)
-                        r = ledger_write(a->ledgerfd, &u->prev);
+                        r = ledger_write_nosync(a->ledgerfd, &u->prev);
                 else
-                        r = ledger_remove(a->ledgerfd, u->uuid);
+                        r = ledger_remove_nosync(a->ledgerfd, u->uuid);
                 if (r < 0 && ret == 0)
                         ret = r;
         }
@@ -356,7 +366,7 @@ int alloc_claim(Alloc *a, const AllocWant *w, const SysfsMdev *m, LedgerState st
         r = undo_push(a, m->uuid, false);
         if (r < 0)
                 return r;
-        r = ledger_write(a->ledgerfd, &e);
+        r = ledger_write_nosync(a->ledgerfd, &e);
         if (r < 0)
                 return r;
         if (ret)
@@ -598,6 +608,10 @@ static int candidates_wait_unlocked(Alloc *a, CandidateList *l) {
         monitor = wait_monitor_new();
         deadline = now_usec() + (unsigned long long) a->config->parent_wait * 1000000ULL;
         if (a->lockfd >= 0) {
+                /* What this call wrote so far is durable before others get the lock. */
+                r = ledger_sync(a->ledgerfd);
+                if (r < 0)
+                        return r;
                 r = lock_suspend(a->lockfd);
                 if (r < 0)
                         return r;
@@ -678,7 +692,7 @@ static int candidate_create(Alloc *a, AllocCandidate *c, const char *uuid, Ledge
         if (r < 0)
                 return r;
         entry_fill(a, &e, uuid, c->parent, c->type, state, LEDGER_CREATED);
-        r = ledger_write(a->ledgerfd, &e);
+        r = ledger_write_nosync(a->ledgerfd, &e);
         if (r < 0)
                 return r;
 
@@ -741,7 +755,7 @@ static int candidates_reclaim(Alloc *a, CandidateList *l) {
                         probe_forget(a, e->parent);
                         if (r < 0)
                                 continue;
-                        r = ledger_remove(a->ledgerfd, e->uuid);
+                        r = ledger_remove_nosync(a->ledgerfd, e->uuid);
                         if (r < 0)
                                 return r;
                         e->state = LEDGER_LOST; /* do not pick it twice */
@@ -892,9 +906,9 @@ int alloc_create(Alloc *a, const AllocWant *w, const char *uuid, LedgerState sta
         for (size_t i = 0; i < a->n_undo; i++)
                 if (streq(a->undo[i].uuid, uuid)) {
                         if (a->undo[i].had_record)
-                                (void) ledger_write(a->ledgerfd, &a->undo[i].prev);
+                                (void) ledger_write_nosync(a->ledgerfd, &a->undo[i].prev);
                         else
-                                (void) ledger_remove(a->ledgerfd, uuid);
+                                (void) ledger_remove_nosync(a->ledgerfd, uuid);
                 }
 
         candidates_message(a, w, &l, msg, sizeof msg);

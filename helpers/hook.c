@@ -30,6 +30,13 @@
  * written before each record, so a kill leaves at most an extra entry, which
  * the next lookup drops.
  *
+ * Durability: records are written and removed without the fsync of the
+ * record directory (alloc.c explains why the intent record need only be
+ * visible before the create); each operation fsyncs it once, with
+ * hook_sync(), before it returns to the worker, which then lets the lock go
+ * and exits. prepare does so before it commits, so that a failed sync still
+ * rolls the start back.
+ *
  * Nothing mdev-hooks creates can exist without a record naming it "created"
  * (which is what would leak: it would later look borrowed and never be
  * removed), and a record never names another guest's mdev, because claims are
@@ -57,6 +64,19 @@ static void hook_alloc_init(const HookContext *ctx, Alloc *a) {
         a->lockfd = ctx->lockfd;
 }
 
+/* Makes the operation's record changes durable: one fsync of the record
+ * directory. r: the operation's result, which a failed sync turns into an
+ * error only when it was a success. */
+static int hook_sync(const HookContext *ctx, int r) {
+        int k = ledger_sync(ctx->ledgerfd);
+
+        if (k < 0 && r >= 0)
+                return k;
+        if (k < 0)
+                log_warning("%s", error_get(k));
+        return r;
+}
+
 static void alloc_wants_free(AllocWant *w, size_t n) {
         for (size_t i = 0; i < n; i++)
                 alloc_want_done(&w[i]);
@@ -75,6 +95,7 @@ int hook_prepare(HookContext *ctx) {
         const Domxml *dom = ctx->dom;
         _cleanup_free_ PrepareItem *items = NULL;
         AllocWant *wants = NULL;
+        bool written = false;
         Alloc a;
         int r = 0;
 
@@ -116,6 +137,7 @@ int hook_prepare(HookContext *ctx) {
         }
 
         /* Second pass: claim or create, all or nothing. */
+        written = true;
         for (size_t i = 0; i < dom->n_mdevs; i++) {
                 const DomxmlMdev *m = &dom->mdevs[i];
                 LedgerEntry e;
@@ -124,27 +146,33 @@ int hook_prepare(HookContext *ctx) {
                         r = alloc_claim(&a, &wants[i], &items[i].mdev, LEDGER_ASSIGNED, &e);
                 else
                         r = alloc_create(&a, &wants[i], m->uuid, LEDGER_ASSIGNED, &e);
-                if (r < 0) {
-                        int k;
-
-                        /* Keep the reason: rollback may set messages of its own. */
-                        _cleanup_free_ char *reason = strdup(error_get(r));
-                        k = alloc_rollback(&a);
-                        if (k < 0)
-                                log_warning("rollback left something behind: %s", error_get(k));
-                        error_set(r, "%s", reason ? reason : strerror(-r));
-                        goto out;
-                }
+                if (r < 0)
+                        goto rollback;
                 log_info("mdev %s (%s on %s): %s", e.uuid, e.type, e.parent,
                          items[i].exists ? (e.origin == LEDGER_BORROWED ? "borrowed" : "reused") : "created");
                 CRASHPOINT("prepare-after-record");
         }
+        /* Durable before the commit: a sync that fails rolls the start back too. */
+        r = ledger_sync(ctx->ledgerfd);
+        if (r < 0)
+                goto rollback;
         alloc_commit(&a);
-        r = 0;
+        written = false;
+        goto out;
+
+rollback: {
+        /* Keep the reason: rollback may set messages of its own. */
+        _cleanup_free_ char *reason = strdup(error_get(r));
+        int k = alloc_rollback(&a);
+
+        if (k < 0)
+                log_warning("rollback left something behind: %s", error_get(k));
+        error_set(r, "%s", reason ? reason : strerror(-r));
+}
 out:
         alloc_done(&a);
         alloc_wants_free(wants, dom->n_mdevs);
-        return r;
+        return written ? hook_sync(ctx, r) : r; /* what a rollback wrote */
 }
 
 /* Frees one record of the guest. Returns <0 when something is left for later. */
@@ -156,14 +184,14 @@ static int release_one(HookContext *ctx, LedgerEntry *e) {
         r = streq(e->boot_id, ctx->boot_id) ? sysfs_mdev_get(ctx->rootfd, e->uuid, &m) : -ENOENT;
         if (r == -ENOENT) {
                 log_info("mdev %s is gone; forgetting it", e->uuid);
-                return ledger_remove(ctx->ledgerfd, e->uuid);
+                return ledger_remove_nosync(ctx->ledgerfd, e->uuid);
         }
         if (r < 0)
                 return r;
 
         if (e->origin == LEDGER_BORROWED) {
                 log_info("mdev %s was borrowed; leaving it in place", e->uuid);
-                return ledger_remove(ctx->ledgerfd, e->uuid);
+                return ledger_remove_nosync(ctx->ledgerfd, e->uuid);
         }
 
         if (ctx->config->release == CONFIG_RELEASE_KEEP) {
@@ -172,7 +200,7 @@ static int release_one(HookContext *ctx, LedgerEntry *e) {
                 e->guest_uuid[0] = '\0';
                 e->since = (uint64_t) time(NULL);
                 log_info("mdev %s kept free (release = keep)", e->uuid);
-                return ledger_write(ctx->ledgerfd, e);
+                return ledger_write_nosync(ctx->ledgerfd, e);
         }
 
         r = alloc_remove_mdev(ctx->rootfd, e->uuid, RELEASE_REMOVE_MSEC);
@@ -185,7 +213,7 @@ static int release_one(HookContext *ctx, LedgerEntry *e) {
                 e->guest_uuid[0] = '\0';
                 e->remove_pending = true;
                 e->since = (uint64_t) time(NULL);
-                k = ledger_write(ctx->ledgerfd, e);
+                k = ledger_write_nosync(ctx->ledgerfd, e);
                 if (k < 0)
                         log_warning("cannot mark mdev %s for later removal: %s", e->uuid, error_get(k));
                 return error_set(r, "cannot remove mdev %s: %s; marked remove_pending for later cleanup (mdev-hooks reconcile --apply)",
@@ -193,7 +221,7 @@ static int release_one(HookContext *ctx, LedgerEntry *e) {
         }
         CRASHPOINT("release-after-remove");
         log_info("mdev %s removed", e->uuid);
-        return ledger_remove(ctx->ledgerfd, e->uuid);
+        return ledger_remove_nosync(ctx->ledgerfd, e->uuid);
 }
 
 /* Adds the records of the XML's UUIDs that name this guest and that the
@@ -223,6 +251,7 @@ static int release_add_xml_records(HookContext *ctx, LedgerEntry **l, size_t *n)
 
 int hook_release(HookContext *ctx) {
         _cleanup_free_ LedgerEntry *l = NULL;
+        bool written = false;
         size_t n;
         int r, ret = 0;
 
@@ -239,6 +268,7 @@ int hook_release(HookContext *ctx) {
                 if (l[i].state != LEDGER_ASSIGNED && l[i].state != LEDGER_INCOMING && l[i].state != LEDGER_LOST)
                         continue;
                 error_clear();
+                written = true;
                 r = release_one(ctx, &l[i]);
                 if (r < 0) {
                         log_warning("%s", error_get(r));
@@ -248,7 +278,7 @@ int hook_release(HookContext *ctx) {
         }
         if (ret < 0)
                 error_set(ret, "some mdevs could not be freed; see the messages above");
-        return ret;
+        return written ? hook_sync(ctx, ret) : ret;
 }
 
 int hook_reconnect(HookContext *ctx) {
@@ -293,5 +323,5 @@ int hook_reconnect(HookContext *ctx) {
         alloc_done(&a);
         if (ret < 0)
                 error_set(ret, "some mdevs could not be re-asserted; see the messages above");
-        return ret;
+        return dom->n_mdevs > 0 ? hook_sync(ctx, ret) : ret;
 }

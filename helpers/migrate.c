@@ -23,6 +23,9 @@
  *
  * Crash safety is alloc.c's: the record of a created mdev is written before
  * the create; the crash point "migrate-after-create" sits right after it.
+ * Records are written without the fsync of the directory (alloc.c says why);
+ * it is fsynced once here, before the commit and before the worker lets the
+ * lock go, instead of once per record (16 mdevs: 16 fsyncs fewer).
  * libvirt runs `release` for the guest on the destination when the incoming
  * migration fails, which frees the incoming claims like any other.
  */
@@ -347,6 +350,7 @@ int migrate_run(HookContext *ctx, HookOp op) {
         _cleanup_free_ char (*incoming)[UUID_STRING_MAX] = NULL;
         MigrateItem *items = NULL;
         KeptList kept = { .loaded = false };
+        bool written = false;
         Alloc a;
         int r = 0;
 
@@ -380,6 +384,7 @@ int migrate_run(HookContext *ctx, HookOp op) {
         }
 
         /* Choice 1 for every hostdev, then 2 or 3 for the rest. */
+        written = true;
         for (size_t i = 0; i < dom->n_mdevs; i++) {
                 r = same_uuid_usable(&a, &items[i]);
                 if (r < 0)
@@ -403,6 +408,11 @@ int migrate_run(HookContext *ctx, HookOp op) {
         r = rewrite(ctx, items);
         if (r < 0)
                 goto fail;
+        /* Durable before the commit: a sync that fails rolls it back too. */
+        r = ledger_sync(ctx->ledgerfd);
+        if (r < 0)
+                goto fail;
+        written = false;
         alloc_commit(&a);
         for (size_t i = 0; i < dom->n_mdevs; i++)
                 log_info("%s: mdev %s -> %s (%s on %s, %s)", hook_op_to_string(op), incoming[i], items[i].uuid,
@@ -427,5 +437,11 @@ out:
         free(kept.entries);
         alloc_done(&a);
         items_free(items, dom->n_mdevs);
+        if (written) {
+                /* What the rollback wrote. */
+                int k = ledger_sync(ctx->ledgerfd);
+                if (k < 0)
+                        log_warning("%s", error_get(k));
+        }
         return r;
 }
