@@ -688,9 +688,8 @@ static int ledger_write_full(int dirfd, const LedgerEntry *e, bool sync_dir) {
         /* A reader that found the record missing or naming another parent
          * may have pruned the entry just before the rename (the parent
          * index's comment): put it back. */
-        if (!pindex_entry_exists(dirfd, e->parent, e->uuid))
-                (void) pindex_add(dirfd, e->parent, e->uuid);
-        error_clear();
+        if (!pindex_entry_exists(dirfd, e->parent, e->uuid) && pindex_add(dirfd, e->parent, e->uuid) < 0)
+                error_clear(); /* a hint: the record is written */
         if (sync_dir)
                 return ledger_sync(dirfd);
         return 0;
