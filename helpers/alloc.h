@@ -19,8 +19,15 @@
  *                        : alloc_create(&a, &w, m.uuid, LEDGER_ASSIGNED, &e);
  *             alloc_want_done(&w);
  *             if (r < 0) { alloc_rollback(&a); ... }
+ *     r = ledger_sync(ledgerfd);          (then roll back if it failed)
  *     alloc_commit(&a);
  *     alloc_done(&a);
+ *
+ * Records are written without the fsync of their directory
+ * (ledger_write_nosync()): each is visible at once, which is what a hook
+ * killed at any point needs; the caller makes the whole call's changes
+ * durable with one ledger_sync() before it reports success. alloc.c syncs
+ * by itself only before it lets the lock go to wait for a parent.
  *
  * Every failing function sets a one-line reason with error_set() (util.h),
  * written so that it can follow "mdev-hooks: <guest>: ".

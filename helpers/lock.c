@@ -24,12 +24,16 @@ static void lock_alarm(int sig) {
         lock_alarm_fired = 1;
 }
 
-/* Blocking flock for at most timeout_sec seconds. */
-static int lock_wait(int fd, unsigned timeout_sec) {
+int lock_wait_usec(int fd, unsigned long long usec) {
         struct sigaction sa = { .sa_handler = lock_alarm }, old_sa;
-        struct itimerval it = { .it_value = { .tv_sec = (time_t) timeout_sec } }, old_it;
+        struct timeval tv = { .tv_sec = (time_t) (usec / 1000000ULL), .tv_usec = (suseconds_t) (usec % 1000000ULL) };
+        /* periodic: a tick that comes before flock() blocks is followed by
+         * another one */
+        struct itimerval it = { .it_value = tv, .it_interval = tv }, old_it;
         int r;
 
+        if (usec == 0) /* a zero timer would never fire */
+                return flock(fd, LOCK_EX | LOCK_NB) == 0 ? 0 : errno == EWOULDBLOCK ? -ETIMEDOUT : -errno;
         sigemptyset(&sa.sa_mask);
         sa.sa_flags = 0; /* no SA_RESTART: flock must return EINTR */
         if (sigaction(SIGALRM, &sa, &old_sa) < 0)
@@ -68,7 +72,7 @@ static int lock_take(int fd, unsigned timeout_sec, const char *what) {
         if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
                 if (errno != EWOULDBLOCK)
                         return error_set(-errno, "cannot lock '/" LOCK_PATH "': %s", strerror(errno));
-                r = timeout_sec > 0 ? lock_wait(fd, timeout_sec) : -ETIMEDOUT;
+                r = timeout_sec > 0 ? lock_wait_usec(fd, timeout_sec * 1000000ULL) : -ETIMEDOUT;
                 if (r == -ETIMEDOUT) {
                         ssize_t n = pread(fd, holder, sizeof holder - 1, 0);
                         unsigned pid = 0;

@@ -17,6 +17,13 @@
  * -errno. */
 int lock_acquire(int rootfd, unsigned timeout_sec, const char *what, int *ret_fd);
 
+/* Blocks in flock(LOCK_EX) on an open lock fd for at most about usec (0: try
+ * once): 0 with the lock taken, -ETIMEDOUT, or -errno; sets no message. The
+ * timer that cuts the wait short (SIGALRM without SA_RESTART) runs only
+ * around flock(), so that no other call sees EINTR. For a caller that looks
+ * between slices whether it still needs the lock (the udev helper). */
+int lock_wait_usec(int fd, unsigned long long usec);
+
 /* Lets other hooks have the lock held on fd during a long wait that needs
  * none (prepare waiting up to parent_wait for a parent to register), so one
  * guest's wait does not make every other guest's start time out. The caller

@@ -16,7 +16,6 @@
 #include <stdarg.h>
 #include <sys/file.h>
 #include <sys/stat.h>
-#include <sys/time.h>
 #include <sys/wait.h>
 #include <syslog.h>
 #include <time.h>
@@ -208,52 +207,6 @@ static int context_lock_for(UeventContext *c, unsigned timeout_sec) {
 static int context_lock(UeventContext *c) {
         (void) context_load_config(c); /* for lock_timeout */
         return context_lock_for(c, context_lock_timeout(c));
-}
-
-static volatile sig_atomic_t slice_alarm_fired;
-
-static void slice_alarm(int sig) {
-        slice_alarm_fired = 1;
-}
-
-/* Blocks in flock() on fd for at most about usec: 0 with the lock taken,
- * -ETIMEDOUT, or -errno. As lock.c waits, with a timer that cuts the flock()
- * short (SIGALRM without SA_RESTART), but a periodic one: a tick that comes
- * before flock() blocks is followed by another one. The timer runs only
- * around flock(), so that no other call sees EINTR. */
-static int lock_wait_slice(int fd, unsigned long long usec) {
-        struct sigaction sa = { .sa_handler = slice_alarm }, old_sa;
-        struct timeval tv = { .tv_sec = (time_t) (usec / 1000000ULL), .tv_usec = (suseconds_t) (usec % 1000000ULL) };
-        struct itimerval it = { .it_value = tv, .it_interval = tv }, old_it;
-        int r;
-
-        sigemptyset(&sa.sa_mask);
-        sa.sa_flags = 0; /* no SA_RESTART: flock must return EINTR */
-        if (sigaction(SIGALRM, &sa, &old_sa) < 0)
-                return -errno;
-        slice_alarm_fired = 0;
-        if (setitimer(ITIMER_REAL, &it, &old_it) < 0) {
-                r = -errno;
-                (void) sigaction(SIGALRM, &old_sa, NULL);
-                return r;
-        }
-        for (;;) {
-                if (flock(fd, LOCK_EX) == 0) {
-                        r = 0;
-                        break;
-                }
-                if (errno != EINTR) {
-                        r = -errno;
-                        break;
-                }
-                if (slice_alarm_fired) {
-                        r = -ETIMEDOUT;
-                        break;
-                }
-        }
-        (void) setitimer(ITIMER_REAL, &old_it, NULL);
-        (void) sigaction(SIGALRM, &old_sa, NULL);
-        return r;
 }
 
 /* 1 with c->ledgerfd open, 0 when there is no record directory at all. */
@@ -730,7 +683,7 @@ static int parent_wait_lock(UeventContext *c, unsigned long long deadline, bool 
                         r = context_lock_for(c, 0); /* a last try; its message names the holder */
                         return r < 0 ? r : 1;
                 }
-                r = lock_wait_slice(fd, deadline - now < UEVENT_WAIT_SLICE_USEC ? deadline - now : UEVENT_WAIT_SLICE_USEC);
+                r = lock_wait_usec(fd, deadline - now < UEVENT_WAIT_SLICE_USEC ? deadline - now : UEVENT_WAIT_SLICE_USEC);
                 if (r == 0)
                         break;
                 if (r != -ETIMEDOUT)
