@@ -862,27 +862,41 @@ static int pindex_entry_check(int dirfd, const char *parent, const char *uuid, L
         return 0;
 }
 
+/* The entries of one index's directory for a key (a parent, a guest's hash):
+ * 1 with *ret (empty when the key has none), 0 when there is no index at all
+ * (records of an older version, or written by hand: the caller reads every
+ * record), or -errno with a message. shown: the index as the message says it. */
+static int index_list(int dirfd, const char *index, const char *shown, const char *key, char ***ret) {
+        char dir[sizeof PINDEX_DIR + NAME_STRING_MAX + 18];
+        int r;
+
+        if ((size_t) snprintf(dir, sizeof dir, "%s/%s", index, key) >= sizeof dir)
+                return error_set(-ENAMETOOLONG, "'%s' is too long for an index name", key);
+        r = dir_list_at(dirfd, dir, ret);
+        if (r == -ENOENT) {
+                if (faccessat(dirfd, index, F_OK, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT)
+                        return 0;
+                *ret = calloc(1, sizeof(char *));
+                return *ret ? 1 : -ENOMEM;
+        }
+        if (r < 0)
+                return error_set(r, "cannot list '/%s/%s': %s", shown, key, strerror(-r));
+        return 1;
+}
+
 int ledger_list_parent(int dirfd, const char *parent, LedgerEntry **ret, size_t *ret_n, size_t *ret_bad) {
         _cleanup_strv_free_ char **names = NULL;
         _cleanup_free_ LedgerEntry *list = NULL;
-        char dir[sizeof PINDEX_DIR + NAME_STRING_MAX + 1];
         size_t n = 0, bad = 0;
         int r;
 
         if (!name_is_valid(parent))
                 return error_set(-EINVAL, "'%s' is not a valid parent name", strempty(parent));
-        snprintf(dir, sizeof dir, PINDEX_DIR "/%s", parent);
-        r = dir_list_at(dirfd, dir, &names);
-        if (r == -ENOENT) {
-                /* No index at all (records of an older version, or written by
-                 * hand): read them all. With an index: none for the parent. */
-                if (faccessat(dirfd, PINDEX_DIR, F_OK, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT)
-                        return ledger_list_filtered(dirfd, NULL, parent, ret, ret_n, ret_bad);
-                names = calloc(1, sizeof(char *));
-                if (!names)
-                        return -ENOMEM;
-        } else if (r < 0)
-                return error_set(r, "cannot list '/" LEDGER_DIR ".by-parent/%s': %s", parent, strerror(-r));
+        r = index_list(dirfd, PINDEX_DIR, LEDGER_DIR ".by-parent", parent, &names);
+        if (r < 0)
+                return r;
+        if (r == 0)
+                return ledger_list_filtered(dirfd, NULL, parent, ret, ret_n, ret_bad);
 
         list = calloc(strv_length(names) + 1, sizeof(LedgerEntry));
         if (!list)
@@ -938,17 +952,11 @@ int ledger_list_guest(int dirfd, const char *guest, LedgerEntry **ret, size_t *r
                 return ledger_list_filtered(dirfd, guest, NULL, ret, ret_n, NULL);
         guest_hash(guest, hash);
         snprintf(dir, sizeof dir, INDEX_DIR "/%s", hash);
-        r = dir_list_at(dirfd, dir, &names);
-        if (r == -ENOENT) {
-                /* No index at all (records written by hand, or by an older
-                 * version): read them all. With an index: nothing for the guest. */
-                if (faccessat(dirfd, INDEX_DIR, F_OK, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT)
-                        return ledger_list_filtered(dirfd, guest, NULL, ret, ret_n, NULL);
-                names = calloc(1, sizeof(char *));
-                if (!names)
-                        return -ENOMEM;
-        } else if (r < 0)
-                return error_set(r, "cannot list '/" LEDGER_DIR ".by-guest/%s': %s", hash, strerror(-r));
+        r = index_list(dirfd, INDEX_DIR, LEDGER_DIR ".by-guest", hash, &names);
+        if (r < 0)
+                return r;
+        if (r == 0)
+                return ledger_list_filtered(dirfd, guest, NULL, ret, ret_n, NULL);
 
         list = calloc(strv_length(names) + 1, sizeof(LedgerEntry));
         if (!list)
