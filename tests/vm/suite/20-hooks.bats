@@ -20,12 +20,12 @@ setup_file() {
 
 setup() {
         vm_remove_all_mdevs
-        rm -rf "$LEDGER"
+        vm_record_clear
 }
 
 teardown_file() {
         vm_remove_all_mdevs
-        rm -rf "$LEDGER"
+        vm_record_clear
 }
 
 # xml NAME GUEST_UUID [MDEV_UUID:TYPE...] > $BATS_TEST_TMPDIR/NAME.xml

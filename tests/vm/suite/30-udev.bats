@@ -18,7 +18,7 @@ setup_file() {
 setup() {
         vm_mtty_load
         vm_remove_all_mdevs
-        rm -rf "$LEDGER"
+        vm_record_clear
         rmmod mtty
         udevadm settle -t 30
         [ ! -d /sys/class/mdev_bus/mtty ]
@@ -27,11 +27,14 @@ setup() {
 teardown_file() {
         vm_mtty_load
         vm_remove_all_mdevs
-        rm -rf "$LEDGER"
+        vm_record_clear
 }
 
 # old_record UUID TYPE STATE GUEST BOOT_ID: a record as an earlier boot left it.
+# The boot is simulated: a real reboot also empties /run, where the helper
+# notes that this boot's sweep of earlier records is done.
 old_record() {
+        rm -f /run/mdev-hooks/swept
         mkdir -p "$LEDGER"
         chmod 700 "$LEDGER"
         cat > "$LEDGER/$1" <<EOF2

@@ -16,7 +16,7 @@ G4=5a5a0000-0000-4000-8000-0000000000c4
 setup_file() {
         vm_mtty_load
         vm_remove_all_mdevs
-        rm -rf "$LEDGER"
+        vm_record_clear
         modprobe vfio_iommu_type1
         vm_config mtty-1
         vm_libvirtd_wait 300

@@ -8,6 +8,13 @@ HOOK=/etc/libvirt/hooks/qemu.d/mdev-hooks
 CONF=/etc/mdev-hooks/mdev-hooks.conf
 LEDGER=/var/lib/mdev-hooks
 
+# Forgets the whole record: its files and the two indexes beside them (an
+# index left behind would describe records that are gone, and hide records a
+# test writes by hand).
+vm_record_clear() {
+        rm -rf "$LEDGER" "$LEDGER.by-guest" "$LEDGER.by-parent"
+}
+
 # Loads mtty (and with it mdev, vfio) and waits for the parent in sysfs.
 vm_mtty_load() {
         [ -d "$MTTY_TYPES" ] && return 0
