@@ -414,25 +414,44 @@ static void guest_hash(const char *guest, char out[17]) {
         domscan_guest_hash(guest, out);
 }
 
-static int index_add(int dirfd, const char *guest, const char *uuid) {
-        char hash[17], path[sizeof INDEX_DIR + 17 + UUID_STRING_MAX + 2];
+/* Longest index path: the parent index's build directory, a name, a UUID. */
+#define INDEX_PATH_MAX (sizeof "../.mdev-hooks.by-parent.tmp" + NAME_STRING_MAX + UUID_STRING_MAX + 2)
+
+/* Adds the empty file <root>/<key>/<uuid>, making <key>'s directory if
+ * needed, and the root as well if make_root (the guest index; the parent
+ * index is built whole instead): -ENOENT if there is no root. Both indexes
+ * write their entries through here. */
+static int index_entry_add(int dirfd, const char *root, const char *key, const char *uuid, bool make_root) {
+        char path[INDEX_PATH_MAX];
         int fd;
 
-        guest_hash(guest, hash);
-        snprintf(path, sizeof path, INDEX_DIR "/%s/%s", hash, uuid);
-        fd = openat(dirfd, path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0600);
-        if (fd < 0 && errno == ENOENT) {
-                char dir[sizeof INDEX_DIR + 18];
-
-                snprintf(dir, sizeof dir, INDEX_DIR "/%s", hash);
-                if ((mkdirat(dirfd, INDEX_DIR, 0700) < 0 && errno != EEXIST) ||
-                    (mkdirat(dirfd, dir, 0700) < 0 && errno != EEXIST))
-                        return error_set(-errno, "cannot create the record index '/" LEDGER_DIR ".by-guest/%s': %s", hash, strerror(errno));
+        snprintf(path, sizeof path, "%s/%s/%s", root, key, uuid);
+        for (unsigned i = 0; i < 2; i++) {
                 fd = openat(dirfd, path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0600);
+                if (fd >= 0) {
+                        close(fd);
+                        return 0;
+                }
+                if (errno != ENOENT || i > 0)
+                        break;
+                if (make_root && mkdirat(dirfd, root, 0700) < 0 && errno != EEXIST)
+                        break;
+                snprintf(path, sizeof path, "%s/%s", root, key);
+                if (mkdirat(dirfd, path, 0700) < 0 && errno != EEXIST)
+                        break;
+                snprintf(path, sizeof path, "%s/%s/%s", root, key, uuid);
         }
-        if (fd < 0)
-                return error_set(-errno, "cannot write the record index '/" LEDGER_DIR ".by-guest/%s/%s': %s", hash, uuid, strerror(errno));
-        close(fd);
+        return -errno;
+}
+
+static int index_add(int dirfd, const char *guest, const char *uuid) {
+        char hash[17];
+        int r;
+
+        guest_hash(guest, hash);
+        r = index_entry_add(dirfd, INDEX_DIR, hash, uuid, true);
+        if (r < 0)
+                return error_set(r, "cannot write the record index '/" LEDGER_DIR ".by-guest/%s/%s': %s", hash, uuid, strerror(-r));
         return 0;
 }
 
@@ -472,29 +491,13 @@ static int index_add(int dirfd, const char *guest, const char *uuid) {
  *   host has parents. */
 #define PINDEX_DIR "../mdev-hooks.by-parent"             /* relative to the record directory */
 #define PINDEX_BUILD_DIR "../.mdev-hooks.by-parent.tmp"  /* where a writer builds it */
-#define PINDEX_PATH_MAX (sizeof PINDEX_BUILD_DIR + NAME_STRING_MAX + UUID_STRING_MAX + 2)
+#define PINDEX_PATH_MAX INDEX_PATH_MAX
+_Static_assert(sizeof PINDEX_BUILD_DIR == sizeof "../.mdev-hooks.by-parent.tmp", "INDEX_PATH_MAX");
 
-/* Adds the entry under root (PINDEX_DIR or PINDEX_BUILD_DIR), making the
- * parent's directory if needed, never the root: -ENOENT if there is none. */
+/* Adds the entry under root (PINDEX_DIR or PINDEX_BUILD_DIR), never the
+ * root itself: -ENOENT if there is none. */
 static int pindex_entry_add(int dirfd, const char *root, const char *parent, const char *uuid) {
-        char path[PINDEX_PATH_MAX];
-        int fd;
-
-        snprintf(path, sizeof path, "%s/%s/%s", root, parent, uuid);
-        for (unsigned i = 0; i < 2; i++) {
-                fd = openat(dirfd, path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0600);
-                if (fd >= 0) {
-                        close(fd);
-                        return 0;
-                }
-                if (errno != ENOENT || i > 0)
-                        break;
-                snprintf(path, sizeof path, "%s/%s", root, parent);
-                if (mkdirat(dirfd, path, 0700) < 0 && errno != EEXIST)
-                        break;
-                snprintf(path, sizeof path, "%s/%s/%s", root, parent, uuid);
-        }
-        return -errno;
+        return index_entry_add(dirfd, root, parent, uuid, false);
 }
 
 static bool pindex_entry_exists(int dirfd, const char *parent, const char *uuid) {
