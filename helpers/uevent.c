@@ -110,6 +110,11 @@ int uevent_classify(const char *action, const char *subsystem, const char *devpa
 
 /* --- the context of one event ------------------------------------------- */
 
+typedef struct HeldNote {
+        int level;
+        char *text;
+} HeldNote;
+
 typedef struct UeventContext {
         int rootfd;
         const Uevent *ev;
@@ -125,15 +130,23 @@ typedef struct UeventContext {
          * that nothing is reported done that is not durable. */
         bool batch;
         bool dirty;          /* changed since the last ledger_sync() */
-        char **held;         /* notes held during the batch: "<level> <text>" */
+        HeldNote *held;      /* notes held during the batch */
+        size_t n_held;
         LedgerEntry *stale;  /* records of an earlier boot: marked lost, or free and dropped */
         size_t n_stale;
 } UeventContext;
 
-static void context_done(UeventContext *c) {
-        strv_free(c->held);
-        free(c->stale);
+static void held_free(UeventContext *c) {
+        for (size_t i = 0; i < c->n_held; i++)
+                free(c->held[i].text);
+        free(c->held);
         c->held = NULL;
+        c->n_held = 0;
+}
+
+static void context_done(UeventContext *c) {
+        held_free(c);
+        free(c->stale);
         c->stale = NULL;
         config_free(c->config);
         c->config = NULL;
@@ -147,17 +160,25 @@ static void context_done(UeventContext *c) {
 _printf_(3, 4) static void note(UeventContext *c, int level, const char *fmt, ...) {
         char buf[1536];
         va_list ap;
-        int n;
 
         if (!c->log_fn)
                 return;
-        n = c->batch ? snprintf(buf, sizeof buf, "%d ", level) : 0;
         va_start(ap, fmt);
-        vsnprintf(buf + n, sizeof buf - (size_t) n, fmt, ap);
+        vsnprintf(buf, sizeof buf, fmt, ap);
         va_end(ap);
-        if (c->batch && strv_extend(&c->held, buf) >= 0)
-                return;
-        c->log_fn(level, buf + n);
+        if (c->batch) {
+                HeldNote *h = realloc(c->held, (c->n_held + 1) * sizeof *h);
+                char *text = strdup(buf);
+
+                if (h)
+                        c->held = h;
+                if (h && text) {
+                        c->held[c->n_held++] = (HeldNote) { .level = level, .text = text };
+                        return;
+                }
+                free(text); /* out of memory: said now rather than lost */
+        }
+        c->log_fn(level, buf);
 }
 
 static const char *config_name(const UeventContext *c) {
@@ -481,17 +502,10 @@ static int context_flush(UeventContext *c) {
         if (c->dirty)
                 r = ledger_sync(c->ledgerfd);
         c->batch = c->dirty = false;
-        for (char **h = c->held; h && *h; h++) {
-                char *text;
-                long level = strtol(*h, &text, 10);
-
-                if (*text == ' ')
-                        text++;
+        for (size_t i = 0; i < c->n_held; i++)
                 if (c->log_fn)
-                        c->log_fn((int) level, text);
-        }
-        strv_free(c->held);
-        c->held = NULL;
+                        c->log_fn(c->held[i].level, c->held[i].text);
+        held_free(c);
         stale_tell(c);
         return r;
 }
