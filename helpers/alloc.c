@@ -571,16 +571,6 @@ static void wait_step(struct udev_monitor *m) {
         }
 }
 
-/* parent_wait: a configured parent that has not registered yet but may (the
- * vendor driver is still starting after a boot, a module loads late) is waited
- * for until it registers or the time is up, but only when no registered
- * candidate has room. A udev monitor wakes the wait at once on a real host;
- * a short poll interval covers hosts without udevd and test trees.
- *
- * The wait does not hold the host-wide lock (when the caller gave it in
- * a->lockfd): after a boot every guest may be waiting for its GPU, and one
- * guest's parent_wait must not make the others time out on lock_timeout.
- * Returns 1 when it let go of the lock: the caller re-checks what it read. */
 /* Whether an unregistered configured parent may still register: a PCI device
  * that is there (its vendor driver is still starting), or a virtual parent
  * such as mtty, whose device appears only when its module registers it. A PCI
@@ -591,6 +581,16 @@ static bool parent_may_register(const Alloc *a, const char *parent) {
         return sysfs_parent_device_present(a->rootfd, parent) > 0;
 }
 
+/* parent_wait: a configured parent that has not registered yet but may (the
+ * vendor driver is still starting after a boot, a module loads late) is waited
+ * for until it registers or the time is up, but only when no registered
+ * candidate has room. A udev monitor wakes the wait at once on a real host;
+ * a short poll interval covers hosts without udevd and test trees.
+ *
+ * The wait does not hold the host-wide lock (when the caller gave it in
+ * a->lockfd): after a boot every guest may be waiting for its GPU, and one
+ * guest's parent_wait must not make the others time out on lock_timeout.
+ * Returns 1 when it let go of the lock: the caller re-checks what it read. */
 static int candidates_wait_unlocked(Alloc *a, CandidateList *l) {
         _cleanup_(udev_monitor_unrefp) struct udev_monitor *monitor = NULL;
         unsigned long long deadline;
