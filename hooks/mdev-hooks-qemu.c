@@ -8,23 +8,22 @@
  * libvirt runs it for every operation of every guest, and a guest without
  * mdevs must cost about what /bin/true costs. Operations that never concern
  * mdevs exit 0 at once, reading nothing. For the others it reads stdin, and
- * only if the XML may hold an mdev hostdev it hands the XML (in a memfd, as
- * stdin) to mdev-hooks-qemu-worker from the same directory, which links
- * libxml2 and the rest and does the work. No config, no lock, no output
- * otherwise. (On release it also runs the worker when the record's guest
- * index names the guest: one stat.)
+ * only if the XML may hold an mdev hostdev it loads mdev-hooks-qemu-worker.so
+ * from the same directory (dlopen: libxml2 and the rest come with it) and
+ * hands it the XML, in memory. No config, no lock, no output otherwise. (On
+ * release it also runs the worker when the record's guest index names the
+ * guest: one stat.)
  */
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 
 #include "domscan.h"
 #include "hookop.h"
 #include "log.h"
 #include "util.h"
-
-#define WORKER_NAME "mdev-hooks-qemu-worker"
+#include "worker.h"
 
 /* Whether the record's guest index names this guest (domscan.h): it still
  * holds an mdev that its XML no longer shows (one hot-unplugged while it
@@ -41,39 +40,35 @@ static bool guest_is_indexed(const char *guest) {
         return fstatat(rootfd, path, &st, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
-static int exec_worker(char **argv, const char *buf, size_t len) {
+/* Loads the worker module from this program's own directory and runs it.
+ * Returns its exit status, or -errno (error_set) when it cannot be loaded. */
+static int run_worker(int argc, char **argv, const char *buf, size_t len) {
         char self[PATH_MAX], *slash;
+        WorkerEntry entry;
+        void *module;
         ssize_t n;
-        int fd;
 
-        n = readlink("/proc/self/exe", self, sizeof self - sizeof WORKER_NAME - 1);
+        n = readlink("/proc/self/exe", self, sizeof self - sizeof WORKER_MODULE - 1);
         if (n < 0)
                 return error_set(-errno, "cannot find my own path in /proc/self/exe: %s", strerror(errno));
         self[n] = '\0';
         slash = strrchr(self, '/');
         if (!slash)
                 return error_set(-ENOENT, "cannot find my own directory");
-        strcpy(slash + 1, WORKER_NAME);
+        strcpy(slash + 1, WORKER_MODULE);
 
-        /* No MFD_CLOEXEC: the worker reads it as its stdin. */
-        fd = memfd_create("mdev-hooks-domxml", 0);
-        if (fd < 0)
-                return error_set(-errno, "memfd_create: %s", strerror(errno));
-        for (size_t done = 0; done < len;) {
-                n = write(fd, buf + done, len - done);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n <= 0)
-                        return error_set(n < 0 ? -errno : -EIO, "cannot pass the domain XML on: %s", strerror(n < 0 ? errno : EIO));
-                done += (size_t) n;
-        }
-        if (lseek(fd, 0, SEEK_SET) < 0 || dup2(fd, STDIN_FILENO) < 0)
-                return error_set(-errno, "cannot pass the domain XML on: %s", strerror(errno));
-        close(fd);
-
-        argv[0] = self;
-        execv(self, argv);
-        return error_set(-errno, "cannot run '%s': %s", self, strerror(errno));
+        /* RTLD_LOCAL: nothing of it, or of libxml2, joins the front end's
+         * namespace. Never closed: the process ends when it returns, and
+         * dlclose() would not unload libstdc++ (pulled in by ICU) anyway. */
+        module = dlopen(self, RTLD_LAZY | RTLD_LOCAL);
+        if (!module)
+                return error_set(-ENOENT, "cannot load the worker: %s", dlerror());
+        /* ISO C has no cast from void * to a function pointer; POSIX's
+         * dlsym() documents this form. */
+        *(void **) &entry = dlsym(module, WORKER_ENTRY);
+        if (!entry)
+                return error_set(-ENOENT, "cannot load the worker: %s", dlerror());
+        return entry(argc, argv, buf, len);
 }
 
 int main(int argc, char **argv) {
@@ -95,14 +90,17 @@ int main(int argc, char **argv) {
         if (r >= 0 && !domscan_has_mdev(buf, len) && !(op == HOOK_OP_RELEASE && guest_is_indexed(argv[1])))
                 return 0;
 
-        log_open("mdev-hooks-qemu", LOG_TARGET_STDERR | LOG_TARGET_SYSLOG);
-        log_set_subject(argv[1]);
         if (r == -EFBIG)
                 r = error_set(r, "the domain XML on stdin is larger than %u MiB; refusing it", DOMSCAN_MAX_SIZE >> 20);
         else if (r < 0)
                 r = error_set(r, "cannot read the domain XML from stdin: %s", strerror(-r));
-        else
-                r = exec_worker(argv, buf, len);
+        else {
+                r = run_worker(argc, argv, buf, len);
+                if (r >= 0)
+                        return r;
+        }
+        log_open("mdev-hooks-qemu", LOG_TARGET_STDERR | LOG_TARGET_SYSLOG);
+        log_set_subject(argv[1]);
         log_error("%s", error_get(r));
         return hook_op_fails_start(op) ? 1 : 0;
 }

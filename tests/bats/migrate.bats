@@ -648,7 +648,7 @@ assert_only_uuids_changed() {
 }
 
 @test "a crash right after migrate's create leaves a record that release cleans up" {
-        if ! strings "$MH_BUILD_DIR/hooks/mdev-hooks-qemu-worker" | grep -q MDEV_HOOKS_CRASH_AT; then
+        if ! strings "$MH_BUILD_DIR/hooks/mdev-hooks-qemu-worker.so" | grep -q MDEV_HOOKS_CRASH_AT; then
                 skip "built without -Dcrashpoints=true"
         fi
         one_type_conf "$A"

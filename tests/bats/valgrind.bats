@@ -37,8 +37,8 @@ teardown() {
         sim_umount
 }
 
-# vg NAME PROGRAM ARGS...: runs PROGRAM under memcheck (following the hook's
-# exec of its worker), stdin passed on; fails on any error valgrind reports.
+# vg NAME PROGRAM ARGS...: runs PROGRAM under memcheck (following any program
+# it executes, such as the CLI's reconcile), stdin passed on; fails on any error valgrind reports.
 vg() {
         local name="$1"
         shift

@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The one entry point of mdev-hooks-qemu-worker.so, which the hook's front
+ * end (mdev-hooks-qemu.c) loads with dlopen() when a domain XML may hold an
+ * mdev hostdev. Everything else in the module is local to it (worker.sym).
+ */
+#pragma once
+
+#include <stddef.h>
+
+#define WORKER_MODULE "mdev-hooks-qemu-worker.so"
+#define WORKER_ENTRY "mdev_hooks_qemu_worker"
+
+/* argv as libvirt gave it to the hook (argc >= 3), and the domain XML the
+ * front end read from stdin: xml[len] is '\0', len <= DOMXML_MAX_SIZE.
+ * Returns the hook's exit status. */
+typedef int (*WorkerEntry)(int argc, char **argv, const char *xml, size_t len);
+
+int mdev_hooks_qemu_worker(int argc, char **argv, const char *xml, size_t len);
