@@ -94,9 +94,11 @@ static int lock_take(int fd, unsigned timeout_sec, const char *what) {
                         return error_set(r, "cannot lock '/" LOCK_PATH "': %s", strerror(-r));
         }
 
-        /* Not critical. */
+        /* Not critical. Only the first line counts (see above), so an earlier
+         * holder's longer line may stay behind it: no ftruncate(), which
+         * costs a journal transaction where /run is not a tmpfs. */
         r = snprintf(holder, sizeof holder, "%ld %s\n", (long) getpid(), strempty(what));
-        if (r > 0 && (size_t) r < sizeof holder && ftruncate(fd, 0) == 0)
+        if (r > 0 && (size_t) r < sizeof holder)
                 (void) !pwrite(fd, holder, (size_t) r, 0);
         return 0;
 }

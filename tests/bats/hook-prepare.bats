@@ -498,6 +498,17 @@ two_types_conf() {
         wait
 }
 
+@test "the lock file's first line names the last holder, even after a longer one" {
+        printf '[devices]\nenabled_mdev_types = nvidia-35\n' | conf
+        long=guest-with-a-rather-long-name-for-the-lock-file
+        run prepare "$long" "$U1"
+        [ "$status" -eq 0 ]
+        run prepare web2 "$U2"
+        [ "$status" -eq 0 ]
+        run head -n 1 "$MDEV_HOOKS_ROOT/run/mdev-hooks/lock"
+        [[ "$output" =~ ^[0-9]+\ prepare\ web2$ ]]
+}
+
 @test "prepare waits for the lock and goes on when it frees" {
         printf '[devices]\nenabled_mdev_types = nvidia-35\n[hooks]\nlock_timeout = 20\n' | conf
         mkdir -p "$MDEV_HOOKS_ROOT/run/mdev-hooks"
