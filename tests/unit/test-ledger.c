@@ -429,6 +429,38 @@ static void test_batch_without_directory_sync(int rootfd) {
         close(dirfd);
 }
 
+/* Index entries are links to one anchor file per index, not inodes of their
+ * own; where the anchor cannot be linked, they are files, and still found. */
+static void test_index_entries_are_links(int rootfd) {
+        int dirfd = open_fresh_ledger(rootfd, "links");
+        struct stat anchor, st;
+        LedgerEntry e;
+
+        entry_init(&e, U1, "web1");
+        check(ledger_write(dirfd, &e) == 0);
+        entry_init(&e, U2, "web2");
+        check(ledger_write(dirfd, &e) == 0);
+        check(fstatat(dirfd, "../mdev-hooks.by-guest/@entry", &anchor, AT_SYMLINK_NOFOLLOW) == 0);
+        check(S_ISREG(anchor.st_mode) && anchor.st_size == 0 && anchor.st_nlink == 3);
+        check(fstatat(dirfd, "../mdev-hooks.by-parent/" P1 "/" U1, &st, AT_SYMLINK_NOFOLLOW) == 0);
+        check(fstatat(dirfd, "../mdev-hooks.by-parent/@entry", &anchor, AT_SYMLINK_NOFOLLOW) == 0);
+        check(st.st_ino == anchor.st_ino && anchor.st_nlink == 3);
+        list_parent_check(dirfd, P1, 2, U2, 0);
+        check(ledger_remove(dirfd, U1) == 0);
+        check(fstatat(dirfd, "../mdev-hooks.by-parent/@entry", &anchor, AT_SYMLINK_NOFOLLOW) == 0);
+        check(anchor.st_nlink == 2);
+
+        /* An anchor that cannot be linked (a directory: EPERM): files. */
+        check(unlinkat(dirfd, "../mdev-hooks.by-parent/@entry", 0) == 0);
+        check(mkdirat(dirfd, "../mdev-hooks.by-parent/@entry", 0700) == 0);
+        entry_init(&e, U3, "web3");
+        check(ledger_write(dirfd, &e) == 0);
+        check(fstatat(dirfd, "../mdev-hooks.by-parent/" P1 "/" U3, &st, AT_SYMLINK_NOFOLLOW) == 0);
+        check(S_ISREG(st.st_mode) && st.st_nlink == 1);
+        list_parent_check(dirfd, P1, 2, U3, 0);
+        close(dirfd);
+}
+
 static void test_open(int rootfd) {
         int fd = -1;
         struct stat st;
@@ -464,6 +496,7 @@ int main(void) {
         test_parent_index_prunes_stale_entries(rootfd);
         test_parent_index_missing_falls_back(rootfd);
         test_batch_without_directory_sync(rootfd);
+        test_index_entries_are_links(rootfd);
 
         close(dirfd);
         close(rootfd);
