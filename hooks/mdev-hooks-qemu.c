@@ -62,12 +62,12 @@ static int run_worker(int argc, char **argv, const char *buf, size_t len) {
          * dlclose() would not unload libstdc++ (pulled in by ICU) anyway. */
         module = dlopen(self, RTLD_LAZY | RTLD_LOCAL);
         if (!module)
-                return error_set(-ENOENT, "cannot load the worker: %s", dlerror());
+                return error_set(-ENOENT, "cannot load the hook's worker (is mdev-hooks installed whole?): %s", dlerror());
         /* ISO C has no cast from void * to a function pointer; POSIX's
          * dlsym() documents this form. */
         *(void **) &entry = dlsym(module, WORKER_ENTRY);
         if (!entry)
-                return error_set(-ENOENT, "cannot load the worker: %s", dlerror());
+                return error_set(-ENOENT, "cannot load the hook's worker (is mdev-hooks installed whole?): %s", dlerror());
         return entry(argc, argv, buf, len);
 }
 

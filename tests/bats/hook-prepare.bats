@@ -521,6 +521,25 @@ two_types_conf() {
         wait
 }
 
+@test "a hook whose worker module is missing says so: prepare fails, release does not" {
+        printf '[devices]\nenabled_mdev_types = nvidia-35\n' | conf
+        mkdir "$BATS_TEST_TMPDIR/bin"
+        cp "$MH_QEMU_HOOK" "$BATS_TEST_TMPDIR/bin/"
+        domxml web1 "$U1" > "$BATS_TEST_TMPDIR/web1.xml"
+        run "$BATS_TEST_TMPDIR/bin/mdev-hooks-qemu" web1 prepare begin - < "$BATS_TEST_TMPDIR/web1.xml"
+        [ "$status" -eq 1 ]
+        [[ "$output" == "mdev-hooks: web1: cannot load the hook's worker (is mdev-hooks installed whole?): "*"mdev-hooks-qemu-worker.so"* ]]
+        mdev_absent "$U1"
+        run "$BATS_TEST_TMPDIR/bin/mdev-hooks-qemu" web1 release end - < "$BATS_TEST_TMPDIR/web1.xml"
+        [ "$status" -eq 0 ]
+        [[ "$output" == *"cannot load the hook's worker"* ]]
+        # A guest without mdevs never needs it.
+        domxml plain > "$BATS_TEST_TMPDIR/plain.xml"
+        run "$BATS_TEST_TMPDIR/bin/mdev-hooks-qemu" plain prepare begin - < "$BATS_TEST_TMPDIR/plain.xml"
+        [ "$status" -eq 0 ]
+        [ -z "$output" ]
+}
+
 @test "the hook's front end does not link libxml2" {
         run ldd "$MH_QEMU_HOOK"
         [ "$status" -eq 0 ]
