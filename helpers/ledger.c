@@ -445,22 +445,26 @@ static int index_entry_add(int dirfd, const char *root, const char *key, const c
         int r;
 
         snprintf(anchor, sizeof anchor, "%s/" INDEX_ANCHOR, root);
-        for (unsigned i = 0; i < 2; i++) {
+        /* Link; if something is missing, make the key's directory (a new
+         * guest or parent) and try again; then the anchor (a new index). */
+        for (unsigned i = 0;; i++) {
                 snprintf(path, sizeof path, "%s/%s/%s", root, key, uuid);
                 if (linkat(dirfd, anchor, dirfd, path, 0) == 0 || errno == EEXIST)
                         return 0;
                 if (errno != ENOENT)
                         return index_entry_create(dirfd, path);
-                if (i > 0)
+                if (i == 0) {
+                        if (make_root && mkdirat(dirfd, root, 0700) < 0 && errno != EEXIST)
+                                break;
+                        snprintf(path, sizeof path, "%s/%s", root, key);
+                        if (mkdirat(dirfd, path, 0700) < 0 && errno != EEXIST)
+                                break;
+                } else if (i == 1) {
+                        r = index_entry_create(dirfd, anchor);
+                        if (r < 0)
+                                return r;
+                } else
                         break;
-                if (make_root && mkdirat(dirfd, root, 0700) < 0 && errno != EEXIST)
-                        break;
-                snprintf(path, sizeof path, "%s/%s", root, key);
-                if (mkdirat(dirfd, path, 0700) < 0 && errno != EEXIST)
-                        break;
-                r = index_entry_create(dirfd, anchor);
-                if (r < 0)
-                        return r;
         }
         return -errno;
 }
