@@ -374,30 +374,6 @@ int alloc_claim(Alloc *a, const AllocWant *w, const SysfsMdev *m, LedgerState st
         return 0;
 }
 
-int alloc_find_free(const Alloc *a, const AllocWant *w, SysfsMdev *ret) {
-        _cleanup_free_ LedgerEntry *l = NULL;
-        size_t n;
-        int r;
-
-        r = ledger_list(a->ledgerfd, &l, &n, NULL);
-        if (r < 0)
-                return r;
-        for (size_t i = 0; i < n; i++) {
-                LedgerEntry *e = &l[i];
-                SysfsMdev m;
-
-                if (e->state != LEDGER_FREE || e->origin != LEDGER_CREATED || e->remove_pending ||
-                    !streq(e->boot_id, a->boot_id) || !strv_contains(w->types, e->type) ||
-                    (w->parent[0] && !streq(w->parent, e->parent)))
-                        continue;
-                if (sysfs_mdev_get(a->rootfd, e->uuid, &m) < 0 || !streq(m.type, e->type))
-                        continue;
-                *ret = m;
-                return 1;
-        }
-        return 0;
-}
-
 /* --- creating ----------------------------------------------------------- */
 
 typedef struct CandidateList {
@@ -733,7 +709,7 @@ static int candidates_reclaim(Alloc *a, CandidateList *l) {
         size_t n;
         int r;
 
-        r = ledger_list(a->ledgerfd, &recs, &n, NULL);
+        r = ledger_list_free(a->ledgerfd, &recs, &n);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < l->n; i++) {

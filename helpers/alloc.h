@@ -154,11 +154,6 @@ int alloc_held_by_other(const Alloc *a, const char *uuid, LedgerEntry *ret_holde
  * else records it borrowed. Logged in the undo log. */
 int alloc_claim(Alloc *a, const AllocWant *w, const SysfsMdev *m, LedgerState state, LedgerEntry *ret);
 
-/* A free mdev kept by mdev-hooks (release = keep) of one of w's types (on the
- * pinned parent if any) that exists now and is not remove_pending. Returns 1
- * and fills *ret with the mdev as sysfs shows it, 0 if none. Claims nothing: pass it to alloc_claim(). */
-int alloc_find_free(const Alloc *a, const AllocWant *w, SysfsMdev *ret);
-
 /* Creates an mdev with this UUID (w->uuid, or another one for migrate) for
  * the guest and records it with state and origin created. Candidates: the
  * parents the config assigns to each of w->types (or only w->parent), waiting

@@ -480,6 +480,93 @@ static int index_add(int dirfd, const char *guest, const char *uuid) {
         return 0;
 }
 
+/* --- the free index -------------------------------------------------------
+ *
+ * var/lib/mdev-hooks.by-guest/@free/<uuid>: the records that name no guest,
+ * chiefly the free mdevs mdev-hooks keeps (release = keep), so that migrate
+ * and a full prepare find them without reading every record. '@' keeps the
+ * key apart from the guests' hashes. The rules are the guest index's: the
+ * entry is added before the record is renamed into place, and entries whose
+ * record is gone or now names a guest are pruned by ledger_list_free().
+ * Like the parent index it exists whole or not at all, so a missing @free
+ * says "not indexed" rather than "none": the first writer of a record
+ * without a guest, or the first ledger_list_free(), builds it from every
+ * record (in @free.tmp, renamed into place; both hold the host-wide lock).
+ * It is never removed when empty. */
+#define FINDEX_KEY "@free"
+#define FINDEX_DIR INDEX_DIR "/" FINDEX_KEY
+#define FINDEX_BUILD_DIR INDEX_DIR "/@free.tmp"
+
+static void findex_build_clear(int dirfd) {
+        _cleanup_strv_free_ char **names = NULL;
+
+        if (dir_list_at(dirfd, FINDEX_BUILD_DIR, &names) >= 0)
+                for (char **n = names; *n; n++) {
+                        char path[INDEX_PATH_MAX];
+
+                        snprintf(path, sizeof path, FINDEX_BUILD_DIR "/%s", *n);
+                        (void) unlinkat(dirfd, path, 0);
+                }
+        (void) unlinkat(dirfd, FINDEX_BUILD_DIR, AT_REMOVEDIR);
+}
+
+static int findex_build(int dirfd) {
+        _cleanup_strv_free_ char **names = NULL;
+        int r;
+
+        findex_build_clear(dirfd); /* left by a writer that was killed */
+        if (mkdirat(dirfd, INDEX_DIR, 0700) < 0 && errno != EEXIST)
+                goto fail_errno;
+        if (mkdirat(dirfd, FINDEX_BUILD_DIR, 0700) < 0)
+                goto fail_errno;
+        r = dir_list_at(dirfd, ".", &names);
+        if (r < 0)
+                goto fail;
+        for (char **name = names; *name; name++) {
+                char text[LEDGER_FILE_MAX];
+                LedgerEntry e;
+
+                if (!uuid_is_valid(*name))
+                        continue;
+                if (ledger_load(dirfd, *name, text) < 0 || ledger_parse(*name, text, &e) < 0 || e.guest[0])
+                        continue;
+                r = index_entry_add(dirfd, INDEX_DIR, "@free.tmp", e.uuid, false);
+                if (r < 0)
+                        goto fail;
+        }
+        error_clear();
+        if (renameat(dirfd, FINDEX_BUILD_DIR, dirfd, FINDEX_DIR) < 0) {
+                r = -errno;
+                findex_build_clear(dirfd);
+                if (r == -EEXIST || r == -ENOTEMPTY)
+                        return 0; /* built meanwhile */
+                goto fail;
+        }
+        return 0;
+fail_errno:
+        r = -errno;
+fail:
+        error_clear();
+        findex_build_clear(dirfd);
+        return error_set(r, "cannot build the record index '/" LEDGER_DIR ".by-guest/" FINDEX_KEY "': %s", strerror(-r));
+}
+
+static int findex_add(int dirfd, const char *uuid) {
+        int r;
+
+        if (faccessat(dirfd, FINDEX_DIR, F_OK, AT_SYMLINK_NOFOLLOW) < 0) {
+                if (errno != ENOENT)
+                        return error_set(-errno, "cannot look at '/" LEDGER_DIR ".by-guest/" FINDEX_KEY "': %s", strerror(errno));
+                r = findex_build(dirfd);
+                if (r < 0)
+                        return r;
+        }
+        r = index_entry_add(dirfd, INDEX_DIR, FINDEX_KEY, uuid, false);
+        if (r < 0)
+                return error_set(r, "cannot write the record index '/" LEDGER_DIR ".by-guest/" FINDEX_KEY "/%s': %s", uuid, strerror(-r));
+        return 0;
+}
+
 /* --- the parent index -----------------------------------------------------
  *
  * var/lib/mdev-hooks.by-parent/<parent>/<uuid>: names, as in the guest
@@ -683,11 +770,9 @@ static int ledger_write_full(int dirfd, const LedgerEntry *e, bool sync_dir) {
                 return r;
         len = strlen(text);
 
-        if (e->guest[0]) {
-                r = index_add(dirfd, e->guest, e->uuid);
-                if (r < 0)
-                        return r;
-        }
+        r = e->guest[0] ? index_add(dirfd, e->guest, e->uuid) : findex_add(dirfd, e->uuid);
+        if (r < 0)
+                return r;
         r = pindex_add(dirfd, e->parent, e->uuid);
         if (r < 0)
                 return r;
@@ -741,8 +826,11 @@ int ledger_write_nosync(int dirfd, const LedgerEntry *e) {
 static void index_drop(int dirfd, const char *guest, const char *uuid) {
         char hash[17], path[sizeof INDEX_DIR + 17 + UUID_STRING_MAX + 2];
 
-        if (!guest[0])
+        if (!guest[0]) {
+                snprintf(path, sizeof path, FINDEX_DIR "/%s", uuid);
+                (void) unlinkat(dirfd, path, 0);
                 return;
+        }
         guest_hash(guest, hash);
         snprintf(path, sizeof path, INDEX_DIR "/%s/%s", hash, uuid);
         (void) unlinkat(dirfd, path, 0);
@@ -1015,6 +1103,49 @@ int ledger_list_guest(int dirfd, const char *guest, LedgerEntry **ret, size_t *r
         }
         if (n == 0)
                 (void) unlinkat(dirfd, dir, AT_REMOVEDIR); /* fails while other entries remain */
+        error_clear();
+        *ret = steal_pointer(&list);
+        *ret_n = n;
+        return 0;
+}
+
+int ledger_list_free(int dirfd, LedgerEntry **ret, size_t *ret_n) {
+        _cleanup_strv_free_ char **names = NULL;
+        _cleanup_free_ LedgerEntry *list = NULL;
+        size_t n = 0;
+        int r;
+
+        r = dir_list_at(dirfd, FINDEX_DIR, &names);
+        if (r == -ENOENT) {
+                /* Not indexed yet (a host that never kept an mdev, or records
+                 * of an older version): build it once, from every record. */
+                r = findex_build(dirfd);
+                if (r < 0)
+                        return r;
+                r = dir_list_at(dirfd, FINDEX_DIR, &names);
+        }
+        if (r < 0)
+                return error_set(r, "cannot list '/" LEDGER_DIR ".by-guest/" FINDEX_KEY "': %s", strerror(-r));
+
+        list = calloc(strv_length(names) + 1, sizeof(LedgerEntry));
+        if (!list)
+                return -ENOMEM;
+        for (char **name = names; *name; name++) {
+                char entry[sizeof FINDEX_DIR + UUID_STRING_MAX + 1];
+                LedgerEntry e;
+
+                if (!uuid_is_valid(*name))
+                        continue;
+                snprintf(entry, sizeof entry, FINDEX_DIR "/%s", *name);
+                r = ledger_read(dirfd, *name, &e);
+                if (r == -ENOENT || (r >= 0 && e.guest[0])) {
+                        (void) unlinkat(dirfd, entry, 0); /* gone, or given to a guest */
+                        continue;
+                }
+                if (r < 0)
+                        continue;
+                list[n++] = e;
+        }
         error_clear();
         *ret = steal_pointer(&list);
         *ret_n = n;

@@ -105,3 +105,10 @@ int ledger_index_parent_check(int dirfd, const LedgerEntry *list, size_t n);
  * only the guest's own records; every record ledger_write() gave the guest is
  * found. Without an index (records written by other means) it reads them all. */
 int ledger_list_guest(int dirfd, const char *guest, LedgerEntry **ret, size_t *ret_n);
+/* The records that name no guest (free mdevs kept by mdev-hooks, and the
+ * like), sorted by UUID. Found through an index that ledger_write() keeps
+ * (var/lib/mdev-hooks.by-guest/@free/), so that this reads only those; every
+ * such record ledger_write() wrote is found, stale entries are pruned.
+ * Without the index it builds it, from every record: call it with the
+ * host-wide lock held, as a writer. */
+int ledger_list_free(int dirfd, LedgerEntry **ret, size_t *ret_n);

@@ -229,9 +229,9 @@ static int uuid_new(const HookContext *ctx, const MigrateItem *items, size_t i, 
         return error_set(-EEXIST, "cannot find an unused UUID for a new mdev");
 }
 
-/* The free mdevs that mdev-hooks kept (release = keep), read once per call:
- * alloc_find_free() lists every record again for each hostdev, which on a
- * host with many records and a guest with 16 mdevs adds up. */
+/* The guest's own records and those of no guest (the free mdevs that
+ * mdev-hooks kept, release = keep), read once per call through the record's
+ * indexes: not every record of a host with a thousand, for each hostdev. */
 typedef struct KeptList {
         LedgerEntry *entries;
         size_t n;
@@ -246,9 +246,9 @@ static bool kept_usable(const Alloc *a, const LedgerEntry *e, const AllocWant *w
 /* Choice 2: first an mdev this guest already claimed as incoming in an
  * earlier migrate that did not finish (killed, or retried before libvirt
  * ran release), so that a retry does not create a second one; then one
- * that mdev-hooks keeps free, by the same rule as alloc_find_free(): of this
- * boot, created by mdev-hooks, of one of the wanted types (on the pinned
- * parent), no remove pending, and existing with that type. UUIDs that
+ * that mdev-hooks keeps free: of this boot, created by mdev-hooks, of one of
+ * the wanted types (on the pinned parent), no remove pending, and existing
+ * with that type. UUIDs that
  * another hostdev of the guest brings along are skipped: the rewrite would
  * give two hostdevs one UUID. Returns 1 and the mdev, 0 if there is none. */
 static int kept_find(const HookContext *ctx, const Alloc *a, KeptList *k, const MigrateItem *items, size_t i,
@@ -257,9 +257,23 @@ static int kept_find(const HookContext *ctx, const Alloc *a, KeptList *k, const 
         int r;
 
         if (!k->loaded) {
-                r = ledger_list(ctx->ledgerfd, &k->entries, &k->n, NULL);
+                _cleanup_free_ LedgerEntry *own = NULL, *free_ = NULL;
+                size_t n_own, n_free;
+
+                r = ledger_list_guest(ctx->ledgerfd, a->guest, &own, &n_own);
                 if (r < 0)
                         return r;
+                r = ledger_list_free(ctx->ledgerfd, &free_, &n_free);
+                if (r < 0)
+                        return r;
+                k->entries = calloc(n_own + n_free + 1, sizeof *k->entries);
+                if (!k->entries)
+                        return -ENOMEM;
+                if (n_own > 0)
+                        memcpy(k->entries, own, n_own * sizeof *own);
+                if (n_free > 0)
+                        memcpy(k->entries + n_own, free_, n_free * sizeof *free_);
+                k->n = n_own + n_free;
                 k->loaded = true;
         }
         for (int pass = 0; pass < 2; pass++)

@@ -461,6 +461,62 @@ static void test_index_entries_are_links(int rootfd) {
         close(dirfd);
 }
 
+/* Records without a guest are found through by-guest/@free, which is built
+ * whole from every record the first time one is written, pruned on reading,
+ * and kept when empty. */
+static void test_free_index(int rootfd) {
+        int dirfd = open_fresh_ledger(rootfd, "free");
+        _cleanup_free_ LedgerEntry *l = NULL;
+        LedgerEntry e;
+        size_t n = 99;
+
+        /* As an older version left it: a guest index, free records unindexed. */
+        entry_init(&e, U4, "web1");
+        check(ledger_write(dirfd, &e) == 0);
+        write_by_hand(dirfd, U3, P1); /* state free, no guest */
+        check(faccessat(dirfd, "../mdev-hooks.by-guest/@free", F_OK, 0) < 0 && errno == ENOENT);
+
+        /* The first free record written builds the index, with U3 in it. */
+        entry_init(&e, U5, "");
+        e.state = LEDGER_FREE;
+        check(ledger_write(dirfd, &e) == 0);
+        check(faccessat(dirfd, "../mdev-hooks.by-guest/@free/" U3, F_OK, 0) == 0);
+        check(faccessat(dirfd, "../mdev-hooks.by-guest/@free/" U5, F_OK, 0) == 0);
+        check(faccessat(dirfd, "../mdev-hooks.by-guest/@free/" U4, F_OK, 0) < 0);
+        check(faccessat(dirfd, "../mdev-hooks.by-guest/@free.tmp", F_OK, 0) < 0 && errno == ENOENT);
+        check(ledger_list_free(dirfd, &l, &n) == 0);
+        check(n == 2 && streq(l[0].uuid, U3) && streq(l[1].uuid, U5));
+        free(steal_pointer(&l));
+
+        /* Given to a guest: no longer listed, its entry pruned. */
+        entry_init(&e, U5, "web2");
+        check(ledger_write(dirfd, &e) == 0);
+        check(ledger_list_free(dirfd, &l, &n) == 0);
+        check(n == 1 && streq(l[0].uuid, U3));
+        free(steal_pointer(&l));
+        check(faccessat(dirfd, "../mdev-hooks.by-guest/@free/" U5, F_OK, 0) < 0 && errno == ENOENT);
+
+        /* Removed: its entry goes with it; the empty index stays. */
+        check(ledger_remove(dirfd, U3) == 0);
+        check(faccessat(dirfd, "../mdev-hooks.by-guest/@free/" U3, F_OK, 0) < 0 && errno == ENOENT);
+        check(ledger_list_free(dirfd, &l, &n) == 0);
+        check(n == 0);
+        check(faccessat(dirfd, "../mdev-hooks.by-guest/@free", F_OK, 0) == 0);
+        close(dirfd);
+
+        /* So does the first listing, where no free record was ever written. */
+        dirfd = open_fresh_ledger(rootfd, "free2");
+        write_by_hand(dirfd, U3, P1);
+        entry_init(&e, U4, "web1");
+        check(ledger_write(dirfd, &e) == 0);
+        check(faccessat(dirfd, "../mdev-hooks.by-guest/@free", F_OK, 0) < 0 && errno == ENOENT);
+        check(ledger_list_free(dirfd, &l, &n) == 0);
+        check(n == 1 && streq(l[0].uuid, U3));
+        free(steal_pointer(&l));
+        check(faccessat(dirfd, "../mdev-hooks.by-guest/@free/" U3, F_OK, 0) == 0);
+        close(dirfd);
+}
+
 static void test_open(int rootfd) {
         int fd = -1;
         struct stat st;
@@ -497,6 +553,7 @@ int main(void) {
         test_parent_index_missing_falls_back(rootfd);
         test_batch_without_directory_sync(rootfd);
         test_index_entries_are_links(rootfd);
+        test_free_index(rootfd);
 
         close(dirfd);
         close(rootfd);
