@@ -399,8 +399,9 @@ int ledger_read(int dirfd, const char *uuid, LedgerEntry *ret) {
 /* --- the guest index ------------------------------------------------------
  *
  * var/lib/mdev-hooks.by-guest/<hash of the guest name>/<uuid>: names (hard
- * links to one empty file, see index_entry_add()), a hint that lets release find a guest's records without reading every record
- * on a host with a thousand. ledger_write() adds the entry BEFORE it renames
+ * links to one empty file, see index_entry_add()), a hint that lets release
+ * find a guest's records without reading every record on a host with a
+ * thousand. ledger_write() adds the entry BEFORE it renames
  * the record into place, so the index never lacks a record that ledger_write
  * gave to a guest; entries whose record is gone or now names another guest
  * are dropped lazily by ledger_list_guest(), which verifies every entry by
