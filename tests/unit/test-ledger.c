@@ -501,6 +501,7 @@ static void test_free_index(int rootfd) {
         check(faccessat(dirfd, "../mdev-hooks.by-guest/@free/" U3, F_OK, 0) < 0 && errno == ENOENT);
         check(ledger_list_free(dirfd, &l, &n) == 0);
         check(n == 0);
+        free(steal_pointer(&l));
         check(faccessat(dirfd, "../mdev-hooks.by-guest/@free", F_OK, 0) == 0);
         close(dirfd);
 
