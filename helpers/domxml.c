@@ -47,50 +47,6 @@
 
 #define PARSE_OPTIONS (XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING)
 
-int domxml_read_fd(int fd, char **ret_buf, size_t *ret_len) {
-        _cleanup_free_ char *buf = NULL;
-        size_t len = 0, size = 0;
-
-        for (;;) {
-                ssize_t n;
-
-                if (size - len < 2) {
-                        size_t nsize = size ? size * 2 : 64 * 1024;
-                        char *p;
-
-                        /* One byte over the limit is enough to know it is too big. */
-                        if (nsize > (size_t) DOMXML_MAX_SIZE + 2)
-                                nsize = (size_t) DOMXML_MAX_SIZE + 2;
-                        p = realloc(buf, nsize);
-                        if (!p)
-                                return -ENOMEM;
-                        buf = p;
-                        size = nsize;
-                }
-                n = read(fd, buf + len, size - len - 1);
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return error_set(-errno, "cannot read the domain XML from stdin: %s", strerror(errno));
-                }
-                if (n == 0)
-                        break;
-                len += (size_t) n;
-                if (len > DOMXML_MAX_SIZE)
-                        return error_set(-EFBIG, "domain XML is larger than %u bytes, refusing it",
-                                         DOMXML_MAX_SIZE);
-        }
-        if (!buf) {
-                buf = malloc(1);
-                if (!buf)
-                        return -ENOMEM;
-        }
-        buf[len] = '\0';
-        *ret_buf = steal_pointer(&buf);
-        *ret_len = len;
-        return 0;
-}
-
 /* --- parsing ------------------------------------------------------------ */
 
 /* What is known about a Domxml beyond the public struct. */

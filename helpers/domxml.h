@@ -48,10 +48,6 @@ typedef struct Domxml {
         size_t n_mdevs;
 } Domxml;
 
-/* Reads all of fd (the hook's stdin) into a NUL-terminated buffer.
- * -EFBIG (with a message) when it exceeds DOMXML_MAX_SIZE. */
-int domxml_read_fd(int fd, char **ret_buf, size_t *ret_len);
-
 /* Parses and validates. -EINVAL / -EBADMSG with a message for: malformed XML,
  * a DOCTYPE, a root that is not <domain>, a missing or overlong <name>, an
  * mdev hostdev without a valid UUID, two mdev hostdevs with one UUID, a
