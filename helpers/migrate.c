@@ -248,9 +248,9 @@ static bool kept_usable(const Alloc *a, const LedgerEntry *e, const AllocWant *w
  * ran release), so that a retry does not create a second one; then one
  * that mdev-hooks keeps free: of this boot, created by mdev-hooks, of one of
  * the wanted types (on the pinned parent), no remove pending, and existing
- * with that type. UUIDs that
- * another hostdev of the guest brings along are skipped: the rewrite would
- * give two hostdevs one UUID. Returns 1 and the mdev, 0 if there is none. */
+ * with that type. UUIDs that another hostdev of the guest brings along are
+ * skipped: the rewrite would give two hostdevs one UUID. Returns 1 and the
+ * mdev, 0 if there is none. */
 static int kept_find(const HookContext *ctx, const Alloc *a, KeptList *k, const MigrateItem *items, size_t i,
                      SysfsMdev *ret) {
         const AllocWant *w = &items[i].want;

@@ -7,7 +7,7 @@
  *
  * A module rather than a program of its own: a second execve() and a second
  * start of the dynamic loader and libc, and a copy of the XML through a
- * memfd, were a tenth of every prepare.
+ * memfd, cost an eighth of every prepare.
  *
  * Exit status: 0 done (always for release and reconnect, which libvirt
  * ignores or which must never fail); 1 when prepare, migrate or restore
