@@ -481,6 +481,36 @@ static int index_add(int dirfd, const char *guest, const char *uuid) {
         return 0;
 }
 
+/* Adds an entry under root for every record that parses and for which
+ * key() names its key (NULL: none): how an index is built whole, in a
+ * directory of its own that the caller renames into place. */
+static int index_fill(int dirfd, const char *root, const char *(*key)(const LedgerEntry *e)) {
+        _cleanup_strv_free_ char **names = NULL;
+        int r;
+
+        r = dir_list_at(dirfd, ".", &names);
+        if (r < 0)
+                return r;
+        for (char **name = names; *name; name++) {
+                char text[LEDGER_FILE_MAX];
+                const char *k;
+                LedgerEntry e;
+
+                if (!uuid_is_valid(*name))
+                        continue;
+                if (ledger_load(dirfd, *name, text) < 0 || ledger_parse(*name, text, &e) < 0)
+                        continue; /* not indexed: found only by reading every record */
+                k = key(&e);
+                if (!k)
+                        continue;
+                r = index_entry_add(dirfd, root, k, e.uuid, false);
+                if (r < 0)
+                        return r;
+        }
+        error_clear();
+        return 0;
+}
+
 /* --- the free index -------------------------------------------------------
  *
  * var/lib/mdev-hooks.by-guest/@free/<uuid>: the records that name no guest,
@@ -511,8 +541,11 @@ static void findex_build_clear(int dirfd) {
         (void) unlinkat(dirfd, FINDEX_BUILD_DIR, AT_REMOVEDIR);
 }
 
+static const char *findex_build_key(const LedgerEntry *e) {
+        return e->guest[0] ? NULL : "@free.tmp";
+}
+
 static int findex_build(int dirfd) {
-        _cleanup_strv_free_ char **names = NULL;
         int r;
 
         findex_build_clear(dirfd); /* left by a writer that was killed */
@@ -520,22 +553,9 @@ static int findex_build(int dirfd) {
                 goto fail_errno;
         if (mkdirat(dirfd, FINDEX_BUILD_DIR, 0700) < 0)
                 goto fail_errno;
-        r = dir_list_at(dirfd, ".", &names);
+        r = index_fill(dirfd, INDEX_DIR, findex_build_key);
         if (r < 0)
                 goto fail;
-        for (char **name = names; *name; name++) {
-                char text[LEDGER_FILE_MAX];
-                LedgerEntry e;
-
-                if (!uuid_is_valid(*name))
-                        continue;
-                if (ledger_load(dirfd, *name, text) < 0 || ledger_parse(*name, text, &e) < 0 || e.guest[0])
-                        continue;
-                r = index_entry_add(dirfd, INDEX_DIR, "@free.tmp", e.uuid, false);
-                if (r < 0)
-                        goto fail;
-        }
-        error_clear();
         if (renameat(dirfd, FINDEX_BUILD_DIR, dirfd, FINDEX_DIR) < 0) {
                 r = -errno;
                 findex_build_clear(dirfd);
@@ -652,8 +672,11 @@ static void pindex_build_clear(int dirfd) {
 
 /* Builds the whole index from every record that parses, and renames it into
  * place. Runs under the lock (a writer), once per host. */
+static const char *pindex_build_key(const LedgerEntry *e) {
+        return e->parent;
+}
+
 static int pindex_build(int dirfd) {
-        _cleanup_strv_free_ char **names = NULL;
         int r;
 
         pindex_build_clear(dirfd); /* left by a writer that was killed */
@@ -661,22 +684,9 @@ static int pindex_build(int dirfd) {
                 r = -errno;
                 goto fail;
         }
-        r = dir_list_at(dirfd, ".", &names);
+        r = index_fill(dirfd, PINDEX_BUILD_DIR, pindex_build_key);
         if (r < 0)
                 goto fail;
-        for (char **name = names; *name; name++) {
-                char text[LEDGER_FILE_MAX];
-                LedgerEntry e;
-
-                if (!uuid_is_valid(*name))
-                        continue;
-                if (ledger_load(dirfd, *name, text) < 0 || ledger_parse(*name, text, &e) < 0)
-                        continue; /* not indexed: found only by reading every record */
-                r = pindex_entry_add(dirfd, PINDEX_BUILD_DIR, e.parent, e.uuid);
-                if (r < 0)
-                        goto fail;
-        }
-        error_clear();
         if (renameat(dirfd, PINDEX_BUILD_DIR, dirfd, PINDEX_DIR) < 0) {
                 r = -errno;
                 pindex_build_clear(dirfd);
