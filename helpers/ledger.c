@@ -441,33 +441,39 @@ static int index_entry_create(int dirfd, const char *path) {
  * anchor if needed, and the root as well if make_root (the guest index; the
  * parent index is built whole instead): -ENOENT if there is no root. Both
  * indexes write their entries through here. */
+static int index_link(int dirfd, const char *anchor, const char *path) {
+        if (linkat(dirfd, anchor, dirfd, path, 0) == 0 || errno == EEXIST)
+                return 0;
+        if (errno != ENOENT)
+                return index_entry_create(dirfd, path);
+        return -ENOENT;
+}
+
 static int index_entry_add(int dirfd, const char *root, const char *key, const char *uuid, bool make_root) {
-        char path[INDEX_PATH_MAX], anchor[INDEX_PATH_MAX];
+        char path[INDEX_PATH_MAX], dir[INDEX_PATH_MAX], anchor[INDEX_PATH_MAX];
         int r;
 
         snprintf(anchor, sizeof anchor, "%s/" INDEX_ANCHOR, root);
-        /* Link; if something is missing, make the key's directory (a new
-         * guest or parent) and try again; then the anchor (a new index). */
-        for (unsigned i = 0;; i++) {
-                snprintf(path, sizeof path, "%s/%s/%s", root, key, uuid);
-                if (linkat(dirfd, anchor, dirfd, path, 0) == 0 || errno == EEXIST)
-                        return 0;
-                if (errno != ENOENT)
-                        return index_entry_create(dirfd, path);
-                if (i == 0) {
-                        if (make_root && mkdirat(dirfd, root, 0700) < 0 && errno != EEXIST)
-                                break;
-                        snprintf(path, sizeof path, "%s/%s", root, key);
-                        if (mkdirat(dirfd, path, 0700) < 0 && errno != EEXIST)
-                                break;
-                } else if (i == 1) {
-                        r = index_entry_create(dirfd, anchor);
-                        if (r < 0)
-                                return r;
-                } else
-                        break;
-        }
-        return -errno;
+        snprintf(dir, sizeof dir, "%s/%s", root, key);
+        snprintf(path, sizeof path, "%s/%s/%s", root, key, uuid);
+        r = index_link(dirfd, anchor, path);
+        if (r != -ENOENT)
+                return r;
+
+        /* A new key (a guest's or parent's first entry). */
+        if (make_root && mkdirat(dirfd, root, 0700) < 0 && errno != EEXIST)
+                return -errno;
+        if (mkdirat(dirfd, dir, 0700) < 0 && errno != EEXIST)
+                return -errno;
+        r = index_link(dirfd, anchor, path);
+        if (r != -ENOENT)
+                return r;
+
+        /* A new index: no anchor yet. */
+        r = index_entry_create(dirfd, anchor);
+        if (r < 0)
+                return r;
+        return index_link(dirfd, anchor, path);
 }
 
 static int index_add(int dirfd, const char *guest, const char *uuid) {
@@ -1012,6 +1018,39 @@ static int index_list(int dirfd, const char *index, const char *shown, const cha
         return 1;
 }
 
+/* Reads the records that the entries names (an index directory's listing,
+ * sorted) point to. keep() says of each record: > 0 list it, < 0 its entry
+ * is stale (dropped), 0 neither. Entries whose record is gone are dropped;
+ * records that do not parse are skipped. */
+static int index_read(int dirfd, const char *dir, char * const *names,
+                      int (*keep)(const LedgerEntry *e, const void *userdata), const void *userdata,
+                      LedgerEntry **ret, size_t *ret_n) {
+        _cleanup_free_ LedgerEntry *list = NULL;
+        size_t n = 0;
+
+        list = calloc(strv_length(names) + 1, sizeof(LedgerEntry));
+        if (!list)
+                return -ENOMEM;
+        for (char * const *name = names; *name; name++) {
+                char entry[INDEX_PATH_MAX];
+                LedgerEntry e;
+                int r;
+
+                if (!uuid_is_valid(*name))
+                        continue;
+                snprintf(entry, sizeof entry, "%s/%s", dir, *name);
+                r = ledger_read(dirfd, *name, &e);
+                if (r == -ENOENT || (r >= 0 && (r = keep(&e, userdata)) < 0))
+                        (void) unlinkat(dirfd, entry, 0);
+                else if (r > 0)
+                        list[n++] = e;
+        }
+        error_clear();
+        *ret = steal_pointer(&list);
+        *ret_n = n;
+        return 0;
+}
+
 int ledger_list_parent(int dirfd, const char *parent, LedgerEntry **ret, size_t *ret_n, size_t *ret_bad) {
         _cleanup_strv_free_ char **names = NULL;
         _cleanup_free_ LedgerEntry *list = NULL;
@@ -1069,61 +1108,50 @@ int ledger_index_parent_check(int dirfd, const LedgerEntry *list, size_t n) {
         return 0;
 }
 
+typedef struct GuestKey {
+        const char *guest;
+        char hash[17];
+} GuestKey;
+
+static int guest_keep(const LedgerEntry *e, const void *userdata) {
+        const GuestKey *k = userdata;
+        char other[17];
+
+        if (streq(e->guest, k->guest))
+                return 1;
+        /* Stale, unless another guest's name has the same hash. */
+        guest_hash(e->guest, other);
+        return streq(other, k->hash) ? 0 : -1;
+}
+
 int ledger_list_guest(int dirfd, const char *guest, LedgerEntry **ret, size_t *ret_n) {
         _cleanup_strv_free_ char **names = NULL;
-        _cleanup_free_ LedgerEntry *list = NULL;
-        char hash[17], dir[sizeof INDEX_DIR + 18];
-        size_t n = 0;
+        char dir[sizeof INDEX_DIR + 18];
+        GuestKey k = { .guest = guest };
         int r;
 
         if (!guest || !guest[0])
                 return ledger_list_filtered(dirfd, guest, NULL, ret, ret_n, NULL);
-        guest_hash(guest, hash);
-        snprintf(dir, sizeof dir, INDEX_DIR "/%s", hash);
-        r = index_list(dirfd, INDEX_DIR, LEDGER_DIR ".by-guest", hash, &names);
+        guest_hash(guest, k.hash);
+        snprintf(dir, sizeof dir, INDEX_DIR "/%s", k.hash);
+        r = index_list(dirfd, INDEX_DIR, LEDGER_DIR ".by-guest", k.hash, &names);
         if (r < 0)
                 return r;
         if (r == 0)
                 return ledger_list_filtered(dirfd, guest, NULL, ret, ret_n, NULL);
 
-        list = calloc(strv_length(names) + 1, sizeof(LedgerEntry));
-        if (!list)
-                return -ENOMEM;
-        for (char **name = names; *name; name++) {
-                char entry[sizeof dir + UUID_STRING_MAX + 1], other[17];
-                LedgerEntry e;
-
-                if (!uuid_is_valid(*name))
-                        continue;
-                snprintf(entry, sizeof entry, "%s/%s", dir, *name);
-                r = ledger_read(dirfd, *name, &e);
-                if (r == -ENOENT) {
-                        (void) unlinkat(dirfd, entry, 0); /* the record is gone */
-                        continue;
-                }
-                if (r < 0)
-                        continue;
-                if (!streq(e.guest, guest)) {
-                        /* Stale, unless another guest's name has the same hash. */
-                        guest_hash(e.guest, other);
-                        if (!streq(other, hash))
-                                (void) unlinkat(dirfd, entry, 0);
-                        continue;
-                }
-                list[n++] = e;
-        }
-        if (n == 0)
+        r = index_read(dirfd, dir, names, guest_keep, &k, ret, ret_n);
+        if (r >= 0 && *ret_n == 0)
                 (void) unlinkat(dirfd, dir, AT_REMOVEDIR); /* fails while other entries remain */
-        error_clear();
-        *ret = steal_pointer(&list);
-        *ret_n = n;
-        return 0;
+        return r;
+}
+
+static int free_keep(const LedgerEntry *e, const void *userdata) {
+        return e->guest[0] ? -1 : 1; /* given to a guest: stale */
 }
 
 int ledger_list_free(int dirfd, LedgerEntry **ret, size_t *ret_n) {
         _cleanup_strv_free_ char **names = NULL;
-        _cleanup_free_ LedgerEntry *list = NULL;
-        size_t n = 0;
         int r;
 
         r = dir_list_at(dirfd, FINDEX_DIR, &names);
@@ -1137,28 +1165,5 @@ int ledger_list_free(int dirfd, LedgerEntry **ret, size_t *ret_n) {
         }
         if (r < 0)
                 return error_set(r, "cannot list '/" LEDGER_DIR ".by-guest/" FINDEX_KEY "': %s", strerror(-r));
-
-        list = calloc(strv_length(names) + 1, sizeof(LedgerEntry));
-        if (!list)
-                return -ENOMEM;
-        for (char **name = names; *name; name++) {
-                char entry[sizeof FINDEX_DIR + UUID_STRING_MAX + 1];
-                LedgerEntry e;
-
-                if (!uuid_is_valid(*name))
-                        continue;
-                snprintf(entry, sizeof entry, FINDEX_DIR "/%s", *name);
-                r = ledger_read(dirfd, *name, &e);
-                if (r == -ENOENT || (r >= 0 && e.guest[0])) {
-                        (void) unlinkat(dirfd, entry, 0); /* gone, or given to a guest */
-                        continue;
-                }
-                if (r < 0)
-                        continue;
-                list[n++] = e;
-        }
-        error_clear();
-        *ret = steal_pointer(&list);
-        *ret_n = n;
-        return 0;
+        return index_read(dirfd, FINDEX_DIR, names, free_keep, NULL, ret, ret_n);
 }
