@@ -233,8 +233,8 @@ static int uuid_new(const HookContext *ctx, const MigrateItem *items, size_t i, 
  * mdev-hooks kept, release = keep), read once per call through the record's
  * indexes: not every record of a host with a thousand, for each hostdev. */
 typedef struct KeptList {
-        LedgerEntry *entries;
-        size_t n;
+        LedgerEntry *own, *free;   /* the guest's records; those of no guest */
+        size_t n_own, n_free;
         bool loaded;
 } KeptList;
 
@@ -257,33 +257,23 @@ static int kept_find(const HookContext *ctx, const Alloc *a, KeptList *k, const 
         int r;
 
         if (!k->loaded) {
-                _cleanup_free_ LedgerEntry *own = NULL, *free_ = NULL;
-                size_t n_own, n_free;
-
-                r = ledger_list_guest(ctx->ledgerfd, a->guest, &own, &n_own);
+                r = ledger_list_guest(ctx->ledgerfd, a->guest, &k->own, &k->n_own);
                 if (r < 0)
                         return r;
-                r = ledger_list_free(ctx->ledgerfd, &free_, &n_free);
+                r = ledger_list_free(ctx->ledgerfd, &k->free, &k->n_free);
                 if (r < 0)
                         return r;
-                k->entries = calloc(n_own + n_free + 1, sizeof *k->entries);
-                if (!k->entries)
-                        return -ENOMEM;
-                if (n_own > 0)
-                        memcpy(k->entries, own, n_own * sizeof *own);
-                if (n_free > 0)
-                        memcpy(k->entries + n_own, free_, n_free * sizeof *free_);
-                k->n = n_own + n_free;
                 k->loaded = true;
         }
-        for (int pass = 0; pass < 2; pass++)
-                for (size_t j = 0; j < k->n; j++) {
-                        LedgerEntry *e = &k->entries[j];
+        for (int pass = 0; pass < 2; pass++) {
+                LedgerEntry *l = pass == 0 ? k->own : k->free;
+                size_t n = pass == 0 ? k->n_own : k->n_free;
+
+                for (size_t j = 0; j < n; j++) {
+                        LedgerEntry *e = &l[j];
                         SysfsMdev m;
 
-                        if (pass == 0 && (e->state != LEDGER_INCOMING || !streq(e->guest, a->guest)))
-                                continue;
-                        if (pass == 1 && e->state != LEDGER_FREE)
+                        if (e->state != (pass == 0 ? LEDGER_INCOMING : LEDGER_FREE))
                                 continue;
                         if (!kept_usable(a, e, w) || uuid_taken_in_call(ctx->dom, items, i, e->uuid))
                                 continue;
@@ -293,6 +283,7 @@ static int kept_find(const HookContext *ctx, const Alloc *a, KeptList *k, const 
                         *ret = m;
                         return 1;
                 }
+        }
         return 0;
 }
 
@@ -448,7 +439,8 @@ fail: {
         error_set(r, "%s", reason ? reason : strerror(-r));
 }
 out:
-        free(kept.entries);
+        free(kept.own);
+        free(kept.free);
         alloc_done(&a);
         items_free(items, dom->n_mdevs);
         if (written) {
