@@ -10,8 +10,12 @@ LEDGER=/var/lib/mdev-hooks
 
 # Forgets the whole record: its files and the two indexes beside them (an
 # index left behind would describe records that are gone, and hide records a
-# test writes by hand).
+# test writes by hand). The installed udev rules run mdev-hooks-udev for every
+# mdev removed, and it rewrites that mdev's record (marks it lost): wait for
+# those runs first, or one of them writes into the directory while rm empties
+# it ("Directory not empty"), or leaves a record behind for the next test.
 vm_record_clear() {
+        udevadm settle -t 30 || true
         rm -rf "$LEDGER" "$LEDGER.by-guest" "$LEDGER.by-parent"
 }
 
@@ -53,6 +57,7 @@ vm_remove_all_mdevs() {
                 [ -e "$d/remove" ] || continue
                 echo 1 > "$d/remove" || true
         done
+        udevadm settle -t 30 || true
 }
 
 # vm_config TYPE [KEY=VALUE...]: a config enabling TYPE on the one parent
