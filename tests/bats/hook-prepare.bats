@@ -381,9 +381,14 @@ two_types_conf() {
 	EOF
         sim_unregister "$P84"
         domxml web1 "$U1,type=nvidia-35" > "$BATS_TEST_TMPDIR/web1.xml"
-        hook web1 prepare begin - < "$BATS_TEST_TMPDIR/web1.xml" > "$BATS_TEST_TMPDIR/web1.out" 2>&1 &
+        hook web1 prepare begin - < "$BATS_TEST_TMPDIR/web1.xml" > "$BATS_TEST_TMPDIR/web1.out" 2>&1 3>&- &
         local waiter=$!
-        sleep 1.5
+        # web1 is waiting once it has taken the lock (its line) and let it go.
+        local lock="$MDEV_HOOKS_ROOT/run/mdev-hooks/lock" i
+        for i in $(seq 200); do
+                grep -qs "prepare web1" "$lock" && flock -n "$lock" true && break
+                sleep 0.05
+        done
         # web1 waits for 0000:84:00.0 far longer than lock_timeout; web2's
         # parent is there, so web2 must start instead of timing out.
         run prepare web2 "$U2,type=nvidia-36"
@@ -488,14 +493,21 @@ two_types_conf() {
         printf '[devices]\nenabled_mdev_types = nvidia-35\n[hooks]\nlock_timeout = 1\n' | conf
         mkdir -p "$MDEV_HOOKS_ROOT/run/mdev-hooks"
         lock="$MDEV_HOOKS_ROOT/run/mdev-hooks/lock"
-        flock "$lock" sh -c 'echo "$$ prepare other" > "$1"; sleep 3' sh "$lock" 3>&- &
-        sleep 0.3
+        # One process holds the lock (its fd 9) and is the one killed below.
+        sh -c 'exec 9>> "$1"; flock 9; echo "$$ prepare other" > "$1"; exec sleep 60' sh "$lock" 3>&- &
+        holder=$!
+        # The holder has the lock once it has written its line.
+        for i in $(seq 200); do
+                grep -qs "prepare other" "$lock" && break
+                sleep 0.05
+        done
         run prepare web1 "$U1"
+        kill "$holder"
+        wait "$holder" || true
         [ "$status" -eq 1 ]
         [[ "$output" == *"prepare other"* ]]
         [[ "$output" == *"lock_timeout"* ]]
         mdev_absent "$U1"
-        wait
 }
 
 @test "the lock file's first line names the last holder, even after a longer one" {

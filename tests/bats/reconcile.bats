@@ -21,6 +21,8 @@ enabled_mdev_types = $T"
 }
 
 teardown() {
+        # A background process a failed test left behind (blocked on a FIFO).
+        [ -z "${pid:-}" ] || kill "$pid" 2> /dev/null || true
         sim_umount
 }
 
@@ -429,7 +431,7 @@ lock_timeout = 5"
         node_xml "$BATS_TEST_TMPDIR/on.xml" web1 > /dev/null
         fifo="$BATS_TEST_TMPDIR/node.fifo"
         mkfifo "$fifo"
-        "$MH_CLI" reconcile --connect "test://$fifo" --apply > "$BATS_TEST_TMPDIR/out" 2>&1 &
+        "$MH_CLI" reconcile --connect "test://$fifo" --apply > "$BATS_TEST_TMPDIR/out" 2>&1 3>&- &
         pid=$!
         blocked_on_fifo $pid
         # While reconcile waits for libvirt, web1 starts: its prepare takes the lock.

@@ -398,7 +398,8 @@ M60B=0000:85:00.0
 @test "fault: a blocked remove keeps the mdev until it finishes, then succeeds" {
         sim_mount mtty
         sim_create mtty mtty-1 "$U1"
-        sim_remove_block 1500
+        # long enough that the checks below run inside it on a stalled machine
+        sim_remove_block 5000
         write_errno 1 "$SIM_SYS/bus/mdev/devices/$U1/remove" > "$BATS_TEST_TMPDIR/result" &
         pid=$!
         # the remove has started once its "remove" file is gone
@@ -499,8 +500,9 @@ M60B=0000:85:00.0
 @test "fault: a parent can register after a delay" {
         sim_mount nvidia-timesliced
         sim_unregister "$M60"
-        sim_register "$M60" 300
-        # returns at once: not registered yet, the PCI device is there
+        sim_register "$M60" 3000
+        # returns at once: not registered yet, the PCI device is there (the
+        # delay is long so that a stalled machine cannot outrun this check)
         [ ! -e "$SIM_SYS/class/mdev_bus/$M60" ]
         [ -d "$SIM_SYS/bus/pci/devices/$M60" ]
         for i in $(seq 200); do

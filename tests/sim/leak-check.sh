@@ -86,7 +86,12 @@ printf 'unregister mtty\n' > "$m/.sim/ctl"
 printf 'register mtty\n' > "$m/.sim/ctl"
 printf '%s\n' "$u" > "$c/mtty-1/create"
 printf 'unregister mtty\nregister mtty after=100\n' > "$m/.sim/ctl"
-sleep 1
+# The simulator runs under valgrind: wait for the delayed register, not a
+# fixed second.
+for i in $(seq 600); do
+        [ -e "$c/mtty-1/create" ] && break
+        sleep 0.05
+done
 printf '%s\n' "$u" > "$c/mtty-1/create"
 printf 'unregister mtty\nregister mtty after=600000\n' > "$m/.sim/ctl"
 stop_sim "$work/log1"

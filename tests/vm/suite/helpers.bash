@@ -15,7 +15,7 @@ LEDGER=/var/lib/mdev-hooks
 # those runs first, or one of them writes into the directory while rm empties
 # it ("Directory not empty"), or leaves a record behind for the next test.
 vm_record_clear() {
-        udevadm settle -t 30 || true
+        vm_udev_settle || return 1
         rm -rf "$LEDGER" "$LEDGER.by-guest" "$LEDGER.by-parent"
 }
 
@@ -57,7 +57,16 @@ vm_remove_all_mdevs() {
                 [ -e "$d/remove" ] || continue
                 echo 1 > "$d/remove" || true
         done
-        udevadm settle -t 30 || true
+        vm_udev_settle
+}
+
+# Waits until udev has run everything queued (the installed rules run
+# mdev-hooks-udev for each mdev removed or parent registered); a queue that
+# does not drain is an error, not something to race.
+vm_udev_settle() {
+        udevadm settle -t 120 && return 0
+        echo "udev's queue did not drain within 120 s" >&2
+        return 1
 }
 
 # vm_config TYPE [KEY=VALUE...]: a config enabling TYPE on the one parent
