@@ -312,12 +312,24 @@ static void parse_addresses(Parser *p, TypeSection *t, const char *value) {
                                 parser_error(p, p->line, "'%s' is neither a PCI address nor a valid parent name", a);
                         continue;
                 }
-                if (strv_consume(&t->addresses, n) < 0)
+                /* t->n_addresses is the list's length: no strv_consume(),
+                 * which counts it on every call (SR-IOV hosts list hundreds
+                 * of VFs). */
+                char **l = realloc(t->addresses, (t->n_addresses + 2) * sizeof *l);
+                if (!l) {
+                        free(n);
                         return;
+                }
+                t->addresses = l;
                 ln = realloc(t->address_lines, (t->n_addresses + 1) * sizeof *ln);
-                if (!ln)
+                if (!ln) {
+                        l[t->n_addresses] = NULL;
+                        free(n);
                         return;
+                }
                 t->address_lines = ln;
+                l[t->n_addresses] = n;
+                l[t->n_addresses + 1] = NULL;
                 t->address_lines[t->n_addresses++] = p->line;
         }
 }
@@ -770,6 +782,37 @@ static int parser_check_duplicates(Parser *p) {
         return 0;
 }
 
+/* The section's addresses, sorted, each once (one listed twice is an error
+ * reported above, yet the list must not carry it twice either): sorted and
+ * then compared with the neighbour only, not with every other address. */
+static int addresses_sorted_unique(const TypeSection *s, char ***ret) {
+        _cleanup_strv_free_ char **l = NULL;
+        size_t n = 0;
+
+        l = calloc(s->n_addresses + 1, sizeof *l);
+        if (!l)
+                return -ENOMEM;
+        for (size_t j = 0; j < s->n_addresses; j++) {
+                l[j] = strdup(s->addresses[j]);
+                if (!l[j])
+                        return -ENOMEM;
+        }
+        strv_sort(l);
+        for (size_t j = 0; j < s->n_addresses; j++) {
+                if (n > 0 && streq(l[j], l[n - 1])) {
+                        free(l[j]);
+                        l[j] = NULL;
+                        continue;
+                }
+                l[n++] = l[j];
+                if (n - 1 != j)
+                        l[j] = NULL;
+        }
+        l[n] = NULL;
+        *ret = steal_pointer(&l);
+        return 0;
+}
+
 static int parser_finish(Parser *p) {
         Config *c = p->config;
         const ConfigType *first_default = NULL;
@@ -800,11 +843,9 @@ static int parser_finish(Parser *p) {
                         return -ENOMEM;
                 if (s) {
                         t->max_instances = s->max_instances;
-                        for (size_t j = 0; j < s->n_addresses; j++)
-                                if (!strv_contains(t->addresses, s->addresses[j]) &&
-                                    strv_extend(&t->addresses, s->addresses[j]) < 0)
-                                        return -ENOMEM;
-                        strv_sort(t->addresses);
+                        r = addresses_sorted_unique(s, &t->addresses);
+                        if (r < 0)
+                                return r;
                 }
                 if (strv_length(t->addresses) > 0)
                         continue;
