@@ -320,10 +320,10 @@ static void parse_addresses(Parser *p, TypeSection *t, const char *value) {
                         free(n);
                         return;
                 }
+                l[t->n_addresses] = NULL; /* still a list if the next fails */
                 t->addresses = l;
                 ln = realloc(t->address_lines, (t->n_addresses + 1) * sizeof *ln);
                 if (!ln) {
-                        l[t->n_addresses] = NULL;
                         free(n);
                         return;
                 }

@@ -176,6 +176,31 @@ static void test_addresses_normalised_and_continued(void) {
         config_free(c);
 }
 
+/* An SR-IOV host lists hundreds of VFs: all kept, sorted, each once. */
+static void test_addresses_many_sorted(void) {
+        _cleanup_free_ char *text = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&text, &len);
+        Config *c;
+        char **a;
+
+        check(f);
+        fputs("[devices]\nenabled_mdev_types = nvidia-35\n[mdev_nvidia-35]\ndevice_addresses =", f);
+        for (unsigned i = 512; i-- > 0;) /* backwards */
+                fprintf(f, "%s\n  0000:%02x:%02x.%u", i < 511 ? "," : "", 0x10 + i / 64, (i / 8) % 8, i % 8);
+        fputs("\n", f);
+        check(fclose(f) == 0);
+        c = load_ok(text);
+        a = c->types[0].addresses;
+        check(strv_length(a) == 512);
+        check(streq(a[0], "0000:10:00.0"));
+        check(streq(a[511], "0000:17:07.7"));
+        for (size_t i = 1; i < 512; i++)
+                check(strcmp(a[i - 1], a[i]) < 0);
+        check(config_parent_type(c, "0000:13:04.5") == &c->types[0]);
+        config_free(c);
+}
+
 static void test_hooks_and_sriov(void) {
         Config *c = load_ok(
                 "[hooks]\n"
@@ -533,6 +558,7 @@ int main(void) {
         test_old_names();
         test_default_type_and_virtual_parent();
         test_addresses_normalised_and_continued();
+        test_addresses_many_sorted();
         test_hooks_and_sriov();
         test_empty_and_missing();
         test_pci_address_validation();
