@@ -517,6 +517,61 @@ static int index_fill(int dirfd, const char *root, const char *(*key)(const Ledg
         return 0;
 }
 
+/* Removes a (partial) build directory: its entries, and its key
+ * directories with their entries; nothing deeper. */
+static void index_build_remove(int dirfd, const char *build) {
+        _cleanup_strv_free_ char **names = NULL;
+
+        if (dir_list_at(dirfd, build, &names) < 0)
+                return;
+        for (char **n = names; *n; n++) {
+                _cleanup_strv_free_ char **sub = NULL;
+                char path[INDEX_PATH_MAX];
+
+                snprintf(path, sizeof path, "%s/%s", build, *n);
+                if (unlinkat(dirfd, path, 0) == 0 || dir_list_at(dirfd, path, &sub) < 0)
+                        continue;
+                for (char **u = sub; *u; u++) {
+                        char entry[INDEX_PATH_MAX];
+
+                        snprintf(entry, sizeof entry, "%s/%s/%s", build, *n, *u);
+                        (void) unlinkat(dirfd, entry, 0);
+                }
+                (void) unlinkat(dirfd, path, AT_REMOVEDIR);
+        }
+        (void) unlinkat(dirfd, build, AT_REMOVEDIR);
+}
+
+/* Builds an index whole: in build, filled under fill_root with key() (see
+ * index_fill()), then renamed to dir. Runs under the lock (a writer); a
+ * build left by a writer that was killed is removed first. shown: the index
+ * as the message says it. */
+static int index_build(int dirfd, const char *build, const char *dir, const char *fill_root,
+                       const char *(*key)(const LedgerEntry *e), const char *shown) {
+        int r;
+
+        index_build_remove(dirfd, build);
+        if (mkdirat(dirfd, build, 0700) < 0) {
+                r = -errno;
+                goto fail;
+        }
+        r = index_fill(dirfd, fill_root, key);
+        if (r < 0)
+                goto fail;
+        if (renameat(dirfd, build, dirfd, dir) < 0) {
+                r = -errno;
+                index_build_remove(dirfd, build);
+                if (r == -EEXIST || r == -ENOTEMPTY)
+                        return 0; /* built meanwhile by someone else */
+                return error_set(r, "cannot create the record index '/%s': %s", shown, strerror(-r));
+        }
+        return 0;
+fail:
+        error_clear();
+        index_build_remove(dirfd, build);
+        return error_set(r, "cannot build the record index '/%s': %s", shown, strerror(-r));
+}
+
 /* --- the free index -------------------------------------------------------
  *
  * var/lib/mdev-hooks.by-guest/@free/<uuid>: the records that name no guest,
@@ -534,48 +589,16 @@ static int index_fill(int dirfd, const char *root, const char *(*key)(const Ledg
 #define FINDEX_DIR INDEX_DIR "/" FINDEX_KEY
 #define FINDEX_BUILD_DIR INDEX_DIR "/@free.tmp"
 
-static void findex_build_clear(int dirfd) {
-        _cleanup_strv_free_ char **names = NULL;
-
-        if (dir_list_at(dirfd, FINDEX_BUILD_DIR, &names) >= 0)
-                for (char **n = names; *n; n++) {
-                        char path[INDEX_PATH_MAX];
-
-                        snprintf(path, sizeof path, FINDEX_BUILD_DIR "/%s", *n);
-                        (void) unlinkat(dirfd, path, 0);
-                }
-        (void) unlinkat(dirfd, FINDEX_BUILD_DIR, AT_REMOVEDIR);
-}
-
 static const char *findex_build_key(const LedgerEntry *e) {
         return e->guest[0] ? NULL : "@free.tmp";
 }
 
 static int findex_build(int dirfd) {
-        int r;
-
-        findex_build_clear(dirfd); /* left by a writer that was killed */
         if (mkdirat(dirfd, INDEX_DIR, 0700) < 0 && errno != EEXIST)
-                goto fail_errno;
-        if (mkdirat(dirfd, FINDEX_BUILD_DIR, 0700) < 0)
-                goto fail_errno;
-        r = index_fill(dirfd, INDEX_DIR, findex_build_key);
-        if (r < 0)
-                goto fail;
-        if (renameat(dirfd, FINDEX_BUILD_DIR, dirfd, FINDEX_DIR) < 0) {
-                r = -errno;
-                findex_build_clear(dirfd);
-                if (r == -EEXIST || r == -ENOTEMPTY)
-                        return 0; /* built meanwhile */
-                goto fail;
-        }
-        return 0;
-fail_errno:
-        r = -errno;
-fail:
-        error_clear();
-        findex_build_clear(dirfd);
-        return error_set(r, "cannot build the record index '/" LEDGER_DIR ".by-guest/" FINDEX_KEY "': %s", strerror(-r));
+                return error_set(-errno, "cannot build the record index '/" LEDGER_DIR ".by-guest/" FINDEX_KEY "': %s",
+                                 strerror(errno));
+        return index_build(dirfd, FINDEX_BUILD_DIR, FINDEX_DIR, INDEX_DIR, findex_build_key,
+                           LEDGER_DIR ".by-guest/" FINDEX_KEY);
 }
 
 static int findex_add(int dirfd, const char *uuid) {
@@ -653,29 +676,6 @@ static void pindex_entry_drop(int dirfd, const char *parent, const char *uuid) {
         (void) unlinkat(dirfd, path, 0);
 }
 
-/* Removes a (partial) build directory: <root>/<parent>/<uuid>, nothing deeper. */
-static void pindex_build_clear(int dirfd) {
-        _cleanup_strv_free_ char **parents = NULL;
-
-        if (dir_list_at(dirfd, PINDEX_BUILD_DIR, &parents) < 0)
-                return;
-        for (char **p = parents; *p; p++) {
-                _cleanup_strv_free_ char **uuids = NULL;
-                char path[PINDEX_PATH_MAX];
-
-                snprintf(path, sizeof path, PINDEX_BUILD_DIR "/%s", *p);
-                if (dir_list_at(dirfd, path, &uuids) >= 0)
-                        for (char **u = uuids; *u; u++) {
-                                snprintf(path, sizeof path, PINDEX_BUILD_DIR "/%s/%s", *p, *u);
-                                (void) unlinkat(dirfd, path, 0);
-                        }
-                snprintf(path, sizeof path, PINDEX_BUILD_DIR "/%s", *p);
-                (void) unlinkat(dirfd, path, AT_REMOVEDIR);
-        }
-        (void) unlinkat(dirfd, PINDEX_BUILD_DIR "/" INDEX_ANCHOR, 0);
-        (void) unlinkat(dirfd, PINDEX_BUILD_DIR, AT_REMOVEDIR);
-}
-
 /* Builds the whole index from every record that parses, and renames it into
  * place. Runs under the lock (a writer), once per host. */
 static const char *pindex_build_key(const LedgerEntry *e) {
@@ -683,28 +683,8 @@ static const char *pindex_build_key(const LedgerEntry *e) {
 }
 
 static int pindex_build(int dirfd) {
-        int r;
-
-        pindex_build_clear(dirfd); /* left by a writer that was killed */
-        if (mkdirat(dirfd, PINDEX_BUILD_DIR, 0700) < 0) {
-                r = -errno;
-                goto fail;
-        }
-        r = index_fill(dirfd, PINDEX_BUILD_DIR, pindex_build_key);
-        if (r < 0)
-                goto fail;
-        if (renameat(dirfd, PINDEX_BUILD_DIR, dirfd, PINDEX_DIR) < 0) {
-                r = -errno;
-                pindex_build_clear(dirfd);
-                if (r == -EEXIST || r == -ENOTEMPTY)
-                        return 0; /* built meanwhile by someone else */
-                return error_set(r, "cannot create the record index '/" LEDGER_DIR ".by-parent': %s", strerror(-r));
-        }
-        return 0;
-fail:
-        error_clear();
-        pindex_build_clear(dirfd);
-        return error_set(r, "cannot build the record index '/" LEDGER_DIR ".by-parent': %s", strerror(-r));
+        return index_build(dirfd, PINDEX_BUILD_DIR, PINDEX_DIR, PINDEX_BUILD_DIR, pindex_build_key,
+                           LEDGER_DIR ".by-parent");
 }
 
 /* The entry of a record about to be renamed into place. */

@@ -475,6 +475,9 @@ static void test_free_index(int rootfd) {
         check(ledger_write(dirfd, &e) == 0);
         write_by_hand(dirfd, U3, P1); /* state free, no guest */
         check(faccessat(dirfd, "../mdev-hooks.by-guest/@free", F_OK, 0) < 0 && errno == ENOENT);
+        /* A writer killed while building it left part of a build behind. */
+        check(mkdirat(dirfd, "../mdev-hooks.by-guest/@free.tmp", 0700) == 0);
+        write_file(dirfd, "../mdev-hooks.by-guest/@free.tmp/" U1, "");
 
         /* The first free record written builds the index, with U3 in it. */
         entry_init(&e, U5, "");
@@ -483,6 +486,7 @@ static void test_free_index(int rootfd) {
         check(faccessat(dirfd, "../mdev-hooks.by-guest/@free/" U3, F_OK, 0) == 0);
         check(faccessat(dirfd, "../mdev-hooks.by-guest/@free/" U5, F_OK, 0) == 0);
         check(faccessat(dirfd, "../mdev-hooks.by-guest/@free/" U4, F_OK, 0) < 0);
+        check(faccessat(dirfd, "../mdev-hooks.by-guest/@free/" U1, F_OK, 0) < 0 && errno == ENOENT);
         check(faccessat(dirfd, "../mdev-hooks.by-guest/@free.tmp", F_OK, 0) < 0 && errno == ENOENT);
         check(ledger_list_free(dirfd, &l, &n) == 0);
         check(n == 2 && streq(l[0].uuid, U3) && streq(l[1].uuid, U5));
