@@ -48,18 +48,28 @@ static int run_worker(int argc, char **argv, const char *buf, size_t len) {
         void *module;
         ssize_t n;
 
-        n = readlink("/proc/self/exe", self, sizeof self - sizeof WORKER_MODULE - 1);
+        n = readlink("/proc/self/exe", self, sizeof self - 1);
         if (n < 0)
                 return error_set(-errno, "cannot find my own path in /proc/self/exe: %s", strerror(errno));
         self[n] = '\0';
         slash = strrchr(self, '/');
-        if (!slash)
+        if (!slash || strlen(WORKER_MODULE) >= sizeof self - (size_t) (slash + 1 - self))
                 return error_set(-ENOENT, "cannot find my own directory");
+#ifdef ICU_STAND_IN
+        /* libxml2 needs ICU's libicuuc, and with it libstdc++: a quarter of
+         * a prepare. The stand-in (hooks/no-icu/icuuc-stand-in.c says why
+         * that is safe) is loaded first, by its path; the libicuuc.so.N
+         * that libxml2 needs is then that library, matched by its soname.
+         * Without it (not installed) libxml2 loads the real ICU, only slower. */
+        if (strlen(ICU_STAND_IN) < sizeof self - (size_t) (slash + 1 - self)) {
+                strcpy(slash + 1, ICU_STAND_IN);
+                (void) dlopen(self, RTLD_LAZY | RTLD_LOCAL);
+        }
+#endif
         strcpy(slash + 1, WORKER_MODULE);
 
         /* RTLD_LOCAL: nothing of it, or of libxml2, joins the front end's
-         * namespace. Never closed: the process ends when it returns, and
-         * dlclose() would not unload libstdc++ (pulled in by ICU) anyway. */
+         * namespace. Never closed: the process ends when it returns. */
         module = dlopen(self, RTLD_LAZY | RTLD_LOCAL);
         if (!module)
                 return error_set(-ENOENT, "cannot load the hook's worker (is mdev-hooks installed whole?): %s", dlerror());

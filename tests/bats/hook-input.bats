@@ -114,3 +114,64 @@ refused() {
                 mdev_absent "$U1"
         done
 }
+
+# The front end loads hooks/no-icu/libicuuc.so.N, a stand-in that says "no
+# such converter", before the worker: libxml2 then binds to it and needs
+# neither ICU nor libstdc++, and converts every encoding through iconv.
+@test "the hook loads libxml2 with the ICU stand-in, without ICU or libstdc++" {
+        grep -q -F 'no-icu/libicuuc.so' "$MH_QEMU_HOOK" || skip "built without the ICU stand-in (-Dicu_stand_in)"
+        domxml g "$U1" > "$BATS_TEST_TMPDIR/g.xml"
+        LD_DEBUG=libs hook g prepare begin - < "$BATS_TEST_TMPDIR/g.xml" 2> "$BATS_TEST_TMPDIR/ld.log"
+        # What came with the worker: what was loaded after the program
+        # started (a sanitizer's runtime, loaded before, brings libstdc++).
+        sed -n '/transferring control/,$p' "$BATS_TEST_TMPDIR/ld.log" > "$BATS_TEST_TMPDIR/worker.log"
+        grep 'calling init: .*/libxml2\.so' "$BATS_TEST_TMPDIR/worker.log"
+        run -0 grep 'calling init: .*libicuuc' "$BATS_TEST_TMPDIR/worker.log"
+        echo "$output"
+        [ "${#lines[@]}" -eq 1 ]
+        [[ "$output" == *"/no-icu/libicuuc.so."* ]]
+        run -1 grep -E 'calling init: .*(libstdc\+\+|libicudata)' "$BATS_TEST_TMPDIR/worker.log"
+        mdev_exists "$U1"
+        run -0 hook g release end - < "$BATS_TEST_TMPDIR/g.xml"
+        mdev_absent "$U1"
+}
+
+@test "without the ICU stand-in the hook loads the real ICU and works" {
+        local bin="$BATS_TEST_TMPDIR/bin"
+        mkdir "$bin"
+        cp "$MH_QEMU_HOOK" "$(dirname "$MH_QEMU_HOOK")/mdev-hooks-qemu-worker.so" "$bin/"
+        domxml g "$U1" > "$BATS_TEST_TMPDIR/g.xml"
+        LD_DEBUG=libs "$bin/mdev-hooks-qemu" g prepare begin - < "$BATS_TEST_TMPDIR/g.xml" 2> "$BATS_TEST_TMPDIR/ld.log"
+        grep 'calling init: /.*/libicuuc\.so' "$BATS_TEST_TMPDIR/ld.log"
+        run -1 grep 'no-icu' "$BATS_TEST_TMPDIR/ld.log"
+        mdev_exists "$U1"
+        [ "$(record "$U1" guest)" = g ]
+        run -0 "$bin/mdev-hooks-qemu" g release end - < "$BATS_TEST_TMPDIR/g.xml"
+        mdev_absent "$U1"
+}
+
+@test "a domain XML in Latin-1 or EUC-JP is converted (iconv) and prepared" {
+        local enc text
+        for enc in ISO-8859-1 EUC-JP; do
+                case "$enc" in
+                ISO-8859-1) text='caf\xe9' ;;
+                EUC-JP) text='\xc6\xfc\xcb\xdc' ;;
+                esac
+                {
+                        printf '<?xml version="1.0" encoding="%s"?>\n' "$enc"
+                        domxml "g-$enc" "$U1" | sed "s|</name>|</name><title>$text</title>|"
+                } > "$BATS_TEST_TMPDIR/g.xml"
+                run hook "g-$enc" prepare begin - < "$BATS_TEST_TMPDIR/g.xml"
+                echo "$enc: $output"
+                [ "$status" -eq 0 ]
+                [ "$(record "$U1" guest)" = "g-$enc" ]
+                run -0 hook "g-$enc" release end - < "$BATS_TEST_TMPDIR/g.xml"
+                mdev_absent "$U1"
+        done
+}
+
+@test "a domain XML in an encoding nobody knows is refused without a sysfs write" {
+        { echo '<?xml version="1.0" encoding="x-no-such-encoding"?>'; domxml evil "$U1"; } > "$BATS_TEST_TMPDIR/in.xml"
+        refused
+        [[ "$output" == *"encoding"* ]]
+}
