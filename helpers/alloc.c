@@ -712,8 +712,8 @@ static int candidates_apply_max(const Alloc *a, const AllocWant *w, CandidateLis
 /* Writes the intent record, creates, confirms. 0 on success; >0 (the errno)
  * when this candidate refused and the next should be tried; <0 hard error. */
 static int candidate_create(Alloc *a, AllocCandidate *c, const char *uuid, LedgerState state, LedgerEntry *ret) {
+        char type[NAME_STRING_MAX];
         LedgerEntry e;
-        SysfsMdev m;
         int r;
 
         r = undo_push(a, uuid, false);
@@ -734,8 +734,8 @@ static int candidate_create(Alloc *a, AllocCandidate *c, const char *uuid, Ledge
         if (r < 0)
                 return error_set(r, "cannot create mdev %s of type %s on %s: %s", uuid, c->type, c->parent, strerror(-r));
 
-        r = sysfs_mdev_get(a->rootfd, uuid, &m);
-        if (r < 0 || !streq(m.type, c->type) || !streq(m.parent, c->parent)) {
+        r = sysfs_mdev_type_on(a->rootfd, c->parent, uuid, type);
+        if (r < 0 || !streq(type, c->type)) {
                 /* The write succeeded but the device is not what we asked for. */
                 if (r >= 0)
                         (void) alloc_remove_mdev(a->rootfd, uuid, ROLLBACK_REMOVE_MSEC);

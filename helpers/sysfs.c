@@ -346,6 +346,54 @@ int sysfs_mdev_get(int rootfd, const char *uuid, SysfsMdev *ret) {
         return 0;
 }
 
+int sysfs_mdev_names(int rootfd, char ***ret) {
+        int r;
+
+        r = dir_list_at(rootfd, MDEV_DEVICES, ret);
+        if (r == -ENOENT) {
+                /* No mdev bus: no mdevs. */
+                *ret = calloc(1, sizeof **ret);
+                return *ret ? 0 : -ENOMEM;
+        }
+        if (r < 0)
+                return error_set(r, "cannot list '/" MDEV_DEVICES "': %s", strerror(-r));
+        return 0;
+}
+
+int sysfs_mdev_get_in(int rootfd, char *const *names, const char *uuid, SysfsMdev *ret) {
+        char u[UUID_STRING_MAX];
+
+        if (names && uuid_is_valid(uuid)) {
+                uuid_normalize(uuid, u);
+                if (!strv_contains(names, u))
+                        return -ENOENT;
+        }
+        return sysfs_mdev_get(rootfd, uuid, ret);
+}
+
+int sysfs_mdev_type_on(int rootfd, const char *parent, const char *uuid, char type[NAME_STRING_MAX]) {
+        char path[PATH_MAX], target[PATH_MAX];
+        const char *last;
+        ssize_t n;
+
+        if (!name_is_valid(parent) || !uuid_is_valid(uuid))
+                return -EINVAL;
+        /* class/mdev_bus/<parent> is the parent's device; the mdev is its child. */
+        snprintf(path, sizeof path, MDEV_BUS "/%s/%s/mdev_type", parent, uuid);
+        n = readlinkat(rootfd, path, target, sizeof target - 1);
+        if (n < 0) {
+                if (errno == ENOENT)
+                        return -ENOENT;
+                return error_set(-errno, "cannot read link '/%s': %s", path, strerror(errno));
+        }
+        target[n] = '\0';
+        if (link_components(target, &last, NULL, NULL) < 0 || !name_is_valid(last) ||
+            strlen(last) >= NAME_STRING_MAX)
+                return error_set(-EBADMSG, "'/%s' points to '%s': invalid type name", path, target);
+        strcpy(type, last);
+        return 0;
+}
+
 static int cmp_mdev(const void *a, const void *b) {
         return strcmp(((const SysfsMdev *) a)->uuid, ((const SysfsMdev *) b)->uuid);
 }
