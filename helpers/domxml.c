@@ -31,6 +31,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 #include <libxml/SAX2.h>
 #include <libxml/parser.h>
@@ -52,7 +53,7 @@
 /* What is known about a Domxml beyond the public struct. */
 typedef struct DomxmlPrivate {
         Domxml pub;                  /* first: domxml_free() gets &pub */
-        char *src;                   /* a copy of the input */
+        const char *src;             /* the caller's input, which outlives the Domxml */
         size_t src_len;
         size_t *addr_pos;            /* per mdev: offset of the address uuid= value in src, or SIZE_MAX */
         size_t *meta_pos;            /* per mdev: offset of the metadata uuid= value, or SIZE_MAX */
@@ -642,14 +643,13 @@ int domxml_parse(const char *buf, size_t len, Domxml **ret) {
         if (r < 0)
                 return r;
 
-        p->src = malloc(len + 1);
         p->addr_pos = calloc(d->n_mdevs + 1, sizeof *p->addr_pos);
         p->meta_pos = calloc(d->n_mdevs + 1, sizeof *p->meta_pos);
         p->src_uuid = calloc(d->n_mdevs + 1, sizeof *p->src_uuid);
-        if (!p->src || !p->addr_pos || !p->meta_pos || !p->src_uuid)
+        if (!p->addr_pos || !p->meta_pos || !p->src_uuid)
                 return -ENOMEM;
-        memcpy(p->src, buf, len);
-        p->src[len] = '\0';
+        /* Not copied (a migration's XML is a megabyte): the caller keeps it. */
+        p->src = buf;
         p->src_len = len;
         for (size_t i = 0; i < d->n_mdevs; i++) {
                 p->addr_pos[i] = uuid_position(&st, d->mdevs[i].address);
@@ -669,7 +669,6 @@ void domxml_free(Domxml *d) {
         if (d->doc)
                 xmlFreeDoc(d->doc);
         free(d->mdevs);
-        free(p->src);
         free(p->addr_pos);
         free(p->meta_pos);
         free(p->src_uuid);
@@ -713,29 +712,77 @@ int domxml_set_mdev_uuid(Domxml *d, size_t i, const char *uuid) {
         return 0;
 }
 
-/* The input with the rewritten values put in place. -ENOENT if a value that
- * changed could not be located. */
-static int format_splice(const DomxmlPrivate *p, char **ret_buf, size_t *ret_len) {
+/* The input with the rewritten values put in place, as the pieces of the
+ * input between them and the new values: at most 2 * 2 * n_mdevs + 1, in
+ * order. -ENOENT if a value that changed could not be located. */
+static int splice_pieces(const DomxmlPrivate *p, struct iovec **ret, size_t *ret_n) {
         const Domxml *d = &p->pub;
-        char *s;
+        _cleanup_free_ struct iovec *iov = NULL;
+        _cleanup_free_ size_t *at = NULL;
+        _cleanup_free_ const char **with = NULL;
+        size_t n_at = 0, n = 0, o = 0;
 
         for (size_t i = 0; i < d->n_mdevs; i++)
                 if (!streq(d->mdevs[i].uuid, p->src_uuid[i]) &&
                     (p->addr_pos[i] == SIZE_MAX || (d->mdevs[i].meta && p->meta_pos[i] == SIZE_MAX)))
                         return -ENOENT;
-        s = malloc(p->src_len + 1);
-        if (!s)
+        at = calloc(2 * d->n_mdevs + 1, sizeof *at);
+        with = calloc(2 * d->n_mdevs + 1, sizeof *with);
+        iov = calloc(4 * d->n_mdevs + 1, sizeof *iov);
+        if (!at || !with || !iov)
                 return -ENOMEM;
-        memcpy(s, p->src, p->src_len + 1);
         for (size_t i = 0; i < d->n_mdevs; i++) {
                 if (streq(d->mdevs[i].uuid, p->src_uuid[i]))
                         continue;
-                memcpy(s + p->addr_pos[i], d->mdevs[i].uuid, UUID_STRING_MAX - 1);
-                if (d->mdevs[i].meta)
-                        memcpy(s + p->meta_pos[i], d->mdevs[i].uuid, UUID_STRING_MAX - 1);
+                at[n_at] = p->addr_pos[i];
+                with[n_at++] = d->mdevs[i].uuid;
+                if (d->mdevs[i].meta) {
+                        at[n_at] = p->meta_pos[i];
+                        with[n_at++] = d->mdevs[i].uuid;
+                }
         }
+        /* In document order (the metadata comes before the devices); few
+         * enough for an insertion sort. Values never overlap: each is the
+         * whole of a distinct attribute. */
+        for (size_t i = 1; i < n_at; i++)
+                for (size_t j = i; j > 0 && at[j - 1] > at[j]; j--) {
+                        size_t t = at[j];
+                        const char *w = with[j];
+                        at[j] = at[j - 1];
+                        with[j] = with[j - 1];
+                        at[j - 1] = t;
+                        with[j - 1] = w;
+                }
+        for (size_t k = 0; k < n_at; k++) {
+                iov[n++] = (struct iovec) { .iov_base = (char *) p->src + o, .iov_len = at[k] - o };
+                iov[n++] = (struct iovec) { .iov_base = (char *) with[k], .iov_len = UUID_STRING_MAX - 1 };
+                o = at[k] + UUID_STRING_MAX - 1;
+        }
+        iov[n++] = (struct iovec) { .iov_base = (char *) p->src + o, .iov_len = p->src_len - o };
+        *ret = steal_pointer(&iov);
+        *ret_n = n;
+        return 0;
+}
+
+static int format_splice(const DomxmlPrivate *p, char **ret_buf, size_t *ret_len) {
+        _cleanup_free_ struct iovec *iov = NULL;
+        size_t n, o = 0;
+        char *s;
+        int r;
+
+        r = splice_pieces(p, &iov, &n);
+        if (r < 0)
+                return r;
+        s = malloc(p->src_len + 1);
+        if (!s)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                memcpy(s + o, iov[i].iov_base, iov[i].iov_len);
+                o += iov[i].iov_len;
+        }
+        s[o] = '\0';
         *ret_buf = s;
-        *ret_len = p->src_len;
+        *ret_len = o;
         return 0;
 }
 
@@ -818,4 +865,54 @@ int domxml_format(const Domxml *d, char **ret_buf, size_t *ret_len) {
         if (r != -ENOENT)
                 return r;
         return format_full(p, ret_buf, ret_len);
+}
+
+/* writev() until every piece is written. */
+static int writev_all(int fd, struct iovec *iov, size_t n) {
+        while (n > 0) {
+                ssize_t k = writev(fd, iov, (int) (n > IOV_MAX ? IOV_MAX : n));
+
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                while (n > 0 && (size_t) k >= iov->iov_len) {
+                        k -= (ssize_t) iov->iov_len;
+                        iov++;
+                        n--;
+                }
+                if (n > 0) {
+                        iov->iov_base = (char *) iov->iov_base + k;
+                        iov->iov_len -= (size_t) k;
+                }
+        }
+        return 0;
+}
+
+int domxml_write(const Domxml *d, int fd) {
+        const DomxmlPrivate *p = domxml_private(d);
+        _cleanup_free_ struct iovec *iov = NULL;
+        _cleanup_free_ char *buf = NULL;
+        size_t n, len;
+        int r;
+
+        /* The input's own bytes, with the new values between them: no copy
+         * of the document. */
+        r = splice_pieces(p, &iov, &n);
+        if (r == -ENOENT) {
+                r = format_full(p, &buf, &len);
+                if (r < 0)
+                        return r;
+                iov = calloc(1, sizeof *iov);
+                if (!iov)
+                        return -ENOMEM;
+                iov[0] = (struct iovec) { .iov_base = buf, .iov_len = len };
+                n = 1;
+        } else if (r < 0)
+                return r;
+        r = writev_all(fd, iov, n);
+        if (r < 0)
+                return error_set(r, "cannot write the rewritten domain XML: %s", strerror(-r));
+        return 0;
 }

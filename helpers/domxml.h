@@ -48,7 +48,8 @@ typedef struct Domxml {
         size_t n_mdevs;
 } Domxml;
 
-/* Parses and validates. -EINVAL / -EBADMSG with a message for: malformed XML,
+/* Parses and validates; buf is not copied and must stay as it is until
+ * domxml_free(). -EINVAL / -EBADMSG with a message for: malformed XML,
  * a DOCTYPE, a root that is not <domain>, a missing or overlong <name>, an
  * mdev hostdev without a valid UUID, two mdev hostdevs with one UUID, a
  * metadata entry whose uuid is not a UUID, whose type or parent is not a safe
@@ -69,8 +70,14 @@ int domxml_find_mdev(const Domxml *d, const char *uuid);
  * present, the uuid= of its metadata entry. */
 int domxml_set_mdev_uuid(Domxml *d, size_t i, const char *uuid);
 
-/* Serialises the document (for migrate/restore's stdout). */
+/* The document with the values domxml_set_mdev_uuid() changed: the input,
+ * byte for byte, with those values replaced, or (when a value cannot be
+ * located in the input: character references, another encoding) the whole
+ * document serialised by libxml2. domxml_format() returns it in memory;
+ * domxml_write() writes it to fd from the input's own bytes (migrate/
+ * restore's stdout: no copy of a megabyte). */
 int domxml_format(const Domxml *d, char **ret_buf, size_t *ret_len);
+int domxml_write(const Domxml *d, int fd);
 
 static inline void xmlFreeDocp(xmlDoc **doc) {
         if (*doc)

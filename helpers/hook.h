@@ -28,9 +28,9 @@ typedef struct HookContext {
          * lets go of it while it waits for a parent to register. */
         int lockfd;
 
-        /* migrate/restore: the rewritten XML to print, NULL when unchanged. */
-        char *out;
-        size_t out_len;
+        /* migrate/restore: the XML changed (domxml_set_mdev_uuid()) and is
+         * to be printed (domxml_write()). */
+        bool rewritten;
 } HookContext;
 
 /* prepare begin: reuse or create every mdev of the guest, all or nothing.
@@ -43,5 +43,5 @@ int hook_release(HookContext *ctx);
 /* reconnect begin: re-assert the guest's claims; the caller always exits 0. */
 int hook_reconnect(HookContext *ctx);
 /* migrate begin / restore begin (migrate.c): find or create local mdevs of the
- * same types, claim them as incoming, and set ctx->out when the XML changed. */
+ * same types, claim them as incoming, and set ctx->rewritten when the XML changed. */
 int migrate_run(HookContext *ctx, HookOp op);

@@ -331,10 +331,10 @@ static int place_one(HookContext *ctx, Alloc *a, KeptList *k, MigrateItem *items
         return 0;
 }
 
-/* Rewrites the XML where a local UUID differs; sets ctx->out if it did. */
+/* Rewrites the XML where a local UUID differs; sets ctx->rewritten if it
+ * did (the worker prints it once the call succeeded). */
 static int rewrite(HookContext *ctx, const MigrateItem *items) {
         Domxml *dom = ctx->dom;
-        bool changed = false;
         int r;
 
         for (size_t i = 0; i < dom->n_mdevs; i++) {
@@ -343,16 +343,15 @@ static int rewrite(HookContext *ctx, const MigrateItem *items) {
                 r = domxml_set_mdev_uuid(dom, i, items[i].uuid);
                 if (r < 0)
                         return r;
-                changed = true;
+                ctx->rewritten = true;
         }
-        if (!changed)
-                return 0;
-        return domxml_format(dom, &ctx->out, &ctx->out_len);
+        return 0;
 }
 
 int migrate_run(HookContext *ctx, HookOp op) {
         const Domxml *dom = ctx->dom;
         _cleanup_free_ char (*incoming)[UUID_STRING_MAX] = NULL;
+        _cleanup_strv_free_ char **names = NULL;
         MigrateItem *items = NULL;
         KeptList kept = { .loaded = false };
         bool written = false;
@@ -374,13 +373,20 @@ int migrate_run(HookContext *ctx, HookOp op) {
                    dom->uuid[0] ? dom->uuid : NULL, ctx->boot_id);
         a.crashpoint_create = "migrate-after-create";
 
-        /* Read only: every type resolved and enabled, what exists here. */
+        /* Read only: every type resolved and enabled, what exists here
+         * (the mdevs listed once for several: most incoming UUIDs are not
+         * here, and each miss would be a lookup of its own). */
+        if (dom->n_mdevs > 1) {
+                r = sysfs_mdev_names(ctx->rootfd, &names);
+                if (r < 0)
+                        goto out;
+        }
         for (size_t i = 0; i < dom->n_mdevs; i++) {
                 memcpy(incoming[i], dom->mdevs[i].uuid, UUID_STRING_MAX);
                 r = resolve_want(ctx, &a, &dom->mdevs[i], &items[i].want);
                 if (r < 0)
                         goto out;
-                r = sysfs_mdev_get(ctx->rootfd, dom->mdevs[i].uuid, &items[i].mdev);
+                r = sysfs_mdev_get_in(ctx->rootfd, names, dom->mdevs[i].uuid, &items[i].mdev);
                 if (r < 0 && r != -ENOENT) {
                         r = error_set(r, "cannot look up mdev %s: %s", dom->mdevs[i].uuid, error_get(r));
                         goto out;
@@ -430,9 +436,7 @@ fail: {
         _cleanup_free_ char *reason = strdup(error_get(r));
         int k;
 
-        free(ctx->out);
-        ctx->out = NULL;
-        ctx->out_len = 0;
+        ctx->rewritten = false;
         k = alloc_rollback(&a);
         if (k < 0)
                 log_warning("rollback left something behind: %s", error_get(k));

@@ -83,12 +83,8 @@ static int run(HookOp op, const char *guest, const char *xml, size_t xml_len, Ho
         case HOOK_OP_MIGRATE:
         case HOOK_OP_RESTORE:
                 r = migrate_run(ctx, op);
-                if (r >= 0 && ctx->out) {
-                        if (fwrite(ctx->out, 1, ctx->out_len, stdout) != ctx->out_len || fflush(stdout) != 0)
-                                r = error_set(-EIO, "cannot write the rewritten domain XML to stdout");
-                }
-                free(ctx->out);
-                ctx->out = NULL;
+                if (r >= 0 && ctx->rewritten)
+                        r = domxml_write(dom, STDOUT_FILENO);
                 return r;
         default:
                 return 0;
