@@ -142,7 +142,24 @@ static void probe_forget(Alloc *a, const char *parent) {
                         a->probed[i] = a->probed[--a->n_probed];
 }
 
+/* A creation alloc_plan() chose, that alloc_run_plans() makes. */
+typedef struct AllocPlan {
+        const AllocWant *want;
+        char uuid[UUID_STRING_MAX];
+        char parent[NAME_STRING_MAX];
+        char type[NAME_STRING_MAX];
+        LedgerState state;
+        LedgerEntry *ret;
+} AllocPlan;
+
+static void plans_clear(Alloc *a) {
+        free(a->plans);
+        a->plans = NULL;
+        a->n_plans = a->plan_next = 0;
+}
+
 void alloc_done(Alloc *a) {
+        plans_clear(a);
         free(a->probed);
         a->probed = NULL;
         a->n_probed = 0;
@@ -700,6 +717,9 @@ static int candidates_apply_max(const Alloc *a, const AllocWant *w, CandidateLis
                 for (size_t i = 0; i < n_mdevs; i++)
                         if (streq(mdevs[i].type, ct->name))
                                 existing++;
+                for (size_t i = a->plan_next; i < a->n_plans; i++)
+                        if (streq(a->plans[i].type, ct->name))
+                                existing++; /* planned: counted as made */
                 if (alloc_max_left(ct->max_instances, existing) > 0)
                         continue;
                 for (size_t i = 0; i < l->n; i++)
@@ -709,20 +729,12 @@ static int candidates_apply_max(const Alloc *a, const AllocWant *w, CandidateLis
         return 0;
 }
 
-/* Writes the intent record, creates, confirms. 0 on success; >0 (the errno)
- * when this candidate refused and the next should be tried; <0 hard error. */
-static int candidate_create(Alloc *a, AllocCandidate *c, const char *uuid, LedgerState state, LedgerEntry *ret) {
+/* Creates uuid on the candidate and checks it appeared there with the type;
+ * its intent record is written already. 0 on success; >0 (the errno) when
+ * this candidate refused and the next should be tried; <0 hard error. */
+static int candidate_make(Alloc *a, AllocCandidate *c, const char *uuid) {
         char type[NAME_STRING_MAX];
-        LedgerEntry e;
         int r;
-
-        r = undo_push(a, uuid, false);
-        if (r < 0)
-                return r;
-        entry_fill(a, &e, uuid, c->parent, c->type, state, LEDGER_CREATED);
-        r = ledger_write_nosync(a->ledgerfd, &e);
-        if (r < 0)
-                return r;
 
         r = sysfs_mdev_create(a->rootfd, c->parent, c->type, uuid);
         probe_forget(a, c->parent);
@@ -749,9 +761,25 @@ static int candidate_create(Alloc *a, AllocCandidate *c, const char *uuid, Ledge
                         a->undo[i].created = true;
         if (a->crashpoint_create)
                 CRASHPOINT(a->crashpoint_create);
-        if (ret)
-                *ret = e;
         return 0;
+}
+
+/* Writes the intent record, creates, confirms: candidate_make()'s returns. */
+static int candidate_create(Alloc *a, AllocCandidate *c, const char *uuid, LedgerState state, LedgerEntry *ret) {
+        LedgerEntry e;
+        int r;
+
+        r = undo_push(a, uuid, false);
+        if (r < 0)
+                return r;
+        entry_fill(a, &e, uuid, c->parent, c->type, state, LEDGER_CREATED);
+        r = ledger_write_nosync(a->ledgerfd, &e);
+        if (r < 0)
+                return r;
+        r = candidate_make(a, c, uuid);
+        if (r == 0 && ret)
+                *ret = e;
+        return r;
 }
 
 /* Removes one free mdev that mdev-hooks kept on a full candidate, to make
@@ -941,4 +969,117 @@ int alloc_create(Alloc *a, const AllocWant *w, const char *uuid, LedgerState sta
 
         candidates_message(a, w, &l, msg, sizeof msg);
         return error_set(-ENOSPC, "%s", msg);
+}
+
+/* --- creating many ------------------------------------------------------ */
+
+/* Counts one more instance as taken on the parent in what was read of it. */
+static void probe_take(Alloc *a, const char *parent, const char *type) {
+        for (size_t i = 0; i < a->n_probed; i++) {
+                AllocCandidate *p = &a->probed[i];
+
+                if (!streq(p->parent, parent) || !streq(p->type, type))
+                        continue;
+                if (p->available > 0)
+                        p->available--;
+                if (p->available == 0 && p->verdict == ALLOC_OK)
+                        p->verdict = ALLOC_FULL;
+        }
+}
+
+int alloc_plan(Alloc *a, const AllocWant *w, const char *uuid, LedgerState state, LedgerEntry *ret) {
+        _cleanup_free_ AllocCandidate *cand = NULL;
+        CandidateList l = { 0 };
+        const AllocCandidate *chosen = NULL;
+        bool any_enabled = false;
+        AllocPlan *p;
+        int r;
+
+        if (!uuid_is_valid(uuid))
+                return 0; /* alloc_create() says so */
+        r = candidates_collect(a, w, &l, &any_enabled);
+        cand = l.c;
+        if (r < 0)
+                return r;
+        if (!any_enabled)
+                return 0;
+        for (size_t i = 0; i < l.n; i++) {
+                r = candidate_probe_cached(a, &l.c[i]);
+                if (r < 0)
+                        return r;
+        }
+        r = candidates_apply_max(a, w, &l);
+        if (r < 0)
+                return r;
+        alloc_candidates_sort(l.c, l.n, a->config->placement);
+        for (size_t i = 0; i < l.n && !chosen; i++)
+                if (l.c[i].verdict == ALLOC_OK)
+                        chosen = &l.c[i];
+        if (!chosen)
+                return 0;
+
+        p = realloc(a->plans, (a->n_plans + 1) * sizeof *p);
+        if (!p)
+                return -ENOMEM;
+        a->plans = p;
+        p = &a->plans[a->n_plans++];
+        *p = (AllocPlan) { .want = w, .state = state, .ret = ret };
+        memcpy(p->uuid, uuid, sizeof p->uuid);
+        snprintf(p->parent, sizeof p->parent, "%s", chosen->parent);
+        snprintf(p->type, sizeof p->type, "%s", chosen->type);
+        probe_take(a, chosen->parent, chosen->type);
+        return 1;
+}
+
+int alloc_run_plans(Alloc *a) {
+        _cleanup_free_ LedgerEntry *entries = NULL;
+        size_t n = a->n_plans;
+        int r = 0;
+
+        if (n == 0)
+                return 0;
+        entries = calloc(n, sizeof *entries);
+        if (!entries) {
+                r = -ENOMEM;
+                goto out;
+        }
+        for (size_t i = 0; i < n; i++) {
+                const AllocPlan *p = &a->plans[i];
+
+                r = undo_push(a, p->uuid, false);
+                if (r < 0)
+                        goto out;
+                entry_fill(a, &entries[i], p->uuid, p->parent, p->type, p->state, LEDGER_CREATED);
+        }
+        /* Every intent record visible before the first create, as one by one. */
+        r = ledger_write_many_nosync(a->ledgerfd, entries, n);
+        if (r < 0)
+                goto out;
+
+        for (size_t i = 0; i < n; i++) {
+                const AllocPlan *p = &a->plans[i];
+                AllocCandidate c = { .verdict = ALLOC_OK };
+
+                a->plan_next = i + 1;
+                snprintf(c.parent, sizeof c.parent, "%s", p->parent);
+                snprintf(c.type, sizeof c.type, "%s", p->type);
+                r = candidate_make(a, &c, p->uuid);
+                if (r < 0)
+                        goto out;
+                if (r == 0) {
+                        if (p->ret)
+                                *p->ret = entries[i];
+                        continue;
+                }
+                /* The parent refused (someone else took the room meanwhile):
+                 * from the start, as alloc_create() alone; it rewrites the
+                 * intent record for the parent it tries. */
+                r = alloc_create(a, p->want, p->uuid, p->state, p->ret);
+                if (r < 0)
+                        goto out;
+        }
+        r = 0;
+out:
+        plans_clear(a);
+        return r;
 }

@@ -125,6 +125,12 @@ typedef struct Alloc {
          * go (parent_wait). */
         AllocCandidate *probed;
         size_t n_probed;
+
+        /* Creations planned (alloc_plan()) and not yet made: counted as
+         * taken by the plans and max_instances checks that follow. */
+        struct AllocPlan *plans;
+        size_t n_plans;
+        size_t plan_next;   /* plans before this one are made or being made */
 } Alloc;
 
 /* Nothing is allocated here; the strings must outlive the Alloc. */
@@ -168,6 +174,25 @@ int alloc_claim(Alloc *a, const AllocWant *w, const SysfsMdev *m, LedgerState st
  * The creation is in the undo log. The UUID must not exist yet and must not
  * be held by another guest (check with alloc_held_by_other() first). */
 int alloc_create(Alloc *a, const AllocWant *w, const char *uuid, LedgerState state, LedgerEntry *ret);
+
+/* alloc_create() in two steps, for a guest with many mdevs: each intent
+ * record costs an fsync, and n of them written together cost about one
+ * (ledger_write_many_nosync()).
+ *
+ * alloc_plan() chooses the parent that alloc_create() would try first, from
+ * what was read, and counts it as taken for the plans that follow; it writes
+ * nothing. Returns 1 when planned, 0 when it cannot plan (the type is not
+ * enabled, or no candidate has room by what was read): then call
+ * alloc_run_plans() and alloc_create(), which waits, makes room or explains.
+ * w and ret must stay valid until alloc_run_plans().
+ *
+ * alloc_run_plans() writes the intent records of every plan in one batch,
+ * then creates and checks each in order; a plan whose parent refuses goes
+ * on as alloc_create() would, from the start. The records and creations are
+ * in the undo log. On failure the caller rolls back, as after
+ * alloc_create(). */
+int alloc_plan(Alloc *a, const AllocWant *w, const char *uuid, LedgerState state, LedgerEntry *ret);
+int alloc_run_plans(Alloc *a);
 
 /* Undoes this call's work, newest first: removes the mdevs it created (a busy
  * remove is retried briefly, then left marked remove_pending) and restores

@@ -477,6 +477,97 @@ assert_only_uuids_changed() {
         [ "$(sim_available "$P84" nvidia-45)" -eq 1 ]
 }
 
+# migrate plans its creations and writes their records together
+# (alloc_plan()): the places must be the ones that creating them one by one
+# would give, each plan counting the ones before it.
+@test "migrate of four mdevs places them as one by one would: spread" {
+        one_type_conf "$A"
+        conf_on "$B" <<-EOF
+	[devices]
+	enabled_mdev_types = nvidia-35
+
+	[hooks]
+	placement = spread
+	EOF
+        sim_use "$A"
+        run prepare web1 "$U1,type=nvidia-35" "$U2,type=nvidia-35" "$U3,type=nvidia-35" "$U4,type=nvidia-35"
+        [ "$status" -eq 0 ]
+
+        migrate_to_b web1
+        [ "$status" -eq 0 ]
+        [ -z "$output" ]
+        # One on each parent, in address order.
+        [ "$(mdev_parent "$U1")" = "$P84" ]
+        [ "$(mdev_parent "$U2")" = "$P85" ]
+        [ "$(mdev_parent "$U3")" = "$P86" ]
+        [ "$(mdev_parent "$U4")" = "$P87" ]
+        assert_record_matches_sysfs
+        [ "$(ls "$MDEV_HOOKS_ROOT/var/lib/mdev-hooks/" | grep -c tmp)" -eq 0 ]
+}
+
+@test "migrate of four mdevs places them as one by one would: pack" {
+        one_type_conf "$A"
+        one_type_conf "$B"
+        sim_use "$B"
+        sim_create "$P85" nvidia-35 "$U4"
+        sim_use "$A"
+        run prepare web1 "$U1,type=nvidia-35" "$U2,type=nvidia-35" "$U3,type=nvidia-35"
+        [ "$status" -eq 0 ]
+
+        migrate_to_b web1
+        [ "$status" -eq 0 ]
+        # All with the one B already has (not mdev-hooks': no record).
+        for u in "$U1" "$U2" "$U3"; do
+                [ "$(mdev_parent "$u")" = "$P85" ]
+                [ "$(record "$u" parent)" = "$P85" ]
+                [ "$(record "$u" state)" = incoming ]
+        done
+}
+
+@test "a planned create that its parent refuses goes on to the next candidate" {
+        one_type_conf "$A"
+        one_type_conf "$B"
+        sim_use "$A"
+        run prepare web1 "$U1,type=nvidia-35" "$U2,type=nvidia-35"
+        [ "$status" -eq 0 ]
+
+        # Both are planned on 84:00.0; its first two creates fail as a full
+        # parent does: the plan of U1, then U1's try there from the start.
+        sim_use "$B"
+        sim_create_fail EUSERS "$P84" 2
+        migrate_to_b web1
+        [ "$status" -eq 0 ]
+        [ -z "$output" ]
+        [ "$(mdev_parent "$U1")" = "$P85" ]
+        [ "$(record "$U1" parent)" = "$P85" ]
+        [ "$(mdev_parent "$U2")" = "$P84" ]
+        [ "$(record "$U2" state)" = incoming ]
+        assert_record_matches_sysfs
+        finish_migration web1
+        assert_moved web1 nvidia-35
+}
+
+@test "migrate counts the mdevs it plans against max_instances" {
+        one_type_conf "$A"
+        conf_on "$B" <<-EOF
+	[devices]
+	enabled_mdev_types = nvidia-35
+
+	[mdev_nvidia-35]
+	max_instances = 2
+	EOF
+        sim_use "$A"
+        run prepare web1 "$U1,type=nvidia-35" "$U2,type=nvidia-35" "$U3,type=nvidia-35"
+        [ "$status" -eq 0 ]
+
+        migrate_to_b web1
+        [ "$status" -ne 0 ]
+        [ -z "$output" ]
+        [[ "$stderr" == *"no capacity for nvidia-35"*"over max_instances"* ]]
+        [ -z "$(sim_mdevs)" ]
+        [ -z "$(records)" ]
+}
+
 @test "a failed migrate gives back the kept mdev it had claimed" {
         conf_on "$A" <<-EOF
 	[devices]

@@ -429,6 +429,60 @@ static void test_batch_without_directory_sync(int rootfd) {
         close(dirfd);
 }
 
+/* No temp file left in the record directory. */
+static void check_no_temp_files(int dirfd) {
+        _cleanup_strv_free_ char **names = NULL;
+
+        check(dir_list_at(dirfd, ".", &names) == 0);
+        for (char **n = names; *n; n++)
+                check(strlen(*n) < 4 || strcmp(*n + strlen(*n) - 4, ".tmp") != 0);
+}
+
+/* Many records at once: each in place, with its index entries, as written
+ * one by one; an invalid one stops the batch before any is in place. */
+static void test_write_many(int rootfd) {
+        int dirfd = open_fresh_ledger(rootfd, "many");
+        _cleanup_free_ LedgerEntry *l = NULL;
+        LedgerEntry e[16], r;
+        size_t n;
+
+        for (unsigned i = 0; i < ELEMENTSOF(e); i++) {
+                char u[UUID_STRING_MAX], g[16];
+                snprintf(u, sizeof u, "1000%04x-0000-4000-8000-000000000000", i);
+                snprintf(g, sizeof g, "web%u", i % 3);
+                entry_init(&e[i], u, g);
+                e[i].state = LEDGER_INCOMING;
+        }
+        check(ledger_write_many_nosync(dirfd, e, ELEMENTSOF(e)) == 0);
+        for (unsigned i = 0; i < ELEMENTSOF(e); i++) {
+                check(ledger_read(dirfd, e[i].uuid, &r) == 0);
+                check(memcmp(&e[i], &r, sizeof r) == 0);
+        }
+        list_parent_check(dirfd, P1, ELEMENTSOF(e), e[0].uuid, 0);
+        check(ledger_list_guest(dirfd, "web1", &l, &n) == 0);
+        check(n == 5);
+        check_no_temp_files(dirfd);
+
+        /* Rewritten in a batch: replaced in place. */
+        for (unsigned i = 0; i < ELEMENTSOF(e); i++)
+                e[i].state = LEDGER_ASSIGNED;
+        check(ledger_write_many_nosync(dirfd, e, ELEMENTSOF(e)) == 0);
+        check(ledger_read(dirfd, e[7].uuid, &r) == 0 && r.state == LEDGER_ASSIGNED);
+
+        /* The 4th of 8 new ones is invalid: none of the 8 is written. */
+        for (unsigned i = 0; i < 8; i++) {
+                snprintf(e[i].uuid, sizeof e[i].uuid, "2000%04x-0000-4000-8000-000000000000", i);
+                e[i].state = LEDGER_INCOMING;
+        }
+        snprintf(e[3].parent, sizeof e[3].parent, "../x");
+        check(ledger_write_many_nosync(dirfd, e, 8) == -EINVAL);
+        for (unsigned i = 0; i < 8; i++)
+                check(ledger_read(dirfd, e[i].uuid, &r) == -ENOENT);
+        check_no_temp_files(dirfd);
+        check(ledger_sync(dirfd) == 0);
+        close(dirfd);
+}
+
 /* Index entries are links to one anchor file per index, not inodes of their
  * own; where the anchor cannot be linked, they are files, and still found. */
 static void test_index_entries_are_links(int rootfd) {
@@ -557,6 +611,7 @@ int main(void) {
         test_parent_index_prunes_stale_entries(rootfd);
         test_parent_index_missing_falls_back(rootfd);
         test_batch_without_directory_sync(rootfd);
+        test_write_many(rootfd);
         test_index_entries_are_links(rootfd);
         test_free_index(rootfd);
 
