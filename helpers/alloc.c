@@ -729,6 +729,32 @@ static int candidates_apply_max(const Alloc *a, const AllocWant *w, CandidateLis
         return 0;
 }
 
+/* The candidates for w, each probed once per call. */
+static int candidates_read(Alloc *a, const AllocWant *w, CandidateList *l, bool *ret_any_enabled) {
+        int r;
+
+        r = candidates_collect(a, w, l, ret_any_enabled);
+        if (r < 0 || !*ret_any_enabled)
+                return r;
+        for (size_t i = 0; i < l->n; i++) {
+                r = candidate_probe_cached(a, &l->c[i]);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* max_instances applied, then in placement order: the order of the tries. */
+static int candidates_order(const Alloc *a, const AllocWant *w, CandidateList *l) {
+        int r;
+
+        r = candidates_apply_max(a, w, l);
+        if (r < 0)
+                return r;
+        alloc_candidates_sort(l->c, l->n, a->config->placement);
+        return 0;
+}
+
 /* Creates uuid on the candidate and checks it appeared there with the type;
  * its intent record is written already. 0 on success; >0 (the errno) when
  * this candidate refused and the next should be tried; <0 hard error. */
@@ -901,7 +927,7 @@ int alloc_create(Alloc *a, const AllocWant *w, const char *uuid, LedgerState sta
         if (!uuid_is_valid(uuid))
                 return error_set(-EINVAL, "'%s' is not a UUID", uuid);
 
-        r = candidates_collect(a, w, &l, &any_enabled);
+        r = candidates_read(a, w, &l, &any_enabled);
         cand = l.c;
         if (r < 0)
                 return r;
@@ -910,12 +936,6 @@ int alloc_create(Alloc *a, const AllocWant *w, const char *uuid, LedgerState sta
 
                 config_enabled_types_string(a->config, enabled, sizeof enabled);
                 return error_set(-ENOENT, "type %s is not enabled here; enabled: %s", w->what, enabled);
-        }
-
-        for (size_t i = 0; i < l.n; i++) {
-                r = candidate_probe_cached(a, &l.c[i]);
-                if (r < 0)
-                        return r;
         }
         r = candidates_wait_unlocked(a, &l);
         if (r < 0)
@@ -937,10 +957,9 @@ int alloc_create(Alloc *a, const AllocWant *w, const char *uuid, LedgerState sta
                                 return r;
                 }
         }
-        r = candidates_apply_max(a, w, &l);
+        r = candidates_order(a, w, &l);
         if (r < 0)
                 return r;
-        alloc_candidates_sort(l.c, l.n, a->config->placement);
 
         for (;;) {
                 for (size_t i = 0; i < l.n; i++) {
@@ -997,21 +1016,13 @@ int alloc_plan(Alloc *a, const AllocWant *w, const char *uuid, LedgerState state
 
         if (!uuid_is_valid(uuid))
                 return 0; /* alloc_create() says so */
-        r = candidates_collect(a, w, &l, &any_enabled);
+        r = candidates_read(a, w, &l, &any_enabled);
         cand = l.c;
+        if (r < 0 || !any_enabled)
+                return r;
+        r = candidates_order(a, w, &l);
         if (r < 0)
                 return r;
-        if (!any_enabled)
-                return 0;
-        for (size_t i = 0; i < l.n; i++) {
-                r = candidate_probe_cached(a, &l.c[i]);
-                if (r < 0)
-                        return r;
-        }
-        r = candidates_apply_max(a, w, &l);
-        if (r < 0)
-                return r;
-        alloc_candidates_sort(l.c, l.n, a->config->placement);
         for (size_t i = 0; i < l.n && !chosen; i++)
                 if (l.c[i].verdict == ALLOC_OK)
                         chosen = &l.c[i];

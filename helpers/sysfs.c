@@ -294,12 +294,38 @@ static int link_components(const char *target, const char **ret_last, const char
         return 0;
 }
 
+/* readlinkat() into target, terminated: 0; -ENOENT without a message; or
+ * -errno with one. */
+static int link_read(int rootfd, const char *path, char target[PATH_MAX]) {
+        ssize_t n;
+
+        n = readlinkat(rootfd, path, target, PATH_MAX - 1);
+        if (n < 0) {
+                if (errno == ENOENT)
+                        return -ENOENT;
+                return error_set(-errno, "cannot read link '/%s': %s", path, strerror(errno));
+        }
+        target[n] = '\0';
+        return 0;
+}
+
+/* The type an mdev_type link (target, read from path) points to. */
+static int link_type(const char *path, const char *target, char type[NAME_STRING_MAX]) {
+        const char *last;
+
+        if (link_components(target, &last, NULL, NULL) < 0 || !name_is_valid(last) ||
+            strlen(last) >= NAME_STRING_MAX)
+                return error_set(-EBADMSG, "'/%s' points to '%s': invalid type name", path, target);
+        strcpy(type, last);
+        return 0;
+}
+
 int sysfs_mdev_get(int rootfd, const char *uuid, SysfsMdev *ret) {
         char path[PATH_MAX], target[PATH_MAX];
         const char *last, *before;
         size_t before_len;
         SysfsMdev m = { 0 };
-        ssize_t n;
+        int r;
 
         if (!uuid_is_valid(uuid))
                 return error_set(-EINVAL, "invalid mdev UUID '%s'", strna(uuid));
@@ -307,13 +333,9 @@ int sysfs_mdev_get(int rootfd, const char *uuid, SysfsMdev *ret) {
 
         /* sys/bus/mdev/devices/<uuid> -> ../../../devices/.../<parent>/<uuid> */
         snprintf(path, sizeof path, MDEV_DEVICES "/%s", m.uuid);
-        n = readlinkat(rootfd, path, target, sizeof target - 1);
-        if (n < 0) {
-                if (errno == ENOENT)
-                        return -ENOENT;
-                return error_set(-errno, "cannot read link '/%s': %s", path, strerror(errno));
-        }
-        target[n] = '\0';
+        r = link_read(rootfd, path, target);
+        if (r < 0)
+                return r;
         if (link_components(target, &last, &before, &before_len) < 0 ||
             !streq(last, m.uuid) || before_len >= sizeof m.parent)
                 return error_set(-EBADMSG, "'/%s' points to '%s', not to <parent>/%s", path, target, m.uuid);
@@ -324,23 +346,20 @@ int sysfs_mdev_get(int rootfd, const char *uuid, SysfsMdev *ret) {
 
         /* <uuid>/mdev_type -> ../mdev_supported_types/<type> */
         snprintf(path, sizeof path, MDEV_DEVICES "/%s/mdev_type", m.uuid);
-        n = readlinkat(rootfd, path, target, sizeof target - 1);
-        if (n < 0) {
-                if (errno == ENOENT) {
-                        /* Either the mdev went away between the two reads, or its type link is missing. */
-                        struct stat st;
-                        snprintf(path, sizeof path, MDEV_DEVICES "/%s", m.uuid);
-                        if (fstatat(rootfd, path, &st, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT)
-                                return -ENOENT;
-                        return error_set(-EBADMSG, "'/%s/mdev_type' is missing", path);
-                }
-                return error_set(-errno, "cannot read link '/%s': %s", path, strerror(errno));
+        r = link_read(rootfd, path, target);
+        if (r == -ENOENT) {
+                /* Either the mdev went away between the two reads, or its type link is missing. */
+                struct stat st;
+                snprintf(path, sizeof path, MDEV_DEVICES "/%s", m.uuid);
+                if (fstatat(rootfd, path, &st, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT)
+                        return -ENOENT;
+                return error_set(-EBADMSG, "'/%s/mdev_type' is missing", path);
         }
-        target[n] = '\0';
-        if (link_components(target, &last, NULL, NULL) < 0 || !name_is_valid(last) ||
-            strlen(last) >= sizeof m.type)
-                return error_set(-EBADMSG, "'/%s' points to '%s': invalid type name", path, target);
-        strcpy(m.type, last);
+        if (r < 0)
+                return r;
+        r = link_type(path, target, m.type);
+        if (r < 0)
+                return r;
 
         *ret = m;
         return 0;
@@ -373,25 +392,16 @@ int sysfs_mdev_get_in(int rootfd, char *const *names, const char *uuid, SysfsMde
 
 int sysfs_mdev_type_on(int rootfd, const char *parent, const char *uuid, char type[NAME_STRING_MAX]) {
         char path[PATH_MAX], target[PATH_MAX];
-        const char *last;
-        ssize_t n;
+        int r;
 
         if (!name_is_valid(parent) || !uuid_is_valid(uuid))
                 return -EINVAL;
         /* class/mdev_bus/<parent> is the parent's device; the mdev is its child. */
         snprintf(path, sizeof path, MDEV_BUS "/%s/%s/mdev_type", parent, uuid);
-        n = readlinkat(rootfd, path, target, sizeof target - 1);
-        if (n < 0) {
-                if (errno == ENOENT)
-                        return -ENOENT;
-                return error_set(-errno, "cannot read link '/%s': %s", path, strerror(errno));
-        }
-        target[n] = '\0';
-        if (link_components(target, &last, NULL, NULL) < 0 || !name_is_valid(last) ||
-            strlen(last) >= NAME_STRING_MAX)
-                return error_set(-EBADMSG, "'/%s' points to '%s': invalid type name", path, target);
-        strcpy(type, last);
-        return 0;
+        r = link_read(rootfd, path, target);
+        if (r < 0)
+                return r;
+        return link_type(path, target, type);
 }
 
 static int cmp_mdev(const void *a, const void *b) {
