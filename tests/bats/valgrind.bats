@@ -95,6 +95,12 @@ assert_clean() {
         vg release "$MH_QEMU_HOOK" web1 release end shutdown < "$BATS_TEST_TMPDIR/web1.xml"
         [ ! -e "$SIM_SYS/bus/mdev/devices/$U1" ]
         vg migrate "$MH_QEMU_HOOK" web1 migrate begin - < "$BATS_TEST_TMPDIR/web1.xml" > /dev/null
+        # The same UUIDs for another guest: rewritten (domxml_write()).
+        sed 's|<name>web1</name>|<name>web2</name>|' "$BATS_TEST_TMPDIR/web1.xml" > "$BATS_TEST_TMPDIR/web2.xml"
+        vg migrate-rewrite "$MH_QEMU_HOOK" web2 migrate begin - < "$BATS_TEST_TMPDIR/web2.xml" > "$BATS_TEST_TMPDIR/web2.out"
+        grep -q "<name>web2</name>" "$BATS_TEST_TMPDIR/web2.out"
+        ! grep -q "$U1" "$BATS_TEST_TMPDIR/web2.out" || false
+        vg release3 "$MH_QEMU_HOOK" web2 release end failed < "$BATS_TEST_TMPDIR/web2.out"
         vg release2 "$MH_QEMU_HOOK" web1 release end failed < "$BATS_TEST_TMPDIR/web1.xml"
         vg noop "$MH_QEMU_HOOK" plain prepare begin - < "$BATS_TEST_TMPDIR/plain.xml"
         vg started "$MH_QEMU_HOOK" web1 started begin - < "$BATS_TEST_TMPDIR/web1.xml"
