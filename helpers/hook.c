@@ -94,7 +94,6 @@ typedef struct PrepareItem {
 int hook_prepare(HookContext *ctx) {
         const Domxml *dom = ctx->dom;
         _cleanup_free_ PrepareItem *items = NULL;
-        _cleanup_strv_free_ char **names = NULL;
         AllocWant *wants = NULL;
         bool written = false;
         Alloc a;
@@ -108,17 +107,12 @@ int hook_prepare(HookContext *ctx) {
         }
         hook_alloc_init(ctx, &a);
 
-        /* First pass: read only (the mdevs listed once for several). */
-        if (dom->n_mdevs > 1) {
-                r = sysfs_mdev_names(ctx->rootfd, &names);
-                if (r < 0)
-                        goto out;
-        }
+        /* First pass: read only. */
         for (size_t i = 0; i < dom->n_mdevs; i++) {
                 const DomxmlMdev *m = &dom->mdevs[i];
                 LedgerEntry holder;
 
-                r = sysfs_mdev_get_in(ctx->rootfd, names, m->uuid, &items[i].mdev);
+                r = sysfs_mdev_get(ctx->rootfd, m->uuid, &items[i].mdev);
                 if (r < 0 && r != -ENOENT) {
                         r = error_set(r, "cannot look up mdev %s: %s", m->uuid, error_get(r));
                         goto out;

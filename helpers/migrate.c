@@ -363,7 +363,6 @@ static int rewrite(HookContext *ctx, const MigrateItem *items) {
 int migrate_run(HookContext *ctx, HookOp op) {
         const Domxml *dom = ctx->dom;
         _cleanup_free_ char (*incoming)[UUID_STRING_MAX] = NULL;
-        _cleanup_strv_free_ char **names = NULL;
         MigrateItem *items = NULL;
         KeptList kept = { .loaded = false };
         bool written = false;
@@ -385,20 +384,13 @@ int migrate_run(HookContext *ctx, HookOp op) {
                    dom->uuid[0] ? dom->uuid : NULL, ctx->boot_id);
         a.crashpoint_create = "migrate-after-create";
 
-        /* Read only: every type resolved and enabled, what exists here
-         * (the mdevs listed once for several: most incoming UUIDs are not
-         * here, and each miss would be a lookup of its own). */
-        if (dom->n_mdevs > 1) {
-                r = sysfs_mdev_names(ctx->rootfd, &names);
-                if (r < 0)
-                        goto out;
-        }
+        /* Read only: every type resolved and enabled, what exists here. */
         for (size_t i = 0; i < dom->n_mdevs; i++) {
                 memcpy(incoming[i], dom->mdevs[i].uuid, UUID_STRING_MAX);
                 r = resolve_want(ctx, &a, &dom->mdevs[i], &items[i].want);
                 if (r < 0)
                         goto out;
-                r = sysfs_mdev_get_in(ctx->rootfd, names, dom->mdevs[i].uuid, &items[i].mdev);
+                r = sysfs_mdev_get(ctx->rootfd, dom->mdevs[i].uuid, &items[i].mdev);
                 if (r < 0 && r != -ENOENT) {
                         r = error_set(r, "cannot look up mdev %s: %s", dom->mdevs[i].uuid, error_get(r));
                         goto out;

@@ -365,31 +365,6 @@ int sysfs_mdev_get(int rootfd, const char *uuid, SysfsMdev *ret) {
         return 0;
 }
 
-int sysfs_mdev_names(int rootfd, char ***ret) {
-        int r;
-
-        r = dir_list_at(rootfd, MDEV_DEVICES, ret);
-        if (r == -ENOENT) {
-                /* No mdev bus: no mdevs. */
-                *ret = calloc(1, sizeof **ret);
-                return *ret ? 0 : -ENOMEM;
-        }
-        if (r < 0)
-                return error_set(r, "cannot list '/" MDEV_DEVICES "': %s", strerror(-r));
-        return 0;
-}
-
-int sysfs_mdev_get_in(int rootfd, char *const *names, const char *uuid, SysfsMdev *ret) {
-        char u[UUID_STRING_MAX];
-
-        if (names && uuid_is_valid(uuid)) {
-                uuid_normalize(uuid, u);
-                if (!strv_contains(names, u))
-                        return -ENOENT;
-        }
-        return sysfs_mdev_get(rootfd, uuid, ret);
-}
-
 int sysfs_mdev_type_on(int rootfd, const char *parent, const char *uuid, char type[NAME_STRING_MAX]) {
         char path[PATH_MAX], target[PATH_MAX];
         int r;

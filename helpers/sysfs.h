@@ -59,12 +59,6 @@ int sysfs_type_count(int rootfd, const char *parent, const char *type, unsigned 
 int sysfs_mdev_list(int rootfd, SysfsMdev **ret, size_t *ret_n);
 /* One mdev by UUID (lower case). -ENOENT if it does not exist. */
 int sysfs_mdev_get(int rootfd, const char *uuid, SysfsMdev *ret);
-/* Several mdevs by UUID: the names under bus/mdev/devices, listed once, and
- * sysfs_mdev_get() that answers -ENOENT at once for a UUID not among them
- * (names NULL: looks each up). A missing mdev costs a failed path walk on
- * sysfs, a round trip on FUSE; a listing costs one. */
-int sysfs_mdev_names(int rootfd, char ***ret);
-int sysfs_mdev_get_in(int rootfd, char *const *names, const char *uuid, SysfsMdev *ret);
 /* The type of the mdev uuid under parent (class/mdev_bus/<parent>/<uuid>/
  * mdev_type): one link read that says both that the mdev exists on that
  * parent and its type. -ENOENT if it is not there. */

@@ -260,6 +260,7 @@ void strv_sort(char **l) {
 
 int dir_list_at(int dirfd, const char *path, char ***ret) {
         _cleanup_strv_free_ char **l = NULL;
+        size_t n = 0, allocated = 0;
         DIR *d;
         int fd, r;
 
@@ -283,9 +284,25 @@ int dir_list_at(int dirfd, const char *path, char ***ret) {
                 }
                 if (streq(de->d_name, ".") || streq(de->d_name, ".."))
                         continue;
-                r = strv_extend(&l, de->d_name);
-                if (r < 0)
+                /* Grown by doubling: a directory of a thousand records or
+                 * mdevs is listed on every hook call that needs it. */
+                if (n + 2 > allocated) {
+                        size_t a = allocated ? 2 * allocated : 16;
+                        char **t = reallocarray(l, a, sizeof *t);
+
+                        if (!t) {
+                                r = -ENOMEM;
+                                break;
+                        }
+                        l = t;
+                        allocated = a;
+                }
+                l[n] = strdup(de->d_name);
+                if (!l[n]) {
+                        r = -ENOMEM;
                         break;
+                }
+                l[++n] = NULL;
         }
         closedir(d);
         if (r < 0)
