@@ -1094,3 +1094,57 @@ out:
         plans_clear(a);
         return r;
 }
+
+/* --- reading ahead ------------------------------------------------------ */
+
+int alloc_prefetch(int rootfd, const Config *config, const atomic_bool *stop,
+                   AllocCandidate **ret, size_t *ret_n) {
+        _cleanup_free_ AllocCandidate *out = NULL;
+        size_t n = 0, allocated = 0;
+        Alloc a;
+
+        alloc_init(&a, rootfd, -1, config, "", NULL, "");
+        for (size_t t = 0; t < config->n_types && !atomic_load(stop); t++) {
+                _cleanup_free_ AllocCandidate *cand = NULL;
+                char *types[] = { config->types[t].name, NULL };
+                AllocWant w = { .types = types };
+                CandidateList l = { 0 };
+                bool any;
+                int r;
+
+                r = candidates_collect(&a, &w, &l, &any);
+                cand = l.c;
+                if (r < 0) {
+                        error_clear();
+                        continue;
+                }
+                for (size_t i = 0; i < l.n && !atomic_load(stop); i++) {
+                        if (l.c[i].verdict == ALLOC_OTHER_TYPE)
+                                continue;
+                        if (candidate_probe(&a, &l.c[i]) < 0) {
+                                error_clear();
+                                continue;
+                        }
+                        if (n == allocated) {
+                                size_t k = allocated ? 2 * allocated : 64;
+                                AllocCandidate *x = reallocarray(out, k, sizeof *x);
+                                if (!x)
+                                        goto done;
+                                out = x;
+                                allocated = k;
+                        }
+                        out[n++] = l.c[i];
+                }
+        }
+done:
+        alloc_done(&a);
+        *ret = steal_pointer(&out);
+        *ret_n = n;
+        return 0;
+}
+
+void alloc_adopt(Alloc *a, AllocCandidate *probed, size_t n) {
+        free(a->probed);
+        a->probed = probed;
+        a->n_probed = n;
+}

@@ -34,6 +34,7 @@
  */
 #pragma once
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -193,6 +194,18 @@ int alloc_create(Alloc *a, const AllocWant *w, const char *uuid, LedgerState sta
  * alloc_create(). */
 int alloc_plan(Alloc *a, const AllocWant *w, const char *uuid, LedgerState state, LedgerEntry *ret);
 int alloc_run_plans(Alloc *a);
+
+/* Reads the available_instances of every candidate of every enabled type
+ * (what alloc_create() and alloc_plan() read for a type, once per call),
+ * in the config's order, until *stop becomes true. Best effort: a candidate
+ * that cannot be read is left out. For alloc_adopt(). A migrate runs it on a
+ * second thread while libxml2 checks the XML, under the lock it already
+ * holds (hooks/mdev-hooks-qemu-worker.c). */
+int alloc_prefetch(int rootfd, const Config *config, const atomic_bool *stop,
+                   AllocCandidate **ret, size_t *ret_n);
+/* Takes what alloc_prefetch() read as what this call read (Alloc.probed),
+ * and ownership of the array. */
+void alloc_adopt(Alloc *a, AllocCandidate *probed, size_t n);
 
 /* Undoes this call's work, newest first: removes the mdevs it created (a busy
  * remove is retried briefly, then left marked remove_pending) and restores

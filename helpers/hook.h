@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "alloc.h"
 #include "config.h"
 #include "domxml.h"
 #include "hookop.h"
@@ -31,6 +32,10 @@ typedef struct HookContext {
         /* migrate/restore: the XML changed (domxml_set_mdev_uuid()) and is
          * to be printed (domxml_write()). */
         bool rewritten;
+        /* migrate/restore: what alloc_prefetch() read under this lock, for
+         * alloc_adopt(); the operation takes it over (NULL: nothing). */
+        AllocCandidate *probed;
+        size_t n_probed;
 } HookContext;
 
 /* prepare begin: reuse or create every mdev of the guest, all or nothing.

@@ -383,6 +383,9 @@ int migrate_run(HookContext *ctx, HookOp op) {
         alloc_init(&a, ctx->rootfd, ctx->ledgerfd, ctx->config, ctx->guest,
                    dom->uuid[0] ? dom->uuid : NULL, ctx->boot_id);
         a.crashpoint_create = "migrate-after-create";
+        alloc_adopt(&a, ctx->probed, ctx->n_probed);
+        ctx->probed = NULL;
+        ctx->n_probed = 0;
 
         /* Read only: every type resolved and enabled, what exists here. */
         for (size_t i = 0; i < dom->n_mdevs; i++) {

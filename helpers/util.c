@@ -9,8 +9,10 @@
 
 #include "util.h"
 
-static char error_buf[1024];
-static bool error_is_set;
+/* Per thread: a migrate reads sysfs on a second thread while libxml2 checks
+ * the XML (alloc_prefetch()). */
+static _Thread_local char error_buf[1024];
+static _Thread_local bool error_is_set;
 
 int error_set(int r, const char *fmt, ...) {
         va_list ap;

@@ -13,8 +13,11 @@
  * ignores or which must never fail); 1 when prepare, migrate or restore
  * failed, with one line on stderr that libvirt shows to the user.
  */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 
+#include "alloc.h"
 #include "config.h"
 #include "domxml.h"
 #include "hook.h"
@@ -24,54 +27,119 @@
 #include "util.h"
 #include "worker.h"
 
-static int run(HookOp op, const char *guest, const char *xml, size_t xml_len, HookContext *ctx) {
-        _cleanup_config_free_ Config *config = NULL;
-        _cleanup_domxml_free_ Domxml *dom = NULL;
+/* What an operation needs besides the XML: the config, the boot id, the
+ * record and the host-wide lock. */
+typedef struct Setup {
+        int rootfd, ledgerfd, lockfd;
+        Config *config;
+        char boot_id[UUID_STRING_MAX];
+} Setup;
+
+static void setup_done(Setup *su) {
+        config_free(su->config);
+        su->config = NULL;
+        for (int *fd = &su->rootfd; fd <= &su->lockfd; fd++)
+                if (*fd >= 0) {
+                        close(*fd);
+                        *fd = -1;
+                }
+}
+
+static int setup(HookOp op, const char *guest, Setup *su) {
         _cleanup_strv_free_ char **errors = NULL;
-        _cleanup_close_ int rootfd = -1, ledgerfd = -1, lockfd = -1;
         char what[GUEST_NAME_MAX + 32];
         int r;
 
-        r = domxml_parse(xml, xml_len, &dom);
+        r = root_open(&su->rootfd);
+        if (r < 0)
+                return r;
+        r = config_load(su->rootfd, NULL, &su->config, &errors);
         if (r < 0) {
+                if (errors && errors[0])
+                        return error_set(r, "the config has errors, fix it first (mdev-hooks check-config): %s", errors[0]);
+                return r;
+        }
+        r = boot_id_read(su->rootfd, su->boot_id);
+        if (r < 0)
+                return r;
+        r = ledger_open(su->rootfd, &su->ledgerfd);
+        if (r < 0)
+                return r;
+        snprintf(what, sizeof what, "%s %s", hook_op_to_string(op), guest);
+        return lock_acquire(su->rootfd, su->config->lock_timeout, what, &su->lockfd);
+}
+
+/* migrate and restore: while libxml2 checks the XML (a migration's can be a
+ * few MiB), a second thread reads what placing its mdevs will read, the
+ * candidates of every enabled type (alloc_prefetch()), and stops when the
+ * check is done. Those reads need the lock, so for these two operations
+ * the config, the record and the lock come before the parse. */
+typedef struct Prefetch {
+        const Setup *su;
+        atomic_bool stop;
+        AllocCandidate *probed;
+        size_t n_probed;
+} Prefetch;
+
+static void *prefetch_run(void *userdata) {
+        Prefetch *p = userdata;
+
+        (void) alloc_prefetch(p->su->rootfd, p->su->config, &p->stop, &p->probed, &p->n_probed);
+        return NULL;
+}
+
+static int run(HookOp op, const char *guest, const char *xml, size_t xml_len, HookContext *ctx) {
+        _cleanup_domxml_free_ Domxml *dom = NULL;
+        _cleanup_(setup_done) Setup su = { .rootfd = -1, .ledgerfd = -1, .lockfd = -1 };
+        Prefetch pf = { .su = &su };
+        bool early = op == HOOK_OP_MIGRATE || op == HOOK_OP_RESTORE, prefetching = false;
+        pthread_t thread;
+        int r, setup_r = 0;
+
+        atomic_init(&pf.stop, false);
+        if (early) {
+                /* A failure is reported after the parse, as for the other
+                 * operations: an XML without an mdev needs none of it. */
+                setup_r = setup(op, guest, &su);
+                if (setup_r >= 0)
+                        prefetching = pthread_create(&thread, NULL, prefetch_run, &pf) == 0;
+        }
+        r = domxml_parse(xml, xml_len, &dom);
+        if (prefetching) {
+                atomic_store(&pf.stop, true);
+                pthread_join(thread, NULL);
+        }
+        if (r < 0) {
+                free(pf.probed);
                 /* release goes by the record, not by the XML: still free what
                  * the guest holds. Everything else stops here. */
                 if (op != HOOK_OP_RELEASE)
                         return r;
                 log_warning("%s; releasing by the record alone", error_get(r));
                 error_clear();
-        } else if (dom->n_mdevs == 0 && op != HOOK_OP_RELEASE)
+        } else if (dom->n_mdevs == 0 && op != HOOK_OP_RELEASE) {
+                free(pf.probed);
                 return 0; /* the front's scan over-reported */
-
-        r = root_open(&rootfd);
-        if (r < 0)
-                return r;
-        r = config_load(rootfd, NULL, &config, &errors);
-        if (r < 0) {
-                if (errors && errors[0])
-                        return error_set(r, "the config has errors, fix it first (mdev-hooks check-config): %s", errors[0]);
-                return r;
         }
+        if (early && setup_r < 0)
+                return error_set(setup_r, "%s", error_get(setup_r));
+        if (!early) {
+                r = setup(op, guest, &su);
+                if (r < 0)
+                        return r;
+        }
+
         *ctx = (HookContext) {
-                .lockfd = -1,
-                .rootfd = rootfd,
-                .config = config,
+                .rootfd = su.rootfd,
+                .ledgerfd = su.ledgerfd,
+                .lockfd = su.lockfd,
+                .config = su.config,
                 .dom = dom,
                 .guest = guest,
+                .probed = pf.probed,
+                .n_probed = pf.n_probed,
         };
-        r = boot_id_read(rootfd, ctx->boot_id);
-        if (r < 0)
-                return r;
-        r = ledger_open(rootfd, &ledgerfd);
-        if (r < 0)
-                return r;
-        ctx->ledgerfd = ledgerfd;
-
-        snprintf(what, sizeof what, "%s %s", hook_op_to_string(op), guest);
-        r = lock_acquire(rootfd, config->lock_timeout, what, &lockfd);
-        if (r < 0)
-                return r;
-        ctx->lockfd = lockfd;
+        memcpy(ctx->boot_id, su.boot_id, sizeof ctx->boot_id);
 
         switch (op) {
         case HOOK_OP_PREPARE:
@@ -83,6 +151,8 @@ static int run(HookOp op, const char *guest, const char *xml, size_t xml_len, Ho
         case HOOK_OP_MIGRATE:
         case HOOK_OP_RESTORE:
                 r = migrate_run(ctx, op);
+                free(ctx->probed); /* when migrate_run() did not take it over */
+                ctx->probed = NULL;
                 if (r >= 0 && ctx->rewritten)
                         r = domxml_write(dom, STDOUT_FILENO);
                 return r;
