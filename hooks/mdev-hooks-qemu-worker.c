@@ -93,6 +93,7 @@ static int run(HookOp op, const char *guest, const char *xml, size_t xml_len, Ho
         _cleanup_(setup_done) Setup su = { .rootfd = -1, .ledgerfd = -1, .lockfd = -1 };
         Prefetch pf = { .su = &su };
         bool early = op == HOOK_OP_MIGRATE || op == HOOK_OP_RESTORE, prefetching = false;
+        _cleanup_free_ char *setup_error = NULL;
         pthread_t thread;
         int r, setup_r = 0;
 
@@ -103,6 +104,10 @@ static int run(HookOp op, const char *guest, const char *xml, size_t xml_len, Ho
                 setup_r = setup(op, guest, &su);
                 if (setup_r >= 0)
                         prefetching = pthread_create(&thread, NULL, prefetch_run, &pf) == 0;
+                else {
+                        setup_error = strdup(error_get(setup_r));
+                        error_clear();
+                }
         }
         r = domxml_parse(xml, xml_len, &dom);
         if (prefetching) {
@@ -122,7 +127,7 @@ static int run(HookOp op, const char *guest, const char *xml, size_t xml_len, Ho
                 return 0; /* the front's scan over-reported */
         }
         if (early && setup_r < 0)
-                return error_set(setup_r, "%s", error_get(setup_r));
+                return error_set(setup_r, "%s", setup_error ? setup_error : strerror(-setup_r));
         if (!early) {
                 r = setup(op, guest, &su);
                 if (r < 0)

@@ -568,6 +568,27 @@ assert_only_uuids_changed() {
         [ -z "$(records)" ]
 }
 
+# migrate loads the config and takes the lock before the parse (the worker
+# reads candidates while libxml2 checks the XML), but reports a failure
+# there only after it, as the other operations do.
+@test "migrate with a config that has errors refuses with the config's message and creates nothing" {
+        one_type_conf "$A"
+        sim_use "$A"
+        run prepare web1 "$U1,type=nvidia-35"
+        [ "$status" -eq 0 ]
+        conf_on "$B" <<-EOF
+	[devices]
+	enabled_mdev_types = nvidia-35
+	bogus_key = 1
+	EOF
+        migrate_to_b web1
+        [ "$status" -eq 1 ]
+        [ -z "$output" ]
+        [[ "$stderr" == "mdev-hooks: web1: the config has errors, fix it first (mdev-hooks check-config): "*"bogus_key"* ]]
+        [ -z "$(sim_mdevs)" ]
+        [ -z "$(records)" ]
+}
+
 @test "a failed migrate gives back the kept mdev it had claimed" {
         conf_on "$A" <<-EOF
 	[devices]
