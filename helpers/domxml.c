@@ -869,14 +869,23 @@ int domxml_format(const Domxml *d, char **ret_buf, size_t *ret_len) {
 
 /* writev() until every piece is written. */
 static int writev_all(int fd, struct iovec *iov, size_t n) {
-        while (n > 0) {
-                ssize_t k = writev(fd, iov, (int) (n > IOV_MAX ? IOV_MAX : n));
+        for (;;) {
+                ssize_t k;
 
+                while (n > 0 && iov->iov_len == 0) {
+                        iov++;
+                        n--;
+                }
+                if (n == 0)
+                        return 0;
+                k = writev(fd, iov, (int) (n > IOV_MAX ? IOV_MAX : n));
                 if (k < 0) {
                         if (errno == EINTR)
                                 continue;
                         return -errno;
                 }
+                if (k == 0)
+                        return -EIO;
                 while (n > 0 && (size_t) k >= iov->iov_len) {
                         k -= (ssize_t) iov->iov_len;
                         iov++;
@@ -887,7 +896,6 @@ static int writev_all(int fd, struct iovec *iov, size_t n) {
                         iov->iov_len -= (size_t) k;
                 }
         }
-        return 0;
 }
 
 int domxml_write(const Domxml *d, int fd) {
