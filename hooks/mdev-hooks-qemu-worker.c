@@ -37,12 +37,10 @@ typedef struct Setup {
 
 static void setup_done(Setup *su) {
         config_free(su->config);
-        su->config = NULL;
-        for (int *fd = &su->rootfd; fd <= &su->lockfd; fd++)
-                if (*fd >= 0) {
-                        close(*fd);
-                        *fd = -1;
-                }
+        closep(&su->lockfd); /* lets go of the lock */
+        closep(&su->ledgerfd);
+        closep(&su->rootfd);
+        *su = (Setup) { .rootfd = -1, .ledgerfd = -1, .lockfd = -1 };
 }
 
 static int setup(HookOp op, const char *guest, Setup *su) {

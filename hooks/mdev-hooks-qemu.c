@@ -46,6 +46,7 @@ static int run_worker(int argc, char **argv, const char *buf, size_t len) {
         char self[PATH_MAX], *slash;
         WorkerEntry entry;
         void *module;
+        size_t room;
         ssize_t n;
 
         n = readlink("/proc/self/exe", self, sizeof self - 1);
@@ -53,7 +54,8 @@ static int run_worker(int argc, char **argv, const char *buf, size_t len) {
                 return error_set(-errno, "cannot find my own path in /proc/self/exe: %s", strerror(errno));
         self[n] = '\0';
         slash = strrchr(self, '/');
-        if (!slash || strlen(WORKER_MODULE) >= sizeof self - (size_t) (slash + 1 - self))
+        room = slash ? sizeof self - (size_t) (slash + 1 - self) : 0;  /* for a file name after it */
+        if (strlen(WORKER_MODULE) >= room)
                 return error_set(-ENOENT, "cannot find my own directory");
 #ifdef ICU_STAND_IN
         /* libxml2 needs ICU's libicuuc, and with it libstdc++: a quarter of
@@ -61,7 +63,7 @@ static int run_worker(int argc, char **argv, const char *buf, size_t len) {
          * that is safe) is loaded first, by its path; the libicuuc.so.N
          * that libxml2 needs is then that library, matched by its soname.
          * Without it (not installed) libxml2 loads the real ICU, only slower. */
-        if (strlen(ICU_STAND_IN) < sizeof self - (size_t) (slash + 1 - self)) {
+        if (strlen(ICU_STAND_IN) < room) {
                 strcpy(slash + 1, ICU_STAND_IN);
                 (void) dlopen(self, RTLD_LAZY | RTLD_LOCAL);
         }
