@@ -53,7 +53,7 @@ typedef struct TypeSection {
         unsigned line;            /* of its first header */
         char **addresses;         /* normalised, in file order */
         unsigned *address_lines;
-        size_t n_addresses;
+        size_t n_addresses, addresses_allocated;
         unsigned max_instances;
         char *mdev_class;
 } TypeSection;
@@ -312,25 +312,16 @@ static void parse_addresses(Parser *p, TypeSection *t, const char *value) {
                                 parser_error(p, p->line, "'%s' is neither a PCI address nor a valid parent name", a);
                         continue;
                 }
-                /* t->n_addresses is the list's length: no strv_consume(),
-                 * which counts it on every call (SR-IOV hosts list hundreds
-                 * of VFs). */
-                char **l = realloc(t->addresses, (t->n_addresses + 2) * sizeof *l);
-                if (!l) {
-                        free(n);
-                        return;
-                }
-                l[t->n_addresses] = NULL; /* still a list if the next fails */
-                t->addresses = l;
                 ln = realloc(t->address_lines, (t->n_addresses + 1) * sizeof *ln);
                 if (!ln) {
                         free(n);
                         return;
                 }
                 t->address_lines = ln;
-                l[t->n_addresses] = n;
-                l[t->n_addresses + 1] = NULL;
-                t->address_lines[t->n_addresses++] = p->line;
+                t->address_lines[t->n_addresses] = p->line;
+                /* strv_push(): SR-IOV hosts list hundreds of VFs. */
+                if (strv_push(&t->addresses, &t->n_addresses, &t->addresses_allocated, n) < 0)
+                        return;
         }
 }
 

@@ -237,6 +237,25 @@ int strv_consume(char ***l, char *s) {
         return 0;
 }
 
+int strv_push(char ***l, size_t *n, size_t *allocated, char *s) {
+        if (!s)
+                return -ENOMEM;
+        if (*n + 2 > *allocated) {
+                size_t a = *allocated ? 2 * *allocated : 16;
+                char **t = reallocarray(*l, a, sizeof *t);
+
+                if (!t) {
+                        free(s);
+                        return -ENOMEM;
+                }
+                *l = t;
+                *allocated = a;
+        }
+        (*l)[*n] = s;
+        (*l)[++*n] = NULL;
+        return 0;
+}
+
 int strv_extend(char ***l, const char *s) {
         return strv_consume(l, strdup(s));
 }
@@ -286,25 +305,11 @@ int dir_list_at(int dirfd, const char *path, char ***ret) {
                 }
                 if (streq(de->d_name, ".") || streq(de->d_name, ".."))
                         continue;
-                /* Grown by doubling: a directory of a thousand records or
-                 * mdevs is listed on every hook call that needs it. */
-                if (n + 2 > allocated) {
-                        size_t a = allocated ? 2 * allocated : 16;
-                        char **t = reallocarray(l, a, sizeof *t);
-
-                        if (!t) {
-                                r = -ENOMEM;
-                                break;
-                        }
-                        l = t;
-                        allocated = a;
-                }
-                l[n] = strdup(de->d_name);
-                if (!l[n]) {
-                        r = -ENOMEM;
+                /* A directory of a thousand records or mdevs is listed on
+                 * every hook call that needs it: no strv_extend(). */
+                r = strv_push(&l, &n, &allocated, strdup(de->d_name));
+                if (r < 0)
                         break;
-                }
-                l[++n] = NULL;
         }
         closedir(d);
         if (r < 0)

@@ -79,6 +79,11 @@ size_t strv_length(char * const *l);
 int strv_extend(char ***l, const char *s);
 /* Appends s itself, taking ownership (freed on failure). */
 int strv_consume(char ***l, char *s);
+/* As strv_consume(), for a list built in a loop: *n is its length and
+ * *allocated its slots, so that nothing is counted and the list grows by
+ * doubling (strv_consume() counts the list on every call). Start with
+ * NULL, 0, 0. */
+int strv_push(char ***l, size_t *n, size_t *allocated, char *s);
 bool strv_contains(char * const *l, const char *s);
 void strv_sort(char **l);
 /* Entries of a directory relative to dirfd, without "." and "..", sorted.
