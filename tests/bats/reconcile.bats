@@ -458,7 +458,7 @@ lock_timeout = 5"
         for kind in record-without-mdev stale-record unused remove-pending incoming-expired \
                 unrecorded-in-use foreign missing-mdev shared-mdev unreadable-guest unreadable-records; do
                 [[ "$output" == *"$kind"* ]]
-                grep -q "\"$kind\"" "$MH_SOURCE_DIR/helpers/reconcile.c"
+                grep -q "\"$kind\"" "$MH_SOURCE_DIR/lib/reconcile.c"
         done
 }
 

@@ -6,7 +6,7 @@
  * leaves nothing for the next run to do.
  *
  * Links reconcile.c, so it needs libvirt and json-c besides the library:
- *   executable('test-reconcile', 'test-reconcile.c', '../../helpers/reconcile.c',
+ *   executable('test-reconcile', 'test-reconcile.c', '../../lib/reconcile.c',
  *              dependencies : [mdevhooks_dep, jsonc_dep, libvirt_dep])
  */
 #include <assert.h>
