@@ -91,7 +91,7 @@ static int run(HookOp op, const char *guest, const char *xml, size_t xml_len, Ho
         _cleanup_(setup_done) Setup su = { .rootfd = -1, .ledgerfd = -1, .lockfd = -1 };
         Prefetch pf = { .su = &su };
         bool early = op == HOOK_OP_MIGRATE || op == HOOK_OP_RESTORE, prefetching = false;
-        _cleanup_free_ char *setup_error = NULL;
+        ErrorSaved setup_why = { .set = false };
         pthread_t thread;
         int r, setup_r = 0;
 
@@ -103,7 +103,7 @@ static int run(HookOp op, const char *guest, const char *xml, size_t xml_len, Ho
                 if (setup_r >= 0)
                         prefetching = pthread_create(&thread, NULL, prefetch_run, &pf) == 0;
                 else {
-                        setup_error = strdup(error_get(setup_r));
+                        error_save(&setup_why);
                         error_clear();
                 }
         }
@@ -125,7 +125,7 @@ static int run(HookOp op, const char *guest, const char *xml, size_t xml_len, Ho
                 return 0; /* the front's scan over-reported */
         }
         if (early && setup_r < 0)
-                return error_set(setup_r, "%s", setup_error ? setup_error : strerror(-setup_r));
+                return error_restore(setup_r, &setup_why);
         if (!early) {
                 r = setup(op, guest, &su);
                 if (r < 0)

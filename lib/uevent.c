@@ -271,12 +271,8 @@ static int mdev_lookup(int rootfd, const char *uuid, SysfsMdev *ret) {
                         }
                         return error_set(r, "cannot look at '/%s': %s", path, strerror(-r));
                 }
-                if (i >= SETTLE_TRIES) {
-                        char why[512];
-
-                        snprintf(why, sizeof why, "%s", error_get(r));
-                        return error_set(r, "'/%s' exists but its parent and type cannot be read: %s", path, why);
-                }
+                if (i >= SETTLE_TRIES)
+                        return error_prefix(r, "'/%s' exists but its parent and type cannot be read", path);
                 usleep(SETTLE_USEC);
         }
 }
@@ -779,12 +775,8 @@ static int parent_changed(UeventContext *c, bool registered) {
                         continue; /* swept meanwhile: list again, through the index the sweep has made whole */
                 if (r == 0)
                         return 0; /* done by another event meanwhile */
-                if (r == -ETIMEDOUT) {
-                        char msg[512];
-
-                        snprintf(msg, sizeof msg, "%s", error_get(r));
-                        return error_set(r, "gave up after %u s: %s", timeout, msg);
-                }
+                if (r == -ETIMEDOUT)
+                        return error_prefix(r, "gave up after %u s", timeout);
                 if (r < 0)
                         return r;
         }
@@ -1153,12 +1145,11 @@ int uevent_handle(int rootfd, const Uevent *ev, UeventLogFunc log_fn) {
         }
         /* Still under the lock, if taken (context_done() lets it go). */
         if (r < 0) {
-                char msg[1024];
+                ErrorSaved why; /* what went wrong, not what the flush may say */
 
-                snprintf(msg, sizeof msg, "%s", error_get(r));
+                error_save(&why);
                 (void) context_flush(&c);
-                error_clear();
-                return error_set(r, "%s", msg);
+                return error_restore(r, &why);
         }
         k = context_flush(&c);
         return k < 0 ? k : r;

@@ -9,32 +9,6 @@
 
 #include "util.h"
 
-/* Per thread: a migrate reads sysfs on a second thread while libxml2 checks
- * the XML (alloc_prefetch()). */
-static _Thread_local char error_buf[1024];
-static _Thread_local bool error_is_set;
-
-int error_set(int r, const char *fmt, ...) {
-        va_list ap;
-
-        va_start(ap, fmt);
-        vsnprintf(error_buf, sizeof error_buf, fmt, ap);
-        va_end(ap);
-        error_is_set = true;
-        return r;
-}
-
-const char *error_get(int r) {
-        if (error_is_set)
-                return error_buf;
-        return strerror(r < 0 ? -r : r);
-}
-
-void error_clear(void) {
-        error_is_set = false;
-        error_buf[0] = '\0';
-}
-
 int safe_atou(const char *s, unsigned *ret) {
         unsigned long v;
         char *end;

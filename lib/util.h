@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Validation, strict number parsing, small file I/O relative to a dirfd,
- * string vectors, the root prefix, and the library's error message.
+ * string vectors and the root prefix. The error message is error.h, included
+ * here for every caller.
  *
  * This file must stay free of libxml2, libudev, inih and json-c: the hook's
  * libc-only front end (hooks/mdev-hooks-qemu.c) links it.
@@ -11,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "error.h"
 #include "macro.h"
 
 /* "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" plus NUL. */
@@ -19,19 +21,6 @@
 #define NAME_STRING_MAX 128
 /* libvirt allows long domain names; we keep what fits in one record line. */
 #define GUEST_NAME_MAX 256
-
-/* --- the library's error message ---------------------------------------
- *
- * Library functions return a negative errno. Where the caller cannot know the
- * detail (which path, which line), the function also sets a one-line message
- * with error_set(), which returns its first argument so it can be used as
- * `return error_set(-EINVAL, "'%s': not a number", path);`. main() prints it
- * once, with its own context in front.
- */
-int error_set(int r, const char *fmt, ...) _printf_(2, 3);
-/* The last message set, or strerror(-r) if none was set since error_clear(). */
-const char *error_get(int r);
-void error_clear(void);
 
 /* --- numbers, UUIDs, names ---------------------------------------------- */
 
