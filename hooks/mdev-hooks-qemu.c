@@ -4,7 +4,7 @@
  *
  *     <guest> <op> <subop> <extra>     with the domain XML on stdin
  *
- * This is its front end, linked against libc only (util.c, log.c, domscan.c):
+ * This is its front end, linked against libc only (lib/meson.build's base_sources):
  * libvirt runs it for every operation of every guest, and a guest without
  * mdevs must cost about what /bin/true costs. Operations that never concern
  * mdevs exit 0 at once, reading nothing. For the others it reads stdin, and
@@ -20,23 +20,23 @@
 #include <sys/stat.h>
 
 #include "domscan.h"
+#include "guestindex.h"
 #include "hookop.h"
 #include "log.h"
 #include "util.h"
 #include "worker.h"
 
-/* Whether the record's guest index names this guest (domscan.h): it still
+/* Whether the record's guest index names this guest (guestindex.h): it still
  * holds an mdev that its XML no longer shows (one hot-unplugged while it
  * ran), which its release must free. One stat; no config, no lock. */
 static bool guest_is_indexed(const char *guest) {
-        char hash[DOMSCAN_GUEST_HASH_MAX], path[sizeof DOMSCAN_GUEST_INDEX_DIR + DOMSCAN_GUEST_HASH_MAX + 1];
+        char path[GUEST_INDEX_PATH_MAX];
         _cleanup_close_ int rootfd = -1;
         struct stat st;
 
         if (root_open(&rootfd) < 0)
                 return false;
-        domscan_guest_hash(guest, hash);
-        snprintf(path, sizeof path, DOMSCAN_GUEST_INDEX_DIR "/%s", hash);
+        guest_index_path(guest, path);
         return fstatat(rootfd, path, &st, AT_SYMLINK_NOFOLLOW) == 0;
 }
 

@@ -40,6 +40,7 @@
 #include "crash.h"
 #include "lock.h"
 #include "log.h"
+#include "pciaddr.h"
 
 #define PARENT_WAIT_STEP_USEC 50000
 #define ROLLBACK_REMOVE_MSEC 2000
@@ -621,7 +622,7 @@ static void wait_step(const WaitMonitor *w) {
  * such as mtty, whose device appears only when its module registers it. A PCI
  * address with no device behind it will not come: no wait for it. */
 static bool parent_may_register(const Alloc *a, const char *parent) {
-        if (!config_pci_address_is_valid(parent))
+        if (!pci_address_is_valid(parent))
                 return true;
         return sysfs_parent_device_present(a->rootfd, parent) > 0;
 }

@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,14 +83,4 @@ int domscan_read_fd(int fd, size_t max, char **ret_buf, size_t *ret_len) {
         *ret_buf = steal_pointer(&buf);
         *ret_len = len;
         return 0;
-}
-
-void domscan_guest_hash(const char *guest, char out[DOMSCAN_GUEST_HASH_MAX]) {
-        uint64_t h = 1469598103934665603ULL; /* FNV-1a */
-
-        for (const unsigned char *p = (const unsigned char *) guest; *p; p++) {
-                h ^= *p;
-                h *= 1099511628211ULL;
-        }
-        snprintf(out, DOMSCAN_GUEST_HASH_MAX, "%016" PRIx64, h);
 }

@@ -25,13 +25,3 @@ bool domscan_has_mdev(const char *buf, size_t len);
 /* Reads all of fd into a fresh NUL-terminated buffer, at most max bytes.
  * -EFBIG when there is more. */
 int domscan_read_fd(int fd, size_t max, char **ret_buf, size_t *ret_len);
-
-/* The guest index of the record (ledger.c): var/lib/mdev-hooks.by-guest/<hash>/
- * holds one empty file per mdev UUID recorded for a guest whose name has
- * that hash. The front end looks for it on release, so that a guest whose
- * XML no longer names an mdev it still holds (hot-unplugged while running)
- * is released too. */
-#define DOMSCAN_GUEST_INDEX_DIR "var/lib/mdev-hooks.by-guest" /* under the root */
-#define DOMSCAN_GUEST_HASH_MAX 17
-/* 16 hex digits (FNV-1a 64) of the guest name. */
-void domscan_guest_hash(const char *guest, char out[DOMSCAN_GUEST_HASH_MAX]);

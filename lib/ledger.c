@@ -25,7 +25,7 @@
 
 #include <ini.h>
 
-#include "domscan.h"
+#include "guestindex.h"
 #include "ledger.h"
 
 #define GUEST_CHUNK 120
@@ -410,10 +410,10 @@ int ledger_read(int dirfd, const char *uuid, LedgerEntry *ret) {
  * records it could miss are of an earlier boot, whose mdevs no longer exist
  * (the udev helper and reconcile deal with those). */
 #define INDEX_DIR "../mdev-hooks.by-guest" /* relative to the record directory */
-_Static_assert(sizeof(LEDGER_DIR ".by-guest") == sizeof(DOMSCAN_GUEST_INDEX_DIR), "one index");
+_Static_assert(sizeof(LEDGER_DIR ".by-guest") == sizeof(GUEST_INDEX_DIR), "one index");
 
-static void guest_hash(const char *guest, char out[17]) {
-        domscan_guest_hash(guest, out);
+static void guest_hash(const char *guest, char out[GUEST_INDEX_HASH_MAX]) {
+        guest_index_hash(guest, out);
 }
 
 /* Longest index path: the parent index's build directory, a name, a UUID. */

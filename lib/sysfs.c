@@ -7,7 +7,7 @@
 #include <limits.h>
 #include <sys/stat.h>
 
-#include "config.h"
+#include "pciaddr.h"
 #include "sysfs.h"
 
 #define MDEV_BUS "sys/class/mdev_bus"
@@ -85,7 +85,7 @@ int sysfs_parent_device_present(int rootfd, const char *parent) {
 
         if (!name_is_valid(parent))
                 return bad_name("parent", parent);
-        if (config_pci_address_is_valid(parent))
+        if (pci_address_is_valid(parent))
                 snprintf(path, sizeof path, "sys/bus/pci/devices/%s", parent);
         else
                 /* The kernel's sample drivers (mtty, mdpy, mbochs) make a

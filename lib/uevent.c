@@ -23,6 +23,7 @@
 #include "config.h"
 #include "ledger.h"
 #include "lock.h"
+#include "pciaddr.h"
 #include "sysfs.h"
 #include "uevent.h"
 
@@ -94,7 +95,7 @@ int uevent_classify(const char *action, const char *subsystem, const char *devpa
                 uuid_normalize(name, ev.name);
                 break;
         case UEVENT_PCI:
-                if (!name_is_valid(name) || !config_pci_address_is_valid(name))
+                if (!name_is_valid(name) || !pci_address_is_valid(name))
                         return error_set(-EINVAL, "'%s' is not a PCI address", name);
                 snprintf(ev.name, sizeof ev.name, "%s", name);
                 break;
