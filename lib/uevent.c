@@ -11,12 +11,8 @@
  * record and does nothing.
  */
 #include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdarg.h>
-#include <sys/file.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <syslog.h>
 #include <time.h>
 
@@ -24,6 +20,7 @@
 #include "ledger.h"
 #include "lock.h"
 #include "pciaddr.h"
+#include "sriov.h"
 #include "sysfs.h"
 #include "uevent.h"
 
@@ -31,9 +28,6 @@
  * yet) before we stop waiting for sysfs to settle: 50 x 10 ms. */
 #define SETTLE_TRIES 50
 #define SETTLE_USEC 10000
-/* The config is read whole only to find a PF's address in it. */
-#define CONFIG_TEXT_MAX (1024 * 1024)
-#define SRIOV_MARK_DIR "run/mdev-hooks/sriov" /* under the root */
 #define SWEEP_MARK "run/mdev-hooks/swept"     /* under the root */
 /* How long one event sweeps other parents' stale records under the lock. */
 #define UEVENT_SWEEP_USEC (2ULL * 1000000ULL)
@@ -848,273 +842,22 @@ static int mdev_changed(UeventContext *c) {
         return r < 0 ? r : 0;
 }
 
-/* --- SR-IOV physical functions ---------------------------------------------- */
+/* --- SR-IOV physical functions (sriov.c) ------------------------------------ */
 
-/* 1 if the config's text names the address at all (any case), 0 if not or
- * there is no config. Spares every other PCI device the parse. */
-static int config_mentions(int rootfd, const char *address) {
-        _cleanup_close_ int fd = -1;
-        _cleanup_free_ char *text = NULL;
-        size_t len = 0;
-
-        fd = openat(rootfd, CONFIG_DEFAULT_PATH, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-        if (fd < 0)
-                return errno == ENOENT ? 0 : 1; /* let config_load() say what is wrong */
-        text = malloc(CONFIG_TEXT_MAX + 1);
-        if (!text)
-                return -ENOMEM;
-        for (;;) {
-                ssize_t n = read(fd, text + len, CONFIG_TEXT_MAX - len);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0)
-                        return 1;
-                if (n == 0 || (len += (size_t) n) >= CONFIG_TEXT_MAX)
-                        break;
-        }
-        text[len] = '\0';
-        return strcasestr(text, address) ? 1 : 0;
-}
-
-static const ConfigSriovPf *config_find_pf(const Config *cfg, const char *address) {
-        for (size_t i = 0; i < cfg->n_sriov; i++)
-                if (strcasecmp(cfg->sriov[i].address, address) == 0)
-                        return &cfg->sriov[i];
-        return NULL;
-}
-
-static void emit_lines(UeventContext *c, const char *command, char *buf, size_t *len, bool all) {
-        char *start = buf, *nl;
-
-        while ((nl = memchr(start, '\n', *len - (size_t) (start - buf)))) {
-                *nl = '\0';
-                if (*start)
-                        note(c, LOG_NOTICE, "'%s': %s", command, start);
-                start = nl + 1;
-        }
-        *len -= (size_t) (start - buf);
-        memmove(buf, start, *len);
-        if (all && *len > 0) {
-                buf[*len] = '\0';
-                note(c, LOG_NOTICE, "'%s': %s", command, buf);
-                *len = 0;
-        }
-}
-
-/* Runs `command "$1"` with $1 = arg through /bin/sh, its stdout and stderr
- * logged line by line, killed (with its process group) after timeout_sec.
- * Returns 1 if it exited 0, 0 if it failed (logged), <0 if it could not run. */
-static int command_run(UeventContext *c, const char *command, const char *arg, unsigned timeout_sec) {
-        _cleanup_free_ char *script = strdup_printf("%s \"$1\"", command);
-        unsigned long long deadline = now_usec() + (unsigned long long) timeout_sec * 1000000ULL;
-        _cleanup_close_ int rfd = -1;
-        char buf[1024];
-        size_t len = 0;
-        bool timed_out = false;
-        int pipefd[2], status = 0;
-        pid_t pid;
-
-        if (!script)
-                return -ENOMEM;
-        if (pipe2(pipefd, O_CLOEXEC) < 0)
-                return error_set(-errno, "cannot run '%s': %s", command, strerror(errno));
-        pid = fork();
-        if (pid < 0) {
-                int r = -errno;
-                close(pipefd[0]);
-                close(pipefd[1]);
-                return error_set(r, "cannot run '%s': %s", command, strerror(-r));
-        }
-        if (pid == 0) {
-                int null = open("/dev/null", O_RDONLY | O_CLOEXEC | O_NOCTTY);
-
-                (void) setpgid(0, 0);
-                if (null < 0 || dup2(null, STDIN_FILENO) < 0 || dup2(pipefd[1], STDOUT_FILENO) < 0 ||
-                    dup2(pipefd[1], STDERR_FILENO) < 0)
-                        _exit(127);
-                /* udev runs us with the event's properties only. */
-                if (!getenv("PATH"))
-                        (void) setenv("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", 1);
-                execl("/bin/sh", "sh", "-c", script, "sh", arg, (char *) NULL);
-                _exit(127);
-        }
-        (void) setpgid(pid, pid);
-        close(pipefd[1]);
-        rfd = pipefd[0];
-
-        for (;;) {
-                struct pollfd p = { .fd = rfd, .events = POLLIN };
-                unsigned long long now = now_usec();
-                ssize_t n;
-
-                if (now >= deadline) {
-                        timed_out = true;
-                        break;
-                }
-                n = poll(&p, 1, (int) ((deadline - now + 999) / 1000));
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n <= 0)
-                        continue; /* the deadline check above ends it */
-                n = read(rfd, buf + len, sizeof buf - 1 - len);
-                if (n < 0 && (errno == EINTR || errno == EAGAIN))
-                        continue;
-                if (n <= 0)
-                        break; /* EOF: the command and its children closed their output */
-                len += (size_t) n;
-                emit_lines(c, command, buf, &len, len >= sizeof buf - 1);
-        }
-        emit_lines(c, command, buf, &len, true);
-
-        /* The output is closed; give the command what is left of its time to exit. */
-        for (;;) {
-                pid_t w = waitpid(pid, &status, WNOHANG);
-
-                if (w == pid)
-                        break;
-                if (w < 0 && errno != EINTR)
-                        return error_set(-errno, "cannot wait for '%s': %s", command, strerror(errno));
-                if (timed_out || now_usec() >= deadline) {
-                        timed_out = true;
-                        (void) kill(-pid, SIGKILL);
-                        (void) kill(pid, SIGKILL);
-                        (void) waitpid(pid, &status, 0);
-                        break;
-                }
-                usleep(10000);
-        }
-        if (timed_out) {
-                (void) kill(-pid, SIGKILL); /* anything it left behind */
-                note(c, LOG_ERR, "'%s %s' did not finish within %u s and was killed", command, arg, timeout_sec);
-                return 0;
-        }
-        if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
-                return 1;
-        if (WIFEXITED(status))
-                note(c, LOG_ERR, "'%s %s' failed with exit status %d", command, arg, WEXITSTATUS(status));
-        else
-                note(c, LOG_ERR, "'%s %s' was killed by signal %d", command, arg, WTERMSIG(status));
-        return 0;
-}
-
-/* [sriov] command: run once per boot and PF. A mark under run/mdev-hooks/sriov/
- * (flocked while the command runs, then holding the boot id) makes a repeated
- * or concurrent event (add, then bind) do nothing. */
-static int sriov_command(UeventContext *c, const char *address) {
-        const char *command = c->config->sriov_command;
-        char mark[sizeof SRIOV_MARK_DIR + NAME_STRING_MAX + 1], done[UUID_STRING_MAX + 2];
-        _cleanup_close_ int fd = -1;
-        ssize_t n;
-        int r;
-
-        r = mkdir_p_at(c->rootfd, SRIOV_MARK_DIR, 0755);
-        if (r < 0)
-                return error_set(r, "cannot create '/" SRIOV_MARK_DIR "': %s", strerror(-r));
-        snprintf(mark, sizeof mark, SRIOV_MARK_DIR "/%s", address);
-        fd = openat(c->rootfd, mark, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0644);
-        if (fd < 0)
-                return error_set(-errno, "cannot open '/%s': %s", mark, strerror(errno));
-        if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-                if (errno != EWOULDBLOCK)
-                        return error_set(-errno, "cannot lock '/%s': %s", mark, strerror(errno));
-                note(c, LOG_INFO, "'%s' is already running for it (another event)", command);
-                return 0;
-        }
-        n = pread(fd, done, sizeof done - 1, 0);
-        done[n > 0 ? n : 0] = '\0';
-        done[strcspn(done, "\n")] = '\0';
-        if (streq(done, c->boot_id)) {
-                note(c, LOG_DEBUG, "'%s' already ran for it in this boot", command);
-                return 0;
-        }
-
-        note(c, LOG_INFO, "running '%s %s'", command, address);
-        r = command_run(c, command, address, UEVENT_COMMAND_TIMEOUT);
-        if (r <= 0)
-                return r; /* no mark: the next event tries again */
-        snprintf(done, sizeof done, "%s\n", c->boot_id);
-        if (ftruncate(fd, 0) < 0 || pwrite(fd, done, strlen(done), 0) != (ssize_t) strlen(done))
-                note(c, LOG_WARNING, "cannot write '/%s': %s; a repeated event runs the command again", mark, strerror(errno));
-        note(c, LOG_NOTICE, "enabled its virtual functions with '%s %s'", command, address);
-        return 0;
+static void sriov_note(int level, const char *message, void *userdata) {
+        note(userdata, level, "%s", message);
 }
 
 static int pci_appeared(UeventContext *c) {
-        const char *address = c->ev->name;
-        char dir[sizeof "sys/bus/pci/devices/" + NAME_STRING_MAX], path[sizeof dir + 32], num[32];
-        const ConfigSriovPf *pf;
-        unsigned total, numvfs, want;
         int r;
 
         /* Most PCI devices: not in the config at all. */
-        r = config_mentions(c->rootfd, address);
+        r = sriov_config_mentions(c->rootfd, c->ev->name);
         if (r <= 0)
                 return r;
         if (context_load_config(c) <= 0)
                 return 0;
-        pf = config_find_pf(c->config, address);
-        if (!pf)
-                return 0;
-
-        snprintf(dir, sizeof dir, "sys/bus/pci/devices/%s", address);
-        snprintf(path, sizeof path, "%s/sriov_totalvfs", dir);
-        r = read_small_at(c->rootfd, path, num, sizeof num);
-        if (r >= 0)
-                r = safe_atou(num, &total);
-        if (r < 0) {
-                note(c, LOG_WARNING, "%s names it in [sriov], but it is not an SR-IOV physical function ('/%s': %s)",
-                     config_name(c), path, strerror(-r));
-                return 0;
-        }
-        snprintf(path, sizeof path, "%s/sriov_numvfs", dir);
-        r = read_small_at(c->rootfd, path, num, sizeof num);
-        if (r >= 0)
-                r = safe_atou(num, &numvfs);
-        if (r < 0)
-                return error_set(r, "cannot read '/%s': %s", path, strerror(-r));
-        if (numvfs > 0) {
-                note(c, LOG_DEBUG, "%u virtual functions are enabled already", numvfs);
-                return 0;
-        }
-        /* At coldplug, "add" comes with the driver bound; at driver load,
-         * "bind" follows "add". Neither the kernel nor a vendor tool can
-         * enable VFs without the PF's driver. */
-        snprintf(path, sizeof path, "%s/driver", dir);
-        if (c->ev->add && faccessat(c->rootfd, path, F_OK, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT) {
-                note(c, LOG_INFO, "no driver bound yet: its virtual functions are enabled when one binds");
-                return 0;
-        }
-        r = boot_id_read(c->rootfd, c->boot_id);
-        if (r < 0)
-                return r;
-
-        if (c->config->sriov_command)
-                return sriov_command(c, address);
-
-        want = pf->max ? total : pf->numvfs;
-        if (want == 0)
-                return 0;
-        if (want > total) {
-                note(c, LOG_ERR, "%s asks for %u virtual functions in [sriov], but it offers at most %u (sriov_totalvfs): none enabled",
-                     config_name(c), want, total);
-                return 0;
-        }
-        snprintf(num, sizeof num, "%u", want);
-        snprintf(path, sizeof path, "%s/sriov_numvfs", dir);
-        r = write_string_at(c->rootfd, path, num);
-        if (r == -EBUSY) {
-                /* Another event enabled them meanwhile (the kernel refuses a
-                 * second write while VFs are enabled). */
-                char again[32];
-                if (read_small_at(c->rootfd, path, again, sizeof again) >= 0 && safe_atou(again, &numvfs) >= 0 && numvfs > 0)
-                        return 0;
-        }
-        if (r < 0) {
-                note(c, LOG_ERR, "cannot enable %u virtual functions: writing '/%s' failed: %s", want, path, strerror(-r));
-                return 0;
-        }
-        note(c, LOG_NOTICE, "enabled %u virtual functions", want);
-        return 0;
+        return sriov_enable(c->rootfd, c->config, c->ev->name, c->ev->add, sriov_note, c);
 }
 
 int uevent_handle(int rootfd, const Uevent *ev, UeventLogFunc log_fn) {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The udev helper's logic (DESIGN.md §1): what a kernel event means for the
- * record and for SR-IOV, and carrying it out. The program
+ * record and for SR-IOV, and carrying it out (SR-IOV itself: sriov.h). The program
  * (helpers/mdev-hooks-udev.c) reads the event with libudev, classifies it
  * here and hands it to uevent_handle().
  *
@@ -60,6 +60,4 @@ typedef void (*UeventLogFunc)(int level, const char *message);
  * through log_fn. Returns 0, or -errno (with error_set()) when it could not do
  * its work; the udev helper exits 0 either way. */
 #define UEVENT_LOCK_TIMEOUT_MAX 10
-/* The [sriov] command is killed after this many seconds. */
-#define UEVENT_COMMAND_TIMEOUT 30
 int uevent_handle(int rootfd, const Uevent *ev, UeventLogFunc log_fn);
