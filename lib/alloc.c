@@ -28,21 +28,16 @@
  * listed only where the answer needs them: max_instances (count the type on
  * the whole host) and the failure message (which other parents offer it).
  */
-#include <dlfcn.h>
 #include <limits.h>
-#include <poll.h>
 #include <stdio.h>
 #include <time.h>
-
-#include <libudev.h>
 
 #include "alloc.h"
 #include "crash.h"
 #include "lock.h"
 #include "log.h"
-#include "pciaddr.h"
+#include "parentwait.h"
 
-#define PARENT_WAIT_STEP_USEC 50000
 #define ROLLBACK_REMOVE_MSEC 2000
 #define RECLAIM_REMOVE_MSEC 1000
 
@@ -522,111 +517,6 @@ static bool candidates_have_room(const CandidateList *l) {
         return false;
 }
 
-/* A udev monitor that wakes the wait below when a device changes (a parent
- * registering sends "change" with MDEV_STATE=registered).
- *
- * libudev is loaded here, when a prepare has to wait, and not linked: every
- * other run of the hook then maps one library less, and that is about 0.1 ms
- * of a prepare's 4 to 5 (BENCHMARKS.md). Without it (not installed, no udevd,
- * a container) or when MDEV_HOOKS_ROOT points at a test tree, whose parents
- * send no uevents, the wait polls alone. */
-#define LIBUDEV_SONAME "libudev.so.1"
-
-typedef struct WaitMonitor {
-        void *lib;
-        struct udev_monitor *monitor;
-        __typeof__(udev_monitor_unref) *monitor_unref;
-        __typeof__(udev_monitor_get_fd) *monitor_get_fd;
-        __typeof__(udev_monitor_receive_device) *monitor_receive_device;
-        __typeof__(udev_device_unref) *device_unref;
-} WaitMonitor;
-
-static void wait_monitor_done(WaitMonitor *w) {
-        if (w->monitor)
-                w->monitor_unref(w->monitor);
-        if (w->lib)
-                dlclose(w->lib);
-        *w = (WaitMonitor) { .lib = NULL };
-}
-
-/* Looks up name in w->lib into *fn; false if it is not there. */
-static bool wait_monitor_sym(WaitMonitor *w, const char *name, void **fn) {
-        /* ISO C has no cast from void * to a function pointer; POSIX's
-         * dlsym() documents this form. */
-        *fn = dlsym(w->lib, name);
-        return *fn != NULL;
-}
-
-static void wait_monitor_init(WaitMonitor *w) {
-        const char *root = getenv("MDEV_HOOKS_ROOT");
-        __typeof__(udev_new) *udev_new_fn;
-        __typeof__(udev_unref) *udev_unref_fn;
-        __typeof__(udev_monitor_new_from_netlink) *monitor_new_fn;
-        __typeof__(udev_monitor_enable_receiving) *enable_fn;
-        struct udev *u;
-
-        *w = (WaitMonitor) { .lib = NULL };
-        if (root && *root)
-                return;
-        w->lib = dlopen(LIBUDEV_SONAME, RTLD_LAZY | RTLD_LOCAL);
-        if (!w->lib) {
-                log_debug("no udev monitor, polling alone: %s", dlerror());
-                return;
-        }
-        if (!wait_monitor_sym(w, "udev_new", (void **) &udev_new_fn) ||
-            !wait_monitor_sym(w, "udev_unref", (void **) &udev_unref_fn) ||
-            !wait_monitor_sym(w, "udev_monitor_new_from_netlink", (void **) &monitor_new_fn) ||
-            !wait_monitor_sym(w, "udev_monitor_enable_receiving", (void **) &enable_fn) ||
-            !wait_monitor_sym(w, "udev_monitor_unref", (void **) &w->monitor_unref) ||
-            !wait_monitor_sym(w, "udev_monitor_get_fd", (void **) &w->monitor_get_fd) ||
-            !wait_monitor_sym(w, "udev_monitor_receive_device", (void **) &w->monitor_receive_device) ||
-            !wait_monitor_sym(w, "udev_device_unref", (void **) &w->device_unref)) {
-                log_debug("no udev monitor, polling alone: %s", dlerror());
-                wait_monitor_done(w);
-                return;
-        }
-        u = udev_new_fn();
-        if (!u) {
-                wait_monitor_done(w);
-                return;
-        }
-        w->monitor = monitor_new_fn(u, "udev");
-        udev_unref_fn(u); /* the monitor keeps its own reference */
-        if (w->monitor && enable_fn(w->monitor) < 0) {
-                w->monitor_unref(w->monitor);
-                w->monitor = NULL;
-        }
-        if (!w->monitor)
-                wait_monitor_done(w);
-}
-
-/* Sleeps up to PARENT_WAIT_STEP_USEC, less when a uevent arrives. */
-static void wait_step(const WaitMonitor *w) {
-        struct pollfd p;
-
-        if (!w->monitor) {
-                usleep(PARENT_WAIT_STEP_USEC);
-                return;
-        }
-        p = (struct pollfd) { .fd = w->monitor_get_fd(w->monitor), .events = POLLIN };
-        if (poll(&p, 1, PARENT_WAIT_STEP_USEC / 1000) > 0) {
-                struct udev_device *d;
-
-                while ((d = w->monitor_receive_device(w->monitor)))
-                        w->device_unref(d);
-        }
-}
-
-/* Whether an unregistered configured parent may still register: a PCI device
- * that is there (its vendor driver is still starting), or a virtual parent
- * such as mtty, whose device appears only when its module registers it. A PCI
- * address with no device behind it will not come: no wait for it. */
-static bool parent_may_register(const Alloc *a, const char *parent) {
-        if (!pci_address_is_valid(parent))
-                return true;
-        return sysfs_parent_device_present(a->rootfd, parent) > 0;
-}
-
 /* parent_wait: a configured parent that has not registered yet but may (the
  * vendor driver is still starting after a boot, a module loads late) is waited
  * for until it registers or the time is up, but only when no registered
@@ -638,7 +528,7 @@ static bool parent_may_register(const Alloc *a, const char *parent) {
  * guest's parent_wait must not make the others time out on lock_timeout.
  * Returns 1 when it let go of the lock: the caller re-checks what it read. */
 static int candidates_wait_unlocked(Alloc *a, CandidateList *l) {
-        _cleanup_(wait_monitor_done) WaitMonitor monitor = { .lib = NULL };
+        _cleanup_(parent_wait_close) ParentWait monitor = { .lib = NULL };
         unsigned long long deadline;
         bool waiting = false;
         int r = 0;
@@ -646,12 +536,12 @@ static int candidates_wait_unlocked(Alloc *a, CandidateList *l) {
         if (a->config->parent_wait == 0 || candidates_have_room(l))
                 return 0;
         for (size_t i = 0; i < l->n; i++)
-                if (l->c[i].verdict == ALLOC_NOT_REGISTERED && parent_may_register(a, l->c[i].parent))
+                if (l->c[i].verdict == ALLOC_NOT_REGISTERED && parent_wait_may_register(a->rootfd, l->c[i].parent))
                         waiting = true;
         if (!waiting)
                 return 0;
 
-        wait_monitor_init(&monitor);
+        parent_wait_open(&monitor);
         deadline = now_usec() + (unsigned long long) a->config->parent_wait * 1000000ULL;
         if (a->lockfd >= 0) {
                 /* What this call wrote so far is durable before others get the lock. */
@@ -665,7 +555,7 @@ static int candidates_wait_unlocked(Alloc *a, CandidateList *l) {
         while (now_usec() < deadline) {
                 bool pending = false;
 
-                wait_step(&monitor);
+                parent_wait_step(&monitor);
                 for (size_t i = 0; i < l->n; i++) {
                         AllocCandidate *c = &l->c[i];
 
