@@ -1,41 +1,34 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-#include <string.h>
-
+#include "enumtable.h"
 #include "hookop.h"
 
+ENUM_IMPL(hook_op, HookOp, _HOOK_OP_MAX,
+          "start",
+          "stopped",
+          "prepare",
+          "release",
+          "migrate",
+          "started",
+          "reconnect",
+          "attach",
+          "restore");
+
+/* What mdev-hooks does with each operation (hookop.h); all others false. */
 static const struct {
-        const char *name;
         bool handled;
         bool fails_start;
-} hook_op_table[_HOOK_OP_MAX] = {
-        [HOOK_OP_START] = { "start" },
-        [HOOK_OP_STOPPED] = { "stopped" },
-        [HOOK_OP_PREPARE] = { "prepare", true, true },
-        [HOOK_OP_RELEASE] = { "release", true, false },
-        [HOOK_OP_MIGRATE] = { "migrate", true, true },
-        [HOOK_OP_STARTED] = { "started" },
-        [HOOK_OP_RECONNECT] = { "reconnect", true, false },
-        [HOOK_OP_ATTACH] = { "attach" },
-        [HOOK_OP_RESTORE] = { "restore", true, true },
+} hook_op_flags[_HOOK_OP_MAX] = {
+        [HOOK_OP_PREPARE] = { .handled = true, .fails_start = true },
+        [HOOK_OP_RELEASE] = { .handled = true },
+        [HOOK_OP_MIGRATE] = { .handled = true, .fails_start = true },
+        [HOOK_OP_RECONNECT] = { .handled = true },
+        [HOOK_OP_RESTORE] = { .handled = true, .fails_start = true },
 };
 
-const char *hook_op_to_string(HookOp op) {
-        if (op < 0 || op >= _HOOK_OP_MAX)
-                return NULL;
-        return hook_op_table[op].name;
-}
-
-HookOp hook_op_from_string(const char *s) {
-        for (int i = 0; s && i < _HOOK_OP_MAX; i++)
-                if (strcmp(hook_op_table[i].name, s) == 0)
-                        return (HookOp) i;
-        return _HOOK_OP_INVALID;
-}
-
 bool hook_op_is_handled(HookOp op) {
-        return op >= 0 && op < _HOOK_OP_MAX && hook_op_table[op].handled;
+        return op >= 0 && op < _HOOK_OP_MAX && hook_op_flags[op].handled;
 }
 
 bool hook_op_fails_start(HookOp op) {
-        return op >= 0 && op < _HOOK_OP_MAX && hook_op_table[op].fails_start;
+        return op >= 0 && op < _HOOK_OP_MAX && hook_op_flags[op].fails_start;
 }

@@ -12,6 +12,8 @@
 #include <errno.h>
 #include <stdbool.h>
 
+#include "enumtable.h"
+
 typedef enum HookOp {
         HOOK_OP_START,
         HOOK_OP_STOPPED,
@@ -26,8 +28,8 @@ typedef enum HookOp {
         _HOOK_OP_INVALID = -EINVAL,
 } HookOp;
 
-const char *hook_op_to_string(HookOp op);
-HookOp hook_op_from_string(const char *s);
+/* hook_op_to_string(), hook_op_from_string(): _HOOK_OP_INVALID when unknown. */
+ENUM_DECL(hook_op, HookOp);
 /* Whether mdev-hooks acts on the operation at all (prepare, release,
  * migrate, restore, reconnect); the others exit 0 reading nothing. */
 bool hook_op_is_handled(HookOp op);

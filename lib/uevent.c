@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "config.h"
+#include "enumtable.h"
 #include "ledger.h"
 #include "lock.h"
 #include "pciaddr.h"
@@ -35,19 +36,12 @@
  * has done its work meanwhile. */
 #define UEVENT_WAIT_SLICE_USEC 50000ULL
 
-static const char * const kind_table[_UEVENT_KIND_MAX] = {
-        [UEVENT_IGNORE] = "ignore",
-        [UEVENT_PARENT_REGISTERED] = "registered",
-        [UEVENT_PARENT_UNREGISTERED] = "unregistered",
-        [UEVENT_MDEV] = "mdev",
-        [UEVENT_PCI] = "pci",
-};
-
-const char *uevent_kind_to_string(UeventKind k) {
-        if (k < 0 || k >= _UEVENT_KIND_MAX)
-                return NULL;
-        return kind_table[k];
-}
+ENUM_IMPL(uevent_kind, UeventKind, _UEVENT_KIND_MAX,
+          "ignore",
+          "registered",
+          "unregistered",
+          "mdev",
+          "pci");
 
 static bool action_is(const char *action, const char *a, const char *b, const char *c, const char *d) {
         return streq_ptr(action, a) || streq_ptr(action, b) || streq_ptr(action, c) || streq_ptr(action, d);

@@ -24,6 +24,7 @@
 
 #include <stdbool.h>
 
+#include "enumtable.h"
 #include "util.h"
 
 typedef enum UeventKind {
@@ -33,6 +34,7 @@ typedef enum UeventKind {
         UEVENT_MDEV,                /* an mdev appeared or went: bring its record up to date */
         UEVENT_PCI,                 /* pci add/bind: enable VFs if [sriov] names it */
         _UEVENT_KIND_MAX,
+        _UEVENT_KIND_INVALID = -EINVAL,
 } UeventKind;
 
 typedef struct Uevent {
@@ -41,7 +43,7 @@ typedef struct Uevent {
         char name[NAME_STRING_MAX]; /* %k: the parent, the mdev's UUID (lower case) or the PCI address */
 } Uevent;
 
-const char *uevent_kind_to_string(UeventKind k);
+ENUM_DECL(uevent_kind, UeventKind);
 
 /* Decides what an event is from udev's properties, without any I/O. kernel is
  * %k; NULL means the last component of devpath. Anything that does not concern

@@ -10,7 +10,9 @@
 
 #include "check.h"
 #include "guestindex.h"
+#include "hookop.h"
 #include "pciaddr.h"
+#include "uevent.h"
 #include "util.h"
 
 static void test_pci_address_is_valid(void) {
@@ -48,8 +50,56 @@ static void test_guest_index(void) {
         check(strlen(path) == sizeof path - 1);
 }
 
+/* Every operation libvirt's qemu hook passes (libvirt's virHookQemuOp), in
+ * both directions; what mdev-hooks acts on; and an unknown one is a no-op
+ * (exit 0, reading nothing), because libvirt adds operations over time. */
+static void test_hook_op_table(void) {
+        static const struct {
+                const char *name;
+                HookOp op;
+                bool handled, fails_start;
+        } ops[] = {
+                { "start", HOOK_OP_START, false, false },
+                { "stopped", HOOK_OP_STOPPED, false, false },
+                { "prepare", HOOK_OP_PREPARE, true, true },
+                { "release", HOOK_OP_RELEASE, true, false },
+                { "migrate", HOOK_OP_MIGRATE, true, true },
+                { "started", HOOK_OP_STARTED, false, false },
+                { "reconnect", HOOK_OP_RECONNECT, true, false },
+                { "attach", HOOK_OP_ATTACH, false, false },
+                { "restore", HOOK_OP_RESTORE, true, true },
+        };
+
+        check(ELEMENTSOF(ops) == _HOOK_OP_MAX);
+        for (size_t i = 0; i < ELEMENTSOF(ops); i++) {
+                check(hook_op_from_string(ops[i].name) == ops[i].op);
+                check_streq(hook_op_to_string(ops[i].op), ops[i].name);
+                check(hook_op_is_handled(ops[i].op) == ops[i].handled);
+                check(hook_op_fails_start(ops[i].op) == ops[i].fails_start);
+        }
+        check(hook_op_from_string("shutdown") == _HOOK_OP_INVALID);
+        check(hook_op_from_string("Prepare") == _HOOK_OP_INVALID);
+        check(hook_op_from_string("") == _HOOK_OP_INVALID);
+        check(hook_op_from_string(NULL) == _HOOK_OP_INVALID);
+        check(!hook_op_is_handled(_HOOK_OP_INVALID));
+        check(!hook_op_fails_start(_HOOK_OP_INVALID));
+        check(!hook_op_to_string(_HOOK_OP_INVALID));
+        check(!hook_op_to_string(_HOOK_OP_MAX));
+}
+
+/* The same macro's other table: the udev helper's kinds of event. */
+static void test_uevent_kind_table(void) {
+        check_streq(uevent_kind_to_string(UEVENT_PARENT_REGISTERED), "registered");
+        check_streq(uevent_kind_to_string(UEVENT_PCI), "pci");
+        check(uevent_kind_from_string("unregistered") == UEVENT_PARENT_UNREGISTERED);
+        check(uevent_kind_from_string("bind") == _UEVENT_KIND_INVALID);
+        check(!uevent_kind_to_string(_UEVENT_KIND_MAX));
+}
+
 int main(void) {
         test_pci_address_is_valid();
         test_guest_index();
+        test_hook_op_table();
+        test_uevent_kind_table();
         return 0;
 }
