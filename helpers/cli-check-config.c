@@ -29,18 +29,10 @@ static const char help[] =
 /* "nvidia-35, nvidia-36, ..." or NULL. */
 static char *offered_types(int rootfd, const char *parent) {
         _cleanup_strv_free_ char **l = NULL;
-        char *s = NULL;
 
         if (sysfs_parent_types(rootfd, parent, &l) < 0 || !l[0])
                 return NULL;
-        for (char **t = l; *t; t++) {
-                char *n = strdup_printf("%s%s%s", strempty(s), s ? ", " : "", *t);
-                free(s);
-                if (!n)
-                        return NULL;
-                s = n;
-        }
-        return s;
+        return strv_join(l, ", ");
 }
 
 typedef struct Finding {

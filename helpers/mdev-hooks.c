@@ -16,21 +16,16 @@
  * beside it (the build tree). */
 static int reconcile_exec(int argc, char *argv[], const char *config_path) {
         static const char * const places[] = { "/" LIBEXEC_FROM_BINDIR "/mdev-hooks-reconcile", "/mdev-hooks-reconcile" };
-        char self[PATH_MAX], *slash;
+        char self[PATH_MAX];
         _cleanup_free_ char **args = NULL;
         size_t n = 0;
-        ssize_t len;
+        int r;
 
-        len = readlink("/proc/self/exe", self, sizeof self - 1);
-        if (len < 0) {
-                log_error("cannot find my own path in /proc/self/exe: %s", strerror(errno));
+        r = program_dir(self, sizeof self);
+        if (r < 0) {
+                log_error("%s", error_get(r));
                 return 1;
         }
-        self[len] = '\0';
-        slash = strrchr(self, '/');
-        if (!slash)
-                return 1;
-        *slash = '\0';
 
         args = calloc((size_t) argc + 4, sizeof(char *));
         if (!args)

@@ -43,36 +43,29 @@ static bool guest_is_indexed(const char *guest) {
 /* Loads the worker module from this program's own directory and runs it.
  * Returns its exit status, or -errno (error_set) when it cannot be loaded. */
 static int run_worker(int argc, char **argv, const char *buf, size_t len) {
-        char self[PATH_MAX], *slash;
+        char dir[PATH_MAX], path[PATH_MAX];
         WorkerEntry entry;
         void *module;
-        size_t room;
-        ssize_t n;
+        int r;
 
-        n = readlink("/proc/self/exe", self, sizeof self - 1);
-        if (n < 0)
-                return error_set(-errno, "cannot find my own path in /proc/self/exe: %s", strerror(errno));
-        self[n] = '\0';
-        slash = strrchr(self, '/');
-        room = slash ? sizeof self - (size_t) (slash + 1 - self) : 0;  /* for a file name after it */
-        if (strlen(WORKER_MODULE) >= room)
-                return error_set(-ENOENT, "cannot find my own directory");
+        r = program_dir(dir, sizeof dir);
+        if (r < 0)
+                return r;
 #ifdef ICU_STAND_IN
         /* libxml2 needs ICU's libicuuc, and with it libstdc++: a quarter of
          * a prepare. The stand-in (hooks/no-icu/icuuc-stand-in.c says why
          * that is safe) is loaded first, by its path; the libicuuc.so.N
          * that libxml2 needs is then that library, matched by its soname.
          * Without it (not installed) libxml2 loads the real ICU, only slower. */
-        if (strlen(ICU_STAND_IN) < room) {
-                strcpy(slash + 1, ICU_STAND_IN);
-                (void) dlopen(self, RTLD_LAZY | RTLD_LOCAL);
-        }
+        if (snprintf(path, sizeof path, "%s/%s", dir, ICU_STAND_IN) < (int) sizeof path)
+                (void) dlopen(path, RTLD_LAZY | RTLD_LOCAL);
 #endif
-        strcpy(slash + 1, WORKER_MODULE);
+        if (snprintf(path, sizeof path, "%s/%s", dir, WORKER_MODULE) >= (int) sizeof path)
+                return error_set(-ENAMETOOLONG, "cannot find my own directory: its path is too long");
 
         /* RTLD_LOCAL: nothing of it, or of libxml2, joins the front end's
          * namespace. Never closed: the process ends when it returns. */
-        module = dlopen(self, RTLD_LAZY | RTLD_LOCAL);
+        module = dlopen(path, RTLD_LAZY | RTLD_LOCAL);
         if (!module)
                 return error_set(-ENOENT, "cannot load the hook's worker (is mdev-hooks installed whole?): %s", dlerror());
         /* ISO C has no cast from void * to a function pointer; POSIX's
@@ -98,7 +91,7 @@ int main(int argc, char **argv) {
         if (!hook_op_is_handled(op))
                 return 0;
 
-        r = domscan_read_fd(STDIN_FILENO, DOMSCAN_MAX_SIZE, &buf, &len);
+        r = read_fd_full(STDIN_FILENO, DOMSCAN_MAX_SIZE, &buf, &len);
         if (r >= 0 && !domscan_has_mdev(buf, len) && !(op == HOOK_OP_RELEASE && guest_is_indexed(argv[1])))
                 return 0;
 

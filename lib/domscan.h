@@ -21,7 +21,3 @@
  * "mdev" (type='mdev' or type="mdev", in any attribute order or spacing).
  * buf need not be NUL-terminated. */
 bool domscan_has_mdev(const char *buf, size_t len);
-
-/* Reads all of fd into a fresh NUL-terminated buffer, at most max bytes.
- * -EFBIG when there is more. */
-int domscan_read_fd(int fd, size_t max, char **ret_buf, size_t *ret_len);

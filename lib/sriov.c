@@ -42,24 +42,17 @@ static const char *config_name(const Sriov *s) {
 int sriov_config_mentions(int rootfd, const char *address) {
         _cleanup_close_ int fd = -1;
         _cleanup_free_ char *text = NULL;
-        size_t len = 0;
+        size_t len;
+        int r;
 
         fd = openat(rootfd, CONFIG_DEFAULT_PATH, O_RDONLY | O_CLOEXEC | O_NOCTTY);
         if (fd < 0)
                 return errno == ENOENT ? 0 : 1; /* let config_load() say what is wrong */
-        text = malloc(CONFIG_TEXT_MAX + 1);
-        if (!text)
-                return -ENOMEM;
-        for (;;) {
-                ssize_t n = read(fd, text + len, CONFIG_TEXT_MAX - len);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0)
-                        return 1;
-                if (n == 0 || (len += (size_t) n) >= CONFIG_TEXT_MAX)
-                        break;
-        }
-        text[len] = '\0';
+        r = read_fd_full(fd, CONFIG_TEXT_MAX, &text, &len);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                return 1; /* too large or unreadable: config_load() says so */
         return strcasestr(text, address) ? 1 : 0;
 }
 

@@ -576,21 +576,6 @@ static void sweep_finish(UeventContext *c, const LedgerEntry *list, size_t n) {
 
 /* --- parents ---------------------------------------------------------------- */
 
-static char *strv_join_comma(char **l) {
-        size_t len = 1;
-        char *s, *p;
-
-        for (char **i = l; i && *i; i++)
-                len += strlen(*i) + 2;
-        s = p = malloc(len);
-        if (!s)
-                return NULL;
-        *p = '\0';
-        for (char **i = l; i && *i; i++)
-                p += sprintf(p, "%s%s", i == l ? "" : ", ", *i);
-        return s;
-}
-
 /* Logs what the config asks of this parent that it does not offer. Reads
  * only the configured type's directory unless something is wrong. */
 static void parent_check_config(UeventContext *c, const char *parent) {
@@ -621,7 +606,7 @@ static void parent_check_config(UeventContext *c, const char *parent) {
         if (strv_contains(types, t->name))
                 return;
         listed = config_parent_is_listed(c->config, parent);
-        offered = strv_join_comma(types);
+        offered = strv_join(types, ", ");
         note(c, listed ? LOG_WARNING : LOG_INFO,
              "%s: '%s' does not offer type '%s' %s; it offers: %s",
              config_name(c), parent, t->name,

@@ -63,13 +63,9 @@ bool name_is_valid(const char *s) {
         return n > 0 && n < NAME_STRING_MAX;
 }
 
-int read_small_at(int dirfd, const char *path, char *buf, size_t size) {
-        _cleanup_close_ int fd = -1;
+int read_fd_small(int fd, char *buf, size_t size, size_t *ret_len) {
         size_t len = 0;
 
-        fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-        if (fd < 0)
-                return -errno;
         for (;;) {
                 size_t want = size - len;
                 ssize_t n = read(fd, buf + len, want);
@@ -84,14 +80,64 @@ int read_small_at(int dirfd, const char *path, char *buf, size_t size) {
                 len += (size_t) n;
                 if (len >= size)
                         return -EFBIG;
-                /* A short read is the end: sysfs hands out an attribute in
-                 * one read (systemd's read_virtual_file relies on it too),
-                 * and for a small regular file it means EOF. This saves a
-                 * second read per file, a round trip each on FUSE. */
                 if ((size_t) n < want)
-                        break;
+                        break; /* a short read is the end (util.h) */
         }
         buf[len] = '\0';
+        if (ret_len)
+                *ret_len = len;
+        return 0;
+}
+
+int read_fd_full(int fd, size_t max, char **ret_buf, size_t *ret_len) {
+        size_t size = 16384, len = 0;
+        _cleanup_free_ char *buf = malloc(size);
+
+        if (!buf)
+                return -ENOMEM;
+        for (;;) {
+                ssize_t n;
+
+                if (len + 1 >= size) {
+                        char *t;
+
+                        if (size > max + 1)
+                                return -EFBIG;
+                        size *= 2;
+                        t = realloc(buf, size);
+                        if (!t)
+                                return -ENOMEM;
+                        buf = t;
+                }
+                n = read(fd, buf + len, size - len - 1);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (n == 0)
+                        break;
+                len += (size_t) n;
+                if (len > max)
+                        return -EFBIG;
+        }
+        buf[len] = '\0';
+        *ret_buf = steal_pointer(&buf);
+        *ret_len = len;
+        return 0;
+}
+
+int read_small_at(int dirfd, const char *path, char *buf, size_t size) {
+        _cleanup_close_ int fd = -1;
+        size_t len;
+        int r;
+
+        fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return -errno;
+        r = read_fd_small(fd, buf, size, &len);
+        if (r < 0)
+                return r;
         if (len > 0 && buf[len - 1] == '\n')
                 buf[len - 1] = '\0';
         return 0;
@@ -242,6 +288,24 @@ bool strv_contains(char * const *l, const char *s) {
         return false;
 }
 
+char *strv_join(char * const *l, const char *sep) {
+        size_t len = 1, seplen = strlen(sep);
+        char *s, *p;
+
+        for (char * const *i = l; i && *i; i++)
+                len += strlen(*i) + seplen;
+        s = p = malloc(len);
+        if (!s)
+                return NULL;
+        *p = '\0';
+        for (char * const *i = l; i && *i; i++) {
+                if (i != l)
+                        p = stpcpy(p, sep);
+                p = stpcpy(p, *i);
+        }
+        return s;
+}
+
 static int cmp_str(const void *a, const void *b) {
         return strcmp(*(char * const *) a, *(char * const *) b);
 }
@@ -307,6 +371,23 @@ char *strdup_printf(const char *fmt, ...) {
         r = vasprintf(&s, fmt, ap);
         va_end(ap);
         return r < 0 ? NULL : s;
+}
+
+int program_dir(char *buf, size_t size) {
+        char *slash;
+        ssize_t n;
+
+        n = readlink("/proc/self/exe", buf, size - 1);
+        if (n < 0)
+                return error_set(-errno, "cannot find my own path in /proc/self/exe: %s", strerror(errno));
+        if ((size_t) n >= size - 1)
+                return error_set(-ENAMETOOLONG, "cannot find my own directory: its path is too long");
+        buf[n] = '\0';
+        slash = strrchr(buf, '/');
+        if (!slash)
+                return error_set(-ENOENT, "cannot find my own directory in '%s'", buf);
+        *slash = '\0';
+        return 0;
 }
 
 unsigned long long now_usec(void) {

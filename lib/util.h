@@ -36,8 +36,18 @@ bool name_is_valid(const char *s);
 
 /* --- files relative to a dirfd ----------------------------------------- */
 
-/* Reads a small file (at most size-1 bytes), NUL-terminates it and strips one
- * trailing newline. -EFBIG if it does not fit. */
+/* Reads fd to its end into buf, at most size-1 bytes, and NUL-terminates it;
+ * *ret_len (may be NULL) is the length. A short read counts as the end:
+ * sysfs hands out an attribute in one read (systemd's read_virtual_file
+ * relies on it too), and for a small regular file it means EOF. This saves
+ * a second read per file, a round trip each on FUSE. Not for pipes: use
+ * read_fd_full(). -EFBIG if it does not fit. */
+int read_fd_small(int fd, char *buf, size_t size, size_t *ret_len);
+/* Reads all of fd (a pipe too) into a fresh NUL-terminated buffer, at most
+ * max bytes. -EFBIG when there is more. */
+int read_fd_full(int fd, size_t max, char **ret_buf, size_t *ret_len);
+/* Reads a small file (at most size-1 bytes, read_fd_small()), NUL-terminates
+ * it and strips one trailing newline. -EFBIG if it does not fit. */
 int read_small_at(int dirfd, const char *path, char *buf, size_t size);
 /* Same into a fresh allocation. */
 int read_line_at(int dirfd, const char *path, char **ret);
@@ -74,6 +84,9 @@ int strv_consume(char ***l, char *s);
  * NULL, 0, 0. */
 int strv_push(char ***l, size_t *n, size_t *allocated, char *s);
 bool strv_contains(char * const *l, const char *s);
+/* The strings with sep between them ("a, b, c"); "" for an empty or NULL
+ * list. NULL when out of memory. */
+char *strv_join(char * const *l, const char *sep);
 void strv_sort(char **l);
 /* Entries of a directory relative to dirfd, without "." and "..", sorted.
  * -ENOENT if the directory does not exist. */
@@ -82,5 +95,8 @@ int dir_list_at(int dirfd, const char *path, char ***ret);
 /* --- misc ------------------------------------------------------------- */
 
 char *strdup_printf(const char *fmt, ...) _printf_(1, 2);
+/* The directory of the running program (/proc/self/exe without its last
+ * component), without a trailing slash. -errno with error_set(). */
+int program_dir(char *buf, size_t size);
 /* CLOCK_MONOTONIC in microseconds. */
 unsigned long long now_usec(void);

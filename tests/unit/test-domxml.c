@@ -50,7 +50,7 @@ static char *read_data(const char *name, size_t *ret_len) {
                 fprintf(stderr, "cannot open %s: %s\n", path, strerror(errno));
                 exit(EXIT_FAILURE);
         }
-        if (domscan_read_fd(fd, DOMSCAN_MAX_SIZE, &buf, &len) < 0) {
+        if (read_fd_full(fd, DOMSCAN_MAX_SIZE, &buf, &len) < 0) {
                 fprintf(stderr, "cannot read %s\n", path);
                 exit(EXIT_FAILURE);
         }
@@ -222,14 +222,14 @@ static void test_size_limit(void) {
         unlink(path);
         CHECK(write(fd, big, size) == (ssize_t) size);
         CHECK(lseek(fd, 0, SEEK_SET) == 0);
-        r = domscan_read_fd(fd, DOMSCAN_MAX_SIZE, &buf, &len);
+        r = read_fd_full(fd, DOMSCAN_MAX_SIZE, &buf, &len);
         CHECK(r == -EFBIG);
         CHECK(buf == NULL);
 
         /* exactly the limit is fine */
         CHECK(ftruncate(fd, DOMXML_MAX_SIZE) == 0);
         CHECK(lseek(fd, 0, SEEK_SET) == 0);
-        CHECK(domscan_read_fd(fd, DOMSCAN_MAX_SIZE, &buf, &len) == 0);
+        CHECK(read_fd_full(fd, DOMSCAN_MAX_SIZE, &buf, &len) == 0);
         CHECK(len == DOMXML_MAX_SIZE);
         CHECK(buf && buf[len] == '\0');
 }
