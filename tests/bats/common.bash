@@ -41,3 +41,44 @@ fixture_root() {
         cp -a "$MH_FIXTURES/$1/." "$MDEV_HOOKS_ROOT/"
         export MDEV_HOOKS_ROOT
 }
+
+# --- the host-wide lock ----------------------------------------------------
+# Tests that need the lock held, or a process waiting for it, wait for that
+# state (bounded), never for time.
+
+# lock_hold LOCKFILE LINE: starts a process that takes LOCKFILE (flock), writes
+# "<pid> LINE" into it as a hook does, and holds it until lock_let_go. Returns
+# once it holds the lock; LOCK_HOLDER is its pid.
+lock_hold() {
+        local lock="$1" line="$2" i
+        mkdir -p "$(dirname "$lock")"
+        rm -f "$BATS_TEST_TMPDIR/lock-let-go"
+        sh -c 'exec 9>> "$1"; flock 9; echo "$$ $2" > "$1"; while [ ! -e "$3" ]; do sleep 0.05; done' \
+                sh "$lock" "$line" "$BATS_TEST_TMPDIR/lock-let-go" 3>&- &
+        LOCK_HOLDER=$!
+        for i in $(seq 200); do
+                grep -qs "$line" "$lock" && return 0
+                sleep 0.05
+        done
+        echo "the lock holder never took $lock"
+        return 1
+}
+
+# lock_let_go: the process of lock_hold lets go of the lock and ends.
+lock_let_go() {
+        touch "$BATS_TEST_TMPDIR/lock-let-go"
+        wait "$LOCK_HOLDER" || true
+}
+
+# lock_waiter LOCKFILE: returns once some process waits in flock() for
+# LOCKFILE (a "->" line for its inode in /proc/locks), at most 10 s.
+lock_waiter() {
+        local ino i
+        ino=$(stat -c %i "$1") || return 1
+        for i in $(seq 200); do
+                grep -qE "^[0-9]+: -> FLOCK .*:$ino " /proc/locks && return 0
+                sleep 0.05
+        done
+        echo "no process waits for the lock $1"
+        return 1
+}

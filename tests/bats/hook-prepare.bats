@@ -245,7 +245,6 @@ two_types_conf() {
 
 @test "a UUID held by another guest is refused and names that guest" {
         two_types_conf
-        run prepare web1 "$U1"
         run prepare web1 "$U1,type=nvidia-35"
         [ "$status" -eq 0 ]
         run prepare web2 "$U1,type=nvidia-35"
@@ -491,19 +490,9 @@ two_types_conf() {
 
 @test "the lock times out naming the holder and lock_timeout" {
         printf '[devices]\nenabled_mdev_types = nvidia-35\n[hooks]\nlock_timeout = 1\n' | conf
-        mkdir -p "$MDEV_HOOKS_ROOT/run/mdev-hooks"
-        lock="$MDEV_HOOKS_ROOT/run/mdev-hooks/lock"
-        # One process holds the lock (its fd 9) and is the one killed below.
-        sh -c 'exec 9>> "$1"; flock 9; echo "$$ prepare other" > "$1"; exec sleep 60' sh "$lock" 3>&- &
-        holder=$!
-        # The holder has the lock once it has written its line.
-        for i in $(seq 200); do
-                grep -qs "prepare other" "$lock" && break
-                sleep 0.05
-        done
+        lock_hold "$MDEV_HOOKS_ROOT/run/mdev-hooks/lock" "prepare other"
         run prepare web1 "$U1"
-        kill "$holder"
-        wait "$holder" || true
+        lock_let_go
         [ "$status" -eq 1 ]
         [[ "$output" == *"prepare other"* ]]
         [[ "$output" == *"lock_timeout"* ]]
@@ -523,14 +512,20 @@ two_types_conf() {
 
 @test "prepare waits for the lock and goes on when it frees" {
         printf '[devices]\nenabled_mdev_types = nvidia-35\n[hooks]\nlock_timeout = 20\n' | conf
-        mkdir -p "$MDEV_HOOKS_ROOT/run/mdev-hooks"
         lock="$MDEV_HOOKS_ROOT/run/mdev-hooks/lock"
-        flock "$lock" sleep 1 3>&- &
-        sleep 0.2
-        run prepare web1 "$U1"
-        [ "$status" -eq 0 ]
+        lock_hold "$lock" "prepare other"
+        domxml web1 "$U1" > "$BATS_TEST_TMPDIR/web1.xml"
+        hook web1 prepare begin - < "$BATS_TEST_TMPDIR/web1.xml" > "$BATS_TEST_TMPDIR/web1.out" 2>&1 3>&- &
+        local waiter=$! rc=0
+        # It waits for the lock and has done nothing yet.
+        lock_waiter "$lock"
+        mdev_absent "$U1"
+        lock_let_go
+        wait "$waiter" || rc=$?
+        cat "$BATS_TEST_TMPDIR/web1.out"
+        [ "$rc" -eq 0 ]
         mdev_exists "$U1"
-        wait
+        [ "$(record "$U1" guest)" = web1 ]
 }
 
 @test "a hook whose worker module is missing says so: prepare fails, release does not" {

@@ -711,7 +711,13 @@ M60B=0000:85:00.0
         sim_create mtty mtty-1 "$U1"
         sim_remove_block 1000
         sim_remove "$U1" &
-        sleep 0.2
+        # The remove is under way (and blocked) once its file is gone.
+        for i in $(seq 200); do
+                [ -e "$SIM_SYS/bus/mdev/devices/$U1/remove" ] || break
+                sleep 0.05
+        done
+        [ ! -e "$SIM_SYS/bus/mdev/devices/$U1/remove" ]
+        [ -e "$SIM_SYS/bus/mdev/devices/$U1" ]
         sim_umount
         wait || true
         no_mount_left

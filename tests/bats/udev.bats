@@ -355,7 +355,8 @@ EOF
         env -i MDEV_HOOKS_ROOT="$MDEV_HOOKS_ROOT" ACTION=remove SUBSYSTEM=mdev DEVPATH="$pdev/$U1" \
                 SEQNUM=1 "$MH_UDEV" "$U1" > "$BATS_TEST_TMPDIR/helper.out" 2>&1 {lockfd}>&- &
         helper=$!
-        sleep 0.3
+        # The helper decides only once the hook is done: it waits for the lock.
+        lock_waiter "$MDEV_HOOKS_ROOT/run/mdev-hooks/lock"
         rm "$MDEV_HOOKS_ROOT/var/lib/mdev-hooks/$U1"
         exec {lockfd}>&-
         wait "$helper"
