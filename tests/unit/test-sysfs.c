@@ -7,16 +7,8 @@
 #include <stdio.h>
 #include <sys/stat.h>
 
+#include "check.h"
 #include "sysfs.h"
-
-#define check(expr)                                                              \
-        do {                                                                     \
-                if (!(expr)) {                                                   \
-                        fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__,  \
-                                __LINE__, #expr);                                \
-                        abort();                                                 \
-                }                                                                \
-        } while (0)
 
 #define TYPES "sys/class/mdev_bus/0000:84:00.0/mdev_supported_types"
 
