@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The operator CLI `mdev-hooks` (DESIGN.md §3): each command is a function
+ * The operator CLI `mdev-hooks` (doc/design.md §3): each command is a function
  * of this shape, listed in the table in mdev-hooks.c. argv[0] is the
  * command's name; config_path is the global --config (NULL: the default).
  * It prints and returns the exit status: 0 done, 1 failed, 2 bad usage or

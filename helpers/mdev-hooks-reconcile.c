@@ -5,8 +5,8 @@
  * reconcile is the one command that uses libvirt's API, and libvirt pulls in
  * some sixty shared libraries (glib, gnutls, ...) whose loading alone costs
  * more than all the rest of `mdev-hooks types`. The CLI therefore does not
- * link libvirt: its `reconcile` entry execs this program (cli.c:
- * cli_exec_helper) as
+ * link libvirt: its `reconcile` entry execs this program (helpers/mdev-hooks.c:
+ * reconcile_exec()) as
  *
  *     mdev-hooks-reconcile [--config FILE] reconcile [OPTIONS]
  */

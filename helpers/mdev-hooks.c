@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * mdev-hooks: the operator CLI (DESIGN.md §3). A table of commands; each
+ * mdev-hooks: the operator CLI (doc/design.md §3). A table of commands; each
  * lives in its own file (cli-<command>.c) with the signature of cli.h.
  */
 #include <getopt.h>

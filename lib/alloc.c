@@ -2,9 +2,13 @@
 /*
  * Choosing, claiming and creating mdevs (alloc.h).
  *
- * Crash safety of a creation: the record is written BEFORE the create, as the
- * intent (state assigned/incoming, origin created, the parent being tried).
- * A hook killed after that leaves either
+ * Crash safety (doc/design.md §4.4 lists every kill point and what repairs
+ * it). The rule, kept here and nowhere else: the record of an mdev that
+ * mdev-hooks creates is written BEFORE the create, as the intent (state
+ * assigned/incoming, origin created, the parent being tried), and is removed
+ * or restored only AFTER the mdev is gone (alloc_rollback(), and release in
+ * hook.c through alloc_remove_mdev()). A hook killed after the intent leaves
+ * either
  *   - a record for an mdev that does not exist: the guest's release (libvirt
  *     runs it after the failed prepare), the next prepare, the udev helper or
  *     reconcile sees the mdev missing and drops or marks the record; or

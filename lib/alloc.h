@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Choosing, claiming and creating mdevs for one guest (DESIGN.md §1, §4).
+ * Choosing, claiming and creating mdevs for one guest (doc/design.md §1, §4).
  * Used by prepare and reconnect (hook.c) and by migrate/restore (migrate.c).
  *
  * An Alloc is one hook call's transaction. It runs under the host-wide lock
@@ -24,8 +24,8 @@
  *     alloc_done(&a);
  *
  * Records are written without the fsync of their directory
- * (ledger_write_nosync()): each is visible at once, which is what a hook
- * killed at any point needs; the caller makes the whole call's changes
+ * (ledger_write_nosync()): each is visible at once, which is what the
+ * crash-safety rule needs (alloc.c, doc/design.md §4.4); the caller makes the whole call's changes
  * durable with one ledger_sync() before it reports success. alloc.c syncs
  * by itself only before it lets the lock go to wait for a parent.
  *
@@ -44,7 +44,7 @@
 #include "sysfs.h"
 #include "util.h"
 
-/* What a hostdev needs, after type resolution (issue 4, step 1). */
+/* What a hostdev needs, after type resolution (alloc_want_resolve()). */
 typedef struct AllocWant {
         char uuid[UUID_STRING_MAX];      /* the hostdev's UUID, lower case */
         char **types;                    /* acceptable types, config order; one unless class= */

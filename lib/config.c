@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * /etc/mdev-hooks/mdev-hooks.conf (config.h, DESIGN.md §3), parsed with inih.
+ * /etc/mdev-hooks/mdev-hooks.conf (config.h, doc/design.md §3), parsed with inih.
  *
  * Debian's inih (r55) reads lines of at most 200 bytes into a stack buffer,
  * allows multi-line values (an indented line continues the previous key: the

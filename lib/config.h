@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * /etc/mdev-hooks/mdev-hooks.conf (DESIGN.md §3), parsed with inih.
+ * /etc/mdev-hooks/mdev-hooks.conf (doc/design.md §3), parsed with inih.
  *
  * Reads Nova's own sections ([devices] enabled_mdev_types, [mdev_<type>];
  * the old names enabled_vgpu_types and [vgpu_<type>] too) plus [hooks] and

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Crash points for the crash-safety tests (issue 8). Built with
+ * Crash points for the crash-safety tests (doc/design.md §4.4). Built with
  * -Dcrashpoints=true (the test build only), CRASHPOINT("name") kills the
  * process with SIGKILL when MDEV_HOOKS_CRASH_AT equals "name". In a normal
  * build it compiles to nothing and the environment variable is never read.

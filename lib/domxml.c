@@ -2,7 +2,7 @@
 /*
  * The domain XML on the hook's stdin (see domxml.h).
  *
- * Parsing is hardened the way DESIGN.md §4 asks: the size is checked before
+ * Parsing is hardened the way doc/design.md §4.5 asks: the size is checked before
  * libxml2 sees a byte, the parser runs without NOENT, DTDLOAD, DTDATTR or
  * XINCLUDE and with NONET, and a DOCTYPE stops the parser the moment it is
  * seen (a SAX internalSubset callback), so that no entity declaration -- the

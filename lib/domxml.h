@@ -6,7 +6,7 @@
  *
  * What it extracts: the domain's name and UUID, and for each
  *   <devices><hostdev mode='subsystem' type='mdev'><source><address uuid=.../>
- * the UUID plus this project's metadata entry for it (DESIGN.md §3):
+ * the UUID plus this project's metadata entry for it (doc/design.md §3):
  *   <metadata><mh:mdevs xmlns:mh="http://mdev-hooks.org/xmlns/domain/1.0">
  *     <mh:mdev uuid="..." type="..." class="..." parent="..."/>
  *

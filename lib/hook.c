@@ -3,44 +3,16 @@
  * The libvirt qemu hook's operations: prepare, release, reconnect (hook.h).
  * migrate/restore are in migrate.c.
  *
- * Crash safety (DESIGN.md §4). Everything below runs under the host-wide
- * lock, so a crash is the only way to leave a half-done change. The rule
- * that makes every crash recoverable: the record of an mdev that mdev-hooks
- * creates is written BEFORE the create (alloc.c: the "intent"), and removed
- * only AFTER the mdev is gone. So at any kill point:
- *
- *   prepare, before the create (after the intent record):
- *       a record (this guest, assigned, created) for an mdev that does not
- *       exist. libvirt runs release for the guest after the failed prepare;
- *       release drops records whose mdev is gone. The next prepare of the
- *       guest simply creates it; another guest's prepare is not blocked by
- *       it beyond this boot's release; reconcile reports and drops it.
- *   prepare-after-create (create done, nothing else yet):
- *       record and mdev agree: a full claim. The release that libvirt runs
- *       after the failed prepare removes it (origin created).
- *   prepare-after-record (one mdev fully done, the next not started):
- *       as above, for every mdev done so far.
- *   release-after-remove (mdev removed, record not yet changed):
- *       a record whose mdev is gone; the next release (idempotent), the
- *       udev helper's mdev remove event or reconcile drops it.
- *   rollback, half way: each undo step is itself ordered remove-then-record,
- *       so the same cases apply.
- *
- * The guest index that release uses to find a guest's records (ledger.c) is
- * written before each record, so a kill leaves at most an extra entry, which
- * the next lookup drops.
- *
- * Durability: records are written and removed without the fsync of the
- * record directory (alloc.c explains why the intent record need only be
- * visible before the create); each operation fsyncs it once, with
- * hook_sync(), before it returns to the worker, which then lets the lock go
- * and exits. prepare does so before it commits, so that a failed sync still
- * rolls the start back.
- *
- * Nothing mdev-hooks creates can exist without a record naming it "created"
- * (which is what would leak: it would later look borrowed and never be
- * removed), and a record never names another guest's mdev, because claims are
- * checked against the record under the lock.
+ * Everything below runs under the host-wide lock, so a kill is the only way
+ * to leave a half-done change. The crash-safety rule is alloc.c's (the
+ * record before the create, removed only after the mdev is gone), and
+ * doc/design.md §4.4 lists each kill point of these operations and what
+ * repairs it. Records are written and removed without the fsync of the
+ * record directory; each operation fsyncs it once, with hook_sync(), before
+ * it returns to the worker, which then lets the lock go and exits. prepare
+ * does so before it commits, so that a failed sync still rolls the start
+ * back. Claims are checked against the record under the lock, so a record
+ * never names another guest's mdev (doc/design.md §4.1).
  */
 #include <stdio.h>
 #include <time.h>

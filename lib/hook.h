@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The libvirt qemu hook's operations (DESIGN.md §1), called by the worker
+ * The libvirt qemu hook's operations (doc/design.md §1), called by the worker
  * (hooks/) as `<guest> <op> <subop> <extra>` with the domain XML on stdin.
  *
  * The worker reads and parses the XML, loads the config, opens the record,

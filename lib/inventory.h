@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Nova's inventory arithmetic for mdev parents (DESIGN.md §3, issue 2), as
+ * Nova's inventory arithmetic for mdev parents (doc/design.md §3), as
  * pure functions so that they can be tested without a host.
  *
  * For each parent serving a type: total = existing mdevs of that type on it +

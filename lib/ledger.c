@@ -421,8 +421,8 @@ static void guest_hash(const char *guest, char out[GUEST_INDEX_HASH_MAX]) {
 
 /* An entry is a name, not a file of its own: a hard link to one empty file,
  * <root>/INDEX_ANCHOR. A link costs a directory entry; a new file costs an
- * inode, and on ext4 without a journal finding a free inode took 200 us
- * each (it skips recently deleted ones), three per record written. '@' is
+ * inode, which ext4 can be slow to find (it skips recently deleted ones;
+ * BENCHMARKS.md, "Where the time goes"), three per record written. '@' is
  * in no parent's name (name_is_valid()) and in no guest's hash, so the
  * anchor is never taken for a key. */
 #define INDEX_ANCHOR "@entry"
@@ -758,8 +758,8 @@ int ledger_sync(int dirfd) {
 
 /* fsync() of n files at once: on up to FSYNC_THREADS threads, so that the
  * writes of n small files wait for the disk together rather than one after
- * another (16 records: 5 ms one by one, 2.5 ms on four threads, on this
- * project's test machine). A thread that cannot start leaves its share to
+ * another (BENCHMARKS.md, "Records written together"). A thread that
+ * cannot start leaves its share to
  * this one. The first error, as -errno. */
 #define FSYNC_THREADS 4
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The record of who holds which mdev (DESIGN.md §4): one small INI file per
+ * The record of who holds which mdev (doc/design.md §2, §4.1): one small INI file per
  * mdev UUID under var/lib/mdev-hooks/ (relative to the root), written to a
  * temporary file, fsynced, renamed over the old one, and the directory
  * fsynced. Parsed with inih.

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The host-wide lock (DESIGN.md §4): flock(LOCK_EX) on run/mdev-hooks/lock
+ * The host-wide lock (doc/design.md §4.2): flock(LOCK_EX) on run/mdev-hooks/lock
  * under the root. Every change of the record and of sysfs happens under it.
  */
 #pragma once

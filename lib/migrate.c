@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * migrate begin / restore begin (DESIGN.md §1, issue 5): libvirt runs the
+ * migrate begin / restore begin (doc/design.md §1): libvirt runs the
  * destination's hook with the incoming domain XML on stdin, and whatever the
  * hook prints replaces it. The UUIDs in that XML are the source host's; here
  * each mdev hostdev gets a local mdev of the same type, claimed for the guest
@@ -21,8 +21,8 @@
  * keeps. All or nothing: one failure rolls back this call's creations and
  * claims (alloc.h), and the XML is left as it came.
  *
- * Crash safety is alloc.c's: the record of a created mdev is written before
- * the create; the crash point "migrate-after-create" sits right after it.
+ * Crash safety is alloc.c's rule (doc/design.md §4.4); the crash point
+ * "migrate-after-create" sits right after a create.
  * The creations are planned first and made together (alloc_plan()), so
  * that their intent records are written in one batch: every record of the
  * call is in place before the first create.

@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * `mdev-hooks reconcile` (issue 8): compare what libvirt's guests use with the
+ * `mdev-hooks reconcile` (doc/design.md §3): compare what libvirt's guests use with the
  * record (ledger.h) and with sysfs (sysfs.h), report every disagreement with
  * the action that fixes it, and with --apply carry the actions out under the
  * host-wide lock (lock.h).
  *
- * This is the one place that uses libvirt's API. It is linked into the CLI
- * only, never into the shared library: a hook must never call libvirt.
+ * This is the one place that uses libvirt's API. It is linked into the
+ * mdev-hooks-reconcile program only, never into the library that the hook
+ * and the CLI link: a hook must never call libvirt (it deadlocks).
  *
  * The work is split so that the decisions can be read (and tested) apart from
  * libvirt: reconcile_guests_load() asks libvirt, reconcile_plan() decides from

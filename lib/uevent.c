@@ -500,9 +500,9 @@ static bool record_is_stale(const UeventContext *c, const LedgerEntry *e) {
         return !streq(e->boot_id, c->boot_id) && e->state != LEDGER_LOST;
 }
 
-/* Every record, read without the lock (a reader may see the old or the new
- * file, never a torn one). None when there is no record directory. */
-/* Every record, or only those of one parent (parent not NULL). */
+/* Every record, or only those of one parent (parent not NULL), read without
+ * the lock (a reader may see the old or the new file, never a torn one).
+ * None when there is no record directory. */
 static int records_scan(UeventContext *c, const char *parent, LedgerEntry **ret, size_t *ret_n) {
         size_t bad = 0;
         int r;
@@ -691,8 +691,8 @@ static int parent_wait_lock(UeventContext *c, unsigned long long deadline, bool 
  * again). Records of other parents from an earlier boot are stale whatever
  * their parent does, so the first event after a boot sweeps them too, for a
  * bounded time; an event that waits for the lock meanwhile looks every
- * UEVENT_WAIT_SLICE_USEC whether its work is done, and goes. At boot, N parents registering cost
- * about one sweep, not N. */
+ * UEVENT_WAIT_SLICE_USEC whether its work is done, and goes. At boot, N
+ * parents registering cost about one sweep, not N. */
 static int parent_changed(UeventContext *c, bool registered) {
         const char *parent = c->ev->name;
         _cleanup_free_ LedgerEntry *list = NULL;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The udev helper's logic (DESIGN.md §1): what a kernel event means for the
+ * The udev helper's logic (doc/design.md §1): what a kernel event means for the
  * record and for SR-IOV, and carrying it out (SR-IOV itself: sriov.h). The program
  * (helpers/mdev-hooks-udev.c) reads the event with libudev, classifies it
  * here and hands it to uevent_handle().

@@ -57,7 +57,7 @@ int write_string_at(int dirfd, const char *path, const char *s);
 /* mkdir -p relative to dirfd, mode for the directories it creates. */
 int mkdir_p_at(int dirfd, const char *path, unsigned mode);
 
-/* --- the root prefix (DESIGN.md §3) ------------------------------------ */
+/* --- the root prefix (doc/design.md §3) ------------------------------------ */
 
 /* Opens $MDEV_HOOKS_ROOT, or "/" when unset or empty, as an O_PATH|O_DIRECTORY
  * fd. Every absolute path the programs use is then opened relative to it,

@@ -7,10 +7,10 @@
  *
  * Why: Debian's libxml2 is built with both iconv and ICU, and needs
  * libicuuc, which needs libicudata (30 MiB), libstdc++ and libgcc_s. The
- * hook uses none of them, but loading and initialising them took about
- * 1.2 ms of every hook run with an mdev, a quarter of a prepare
- * (BENCHMARKS.md): libgcc_s alone runs CPUID a dozen times at load, and in
- * a virtual machine each is an exit to the hypervisor.
+ * hook uses none of them, but loading and initialising them was a large
+ * share of every hook run with an mdev (BENCHMARKS.md, "Where the time
+ * goes"): libgcc_s alone runs CPUID a dozen times at load, and in a
+ * virtual machine each is an exit to the hypervisor.
  *
  * What libxml2 loses: nothing it uses here. libxml2 (2.9, encoding.c,
  * xmlFindCharEncodingHandler) handles UTF-8, UTF-16, Latin-1 and ASCII

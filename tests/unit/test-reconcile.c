@@ -2,7 +2,7 @@
 /*
  * reconcile_plan() over every combination of one mdev's record, its sysfs
  * presence, two guests' use of it and the release policy: the rules that
- * must hold whatever the state (DESIGN.md §4), and that a plan carried out
+ * must hold whatever the state (doc/design.md §4), and that a plan carried out
  * leaves nothing for the next run to do.
  *
  * Links reconcile.c, so it needs libvirt and json-c besides the library:

@@ -1,7 +1,7 @@
 # Group 2, the qemu hook as libvirt runs it (argv, domain XML on stdin),
 # against the real kernel's mtty: one parent "mtty" with one shared pool of
 # 24 ports; mtty-1 takes one port, mtty-2 two. A parent serves one type
-# (DESIGN.md §3), so each scenario's config enables one of them.
+# (doc/design.md §3), so each scenario's config enables one of them.
 
 bats_require_minimum_version 1.5.0
 load helpers
