@@ -175,7 +175,7 @@ golden() {
 
 @test "inventory lists a parent that does not offer its configured type, with the reason" {
         fixture_root mtty
-        printf '[devices]\nenabled_mdev_types = mtty-4\n' > "$MDEV_HOOKS_ROOT/etc/mdev-hooks/mdev-hooks.conf"
+        printf '[devices]\nenabled_mdev_types = mtty-4\n' | config_write
         run "$MH_CLI" inventory
         [ "$status" -eq 0 ]
         [[ "$output" == *"mtty    mtty-4  VGPU       0     0     0  does not offer mtty-4"* ]]
@@ -195,8 +195,7 @@ golden() {
 
 @test "inventory refuses a bad config with exit 2 and every error" {
         fixture_root nvidia
-        printf '[devices]\nenabled_mdev_types = nvidia-35\n[mdev_nvidia-35]\nmax_instances = 0\nmdev_class = gpu\n' \
-                > "$MDEV_HOOKS_ROOT/etc/mdev-hooks/mdev-hooks.conf"
+        printf '[devices]\nenabled_mdev_types = nvidia-35\n[mdev_nvidia-35]\nmax_instances = 0\nmdev_class = gpu\n' | config_write
         run "$MH_CLI" inventory
         [ "$status" -eq 2 ]
         [[ "${lines[0]}" == "/etc/mdev-hooks/mdev-hooks.conf:4: max_instances must be an integer >= 1, not '0'" ]]

@@ -19,7 +19,9 @@ fi
 MH_SIM="$MH_BUILD_DIR/tests/sim/mdev-sysfs-sim"
 MH_FIXTURES="$MH_SOURCE_DIR/tests/fixtures"
 MH_DATA="$MH_SOURCE_DIR/tests/data"
-export MH_CLI MH_QEMU_HOOK MH_UDEV MH_SIM MH_FIXTURES MH_DATA
+# Domain XML of a few guests, as libvirt formats it.
+MH_GUESTS="$MH_FIXTURES/libvirt/guests"
+export MH_CLI MH_QEMU_HOOK MH_UDEV MH_SIM MH_FIXTURES MH_DATA MH_GUESTS
 
 # Golden files: MH_REGENERATE=1 rewrites them instead of comparing.
 # usage: assert_golden <expected-file> <actual-text>
@@ -40,6 +42,82 @@ fixture_root() {
         mkdir -p "$MDEV_HOOKS_ROOT"
         cp -a "$MH_FIXTURES/$1/." "$MDEV_HOOKS_ROOT/"
         export MDEV_HOOKS_ROOT
+}
+
+# --- the config and the record under the current root ($MDEV_HOOKS_ROOT) ----
+# One vocabulary for every bats file: config_write; record_get, record_write,
+# record_absent, records; boot_id.
+
+# config_write [TEXT]: writes the config, TEXT or else stdin.
+config_write() {
+        mkdir -p "$MDEV_HOOKS_ROOT/etc/mdev-hooks"
+        if [ $# -gt 0 ]; then
+                printf '%s\n' "$1" > "$MDEV_HOOKS_ROOT/etc/mdev-hooks/mdev-hooks.conf"
+        else
+                cat > "$MDEV_HOOKS_ROOT/etc/mdev-hooks/mdev-hooks.conf"
+        fi
+}
+
+# boot_id: this root's boot id.
+boot_id() {
+        cat "$MDEV_HOOKS_ROOT/proc/sys/kernel/random/boot_id"
+}
+
+# records: the UUIDs that have a record, sorted.
+records() {
+        local d="$MDEV_HOOKS_ROOT/var/lib/mdev-hooks"
+        [ -d "$d" ] || return 0
+        ls "$d" | grep -E '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' | sort || true
+}
+
+# record_get UUID KEY: one value of a record ("" when there is no record).
+record_get() {
+        local f="$MDEV_HOOKS_ROOT/var/lib/mdev-hooks/$1"
+        [ -f "$f" ] || return 0
+        sed -n "s/^$2 = //p" "$f"
+}
+
+# record_absent UUID: fails the test when UUID has a record.
+record_absent() {
+        [ ! -e "$MDEV_HOOKS_ROOT/var/lib/mdev-hooks/$1" ]
+}
+
+# record_write UUID PARENT TYPE STATE ORIGIN GUEST [key=value...]: writes a
+# record the way ledger.c does (ledger.h), as a hook would have left it.
+# Keys that may be overridden: guest_uuid (default: the fixture guest's in
+# $MH_GUESTS, else empty), boot_id (default: this boot), since (default:
+# now), remove_pending (no).
+record_write() {
+        local uuid="$1" parent="$2" type="$3" state="$4" origin="$5" guest="$6" kv
+        local guest_uuid="" boot since remove_pending=no dir="$MDEV_HOOKS_ROOT/var/lib/mdev-hooks"
+        shift 6
+        [ -n "$guest" ] && [ -f "$MH_GUESTS/$guest.xml" ] &&
+                guest_uuid="$(sed -n 's#.*<uuid>\(.*\)</uuid>.*#\1#p' "$MH_GUESTS/$guest.xml" | head -n1)"
+        boot="$(boot_id)"
+        since="$(date +%s)"
+        for kv in "$@"; do
+                case "$kv" in
+                guest_uuid=*) guest_uuid="${kv#*=}" ;;
+                boot_id=*) boot="${kv#*=}" ;;
+                since=*) since="${kv#*=}" ;;
+                remove_pending=*) remove_pending="${kv#*=}" ;;
+                *) echo "record_write: unknown key '$kv'" >&2; return 1 ;;
+                esac
+        done
+        mkdir -p "$dir" && chmod 0700 "$dir" || return 1
+        cat > "$dir/$uuid" <<EOF
+[mdev]
+uuid = $uuid
+parent = $parent
+type = $type
+state = $state
+origin = $origin
+guest = $guest
+guest_uuid = $guest_uuid
+boot_id = $boot
+since = $since
+remove_pending = $remove_pending
+EOF
 }
 
 # --- the host-wide lock ----------------------------------------------------

@@ -16,7 +16,7 @@ bats_require_minimum_version 1.5.0
 
 load common
 load ../sim/sim
-load ../fixtures/libvirt/node
+load libvirt-node
 
 T=nvidia-35
 U1=aaaaaaaa-0000-4000-8000-000000000001 # web1's
@@ -30,7 +30,7 @@ setup() {
         grep -qx '#define MDEV_HOOKS_CRASHPOINTS 1' "$MH_BUILD_DIR/config-build.h" ||
                 skip "built without -Dcrashpoints"
         sim_mount nvidia-timesliced
-        write_config "[devices]
+        config_write "[devices]
 enabled_mdev_types = $T"
         sim_create $PF $T $UF
 }

@@ -1,6 +1,7 @@
 # Helpers for the qemu hook's bats tests (hook-*.bats): domain XML as libvirt
 # formats it, the hook run exactly as libvirt runs it, and checks of the
-# record against sysfs. Loaded after common and ../sim/sim.
+# record against sysfs. Loaded after common (the record and config helpers)
+# and ../sim/sim.
 
 bats_require_minimum_version 1.5.0
 
@@ -41,11 +42,6 @@ domxml() {
         printf "  </devices>\n</domain>\n"
 }
 
-# conf: the config from stdin.
-conf() {
-        cat > "$MDEV_HOOKS_ROOT/etc/mdev-hooks/mdev-hooks.conf"
-}
-
 # hook GUEST OP SUBOP EXTRA < xml: the hook exactly as libvirt runs it.
 hook() {
         "$MH_QEMU_HOOK" "$@"
@@ -63,18 +59,6 @@ prepare() {
 # release NAME [REASON]: "NAME release end REASON" with NAME's last XML.
 release() {
         hook "$1" release end "${2:--}" < "$BATS_TEST_TMPDIR/$1.xml"
-}
-
-# record UUID KEY: a field of the record of UUID (empty if no record).
-record() {
-        local f="$MDEV_HOOKS_ROOT/var/lib/mdev-hooks/$1"
-        [ -f "$f" ] || return 0
-        sed -n "s/^$2 = //p" "$f"
-}
-
-# records: the UUIDs that have a record, sorted.
-records() {
-        ls "$MDEV_HOOKS_ROOT/var/lib/mdev-hooks" 2>/dev/null | grep -E '^[0-9a-f-]{36}$' | sort || true
 }
 
 # mdev_parent UUID / mdev_type UUID: as sysfs shows them.
@@ -101,11 +85,11 @@ mdev_absent() {
 assert_record_matches_sysfs() {
         local u
         for u in $(records); do
-                case "$(record "$u" state)" in
+                case "$(record_get "$u" state)" in
                 assigned | incoming | free)
                         mdev_exists "$u" || { echo "record $u without mdev"; return 1; }
-                        [ "$(record "$u" parent)" = "$(mdev_parent "$u")" ] || { echo "parent of $u differs"; return 1; }
-                        [ "$(record "$u" type)" = "$(mdev_type "$u")" ] || { echo "type of $u differs"; return 1; }
+                        [ "$(record_get "$u" parent)" = "$(mdev_parent "$u")" ] || { echo "parent of $u differs"; return 1; }
+                        [ "$(record_get "$u" type)" = "$(mdev_type "$u")" ] || { echo "type of $u differs"; return 1; }
                         ;;
                 esac
         done

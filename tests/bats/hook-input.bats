@@ -8,7 +8,7 @@ load hook-helpers
 
 setup() {
         hook_setup nvidia-timesliced
-        printf '[devices]\nenabled_mdev_types = nvidia-35\n' | conf
+        printf '[devices]\nenabled_mdev_types = nvidia-35\n' | config_write
         sim_counters_reset
 }
 
@@ -109,7 +109,7 @@ refused() {
                 echo "$variant: $output"
                 [ "$status" -eq 0 ]
                 mdev_exists "$U1"
-                [ "$(record "$U1" guest)" = "v$i" ]
+                [ "$(record_get "$U1" guest)" = "v$i" ]
                 run -0 hook "v$i" release end - < "$BATS_TEST_TMPDIR/v$i.xml"
                 mdev_absent "$U1"
         done
@@ -146,7 +146,7 @@ refused() {
         grep 'calling init: /.*/libicuuc\.so' "$BATS_TEST_TMPDIR/ld.log"
         run -1 grep 'no-icu' "$BATS_TEST_TMPDIR/ld.log"
         mdev_exists "$U1"
-        [ "$(record "$U1" guest)" = g ]
+        [ "$(record_get "$U1" guest)" = g ]
         run -0 "$bin/mdev-hooks-qemu" g release end - < "$BATS_TEST_TMPDIR/g.xml"
         mdev_absent "$U1"
 }
@@ -165,7 +165,7 @@ refused() {
                 run hook "g-$enc" prepare begin - < "$BATS_TEST_TMPDIR/g.xml"
                 echo "$enc: $output"
                 [ "$status" -eq 0 ]
-                [ "$(record "$U1" guest)" = "g-$enc" ]
+                [ "$(record_get "$U1" guest)" = "g-$enc" ]
                 run -0 hook "g-$enc" release end - < "$BATS_TEST_TMPDIR/g.xml"
                 mdev_absent "$U1"
         done

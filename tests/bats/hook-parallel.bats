@@ -9,7 +9,7 @@ load hook-helpers
 setup() {
         hook_setup nvidia-timesliced
         # 16 instances of nvidia-35 on one GPU, nowhere else.
-        conf <<-EOF
+        config_write <<-EOF
 	[devices]
 	enabled_mdev_types = nvidia-35
 
@@ -42,7 +42,7 @@ guest_uuid() {
         for i in $(seq 1 32); do
                 if [ "$(cat "$BATS_TEST_TMPDIR/g$i.rc")" -eq 0 ]; then
                         ok=$((ok + 1))
-                        [ "$(record "$(guest_uuid "$i")" guest)" = "g$i" ]
+                        [ "$(record_get "$(guest_uuid "$i")" guest)" = "g$i" ]
                 else
                         failed=$((failed + 1))
                         grep -q "^mdev-hooks: g$i: no capacity for nvidia-35: $P84 has 0 of 16 left" "$BATS_TEST_TMPDIR/g$i.err"

@@ -15,7 +15,7 @@ teardown() {
 }
 
 two_types_conf() {
-        conf <<-EOF
+        config_write <<-EOF
 	[devices]
 	enabled_mdev_types = nvidia-35, nvidia-36
 
@@ -28,7 +28,7 @@ two_types_conf() {
 }
 
 @test "prepare creates the default type's mdev with the UUID from the XML" {
-        conf <<-EOF
+        config_write <<-EOF
 	[devices]
 	enabled_mdev_types = nvidia-35
 	EOF
@@ -37,10 +37,10 @@ two_types_conf() {
         [ -z "$output" ]
         mdev_exists "$U1"
         [ "$(mdev_type "$U1")" = nvidia-35 ]
-        [ "$(record "$U1" guest)" = web1 ]
-        [ "$(record "$U1" state)" = assigned ]
-        [ "$(record "$U1" origin)" = created ]
-        [ "$(record "$U1" boot_id)" = "$(cat "$MDEV_HOOKS_ROOT/proc/sys/kernel/random/boot_id")" ]
+        [ "$(record_get "$U1" guest)" = web1 ]
+        [ "$(record_get "$U1" state)" = assigned ]
+        [ "$(record_get "$U1" origin)" = created ]
+        [ "$(record_get "$U1" boot_id)" = "$(cat "$MDEV_HOOKS_ROOT/proc/sys/kernel/random/boot_id")" ]
 }
 
 @test "two types with device_addresses each go to their own parents" {
@@ -55,7 +55,7 @@ two_types_conf() {
 }
 
 @test "metadata class picks an enabled type of that mdev_class" {
-        conf <<-EOF
+        config_write <<-EOF
 	[devices]
 	enabled_mdev_types = nvidia-35, nvidia-36
 
@@ -109,7 +109,7 @@ two_types_conf() {
         sim_create "$P86" nvidia-36 "$U1"
         run prepare web1 "$U1"
         [ "$status" -eq 0 ]
-        [ "$(record "$U1" type)" = nvidia-36 ]
+        [ "$(record_get "$U1" type)" = nvidia-36 ]
 }
 
 @test "an existing mdev of another type than the metadata asks is refused" {
@@ -122,7 +122,7 @@ two_types_conf() {
 }
 
 @test "max_instances caps the type across the host" {
-        conf <<-EOF
+        config_write <<-EOF
 	[devices]
 	enabled_mdev_types = nvidia-35
 
@@ -142,7 +142,7 @@ two_types_conf() {
 }
 
 @test "pack puts a new mdev on the parent that already holds most of its type" {
-        conf <<-EOF
+        config_write <<-EOF
 	[devices]
 	enabled_mdev_types = nvidia-35
 
@@ -161,7 +161,7 @@ two_types_conf() {
 }
 
 @test "spread puts a new mdev on the parent that holds fewest of its type" {
-        conf <<-EOF
+        config_write <<-EOF
 	[devices]
 	enabled_mdev_types = nvidia-35
 
@@ -182,7 +182,7 @@ two_types_conf() {
 }
 
 @test "no capacity: one line lists every candidate and why, and nothing is created" {
-        conf <<-EOF
+        config_write <<-EOF
 	[devices]
 	enabled_mdev_types = nvidia-44, nvidia-36
 
@@ -208,7 +208,7 @@ two_types_conf() {
 }
 
 @test "a create refused by one parent moves on to the next" {
-        conf <<-EOF
+        config_write <<-EOF
 	[devices]
 	enabled_mdev_types = nvidia-35
 
@@ -219,11 +219,11 @@ two_types_conf() {
         run prepare web1 "$U1,type=nvidia-35"
         [ "$status" -eq 0 ]
         [ "$(mdev_parent "$U1")" = "$P85" ]
-        [ "$(record "$U1" parent)" = "$P85" ]
+        [ "$(record_get "$U1" parent)" = "$P85" ]
 }
 
 @test "a guest with two mdevs whose second fails leaves nothing behind" {
-        conf <<-EOF
+        config_write <<-EOF
 	[devices]
 	enabled_mdev_types = nvidia-35, nvidia-44
 
@@ -250,7 +250,7 @@ two_types_conf() {
         run prepare web2 "$U1,type=nvidia-35"
         [ "$status" -eq 1 ]
         [[ "$output" == "mdev-hooks: web2: "*"held by guest 'web1'"* ]]
-        [ "$(record "$U1" guest)" = web1 ]
+        [ "$(record_get "$U1" guest)" = web1 ]
 }
 
 @test "release after a refused prepare removes nothing of the other guest" {
@@ -264,8 +264,8 @@ two_types_conf() {
         run release web2 -
         [ "$status" -eq 0 ]
         mdev_exists "$U1"
-        [ "$(record "$U1" guest)" = web1 ]
-        [ "$(record "$U1" state)" = assigned ]
+        [ "$(record_get "$U1" guest)" = web1 ]
+        [ "$(record_get "$U1" state)" = assigned ]
         mdev_absent "$U2"
 }
 
@@ -278,14 +278,14 @@ two_types_conf() {
         run prepare web1 "$U1,type=nvidia-35"
         [ "$status" -eq 0 ]
         [ "$(mdev_parent "$U1")" = "$parent" ]
-        [ "$(record "$U1" origin)" = created ]
+        [ "$(record_get "$U1" origin)" = created ]
         # Reused: nothing was written to sysfs.
         [ "$(sim_counter_total writes)" -eq 0 ]
 }
 
 @test "a guest with four mdevs reads each candidate's available_instances once, and again only where it created" {
         [[ " ${SIM_FLAGS:-} " != *" -c "* ]] || skip "the counters do not see what the kernel serves from its cache (-c)"
-        conf <<-EOF
+        config_write <<-EOF
 	[devices]
 	enabled_mdev_types = nvidia-35
 	EOF
@@ -308,7 +308,7 @@ two_types_conf() {
         sim_mount large
         local first
         first=$(ls "$SIM_SYS/class/mdev_bus" | sort | head -1)
-        conf <<-EOF
+        config_write <<-EOF
 	[devices]
 	enabled_mdev_types = nvidia-100
 
@@ -334,7 +334,7 @@ two_types_conf() {
         sim_new_boot
         run prepare web2 "$U1,type=nvidia-35"
         [ "$status" -eq 0 ]
-        [ "$(record "$U1" guest)" = web2 ]
+        [ "$(record_get "$U1" guest)" = web2 ]
 }
 
 @test "a borrowed mdev is recorded as borrowed" {
@@ -342,11 +342,11 @@ two_types_conf() {
         sim_create "$P84" nvidia-35 "$U1"
         run prepare web1 "$U1,type=nvidia-35"
         [ "$status" -eq 0 ]
-        [ "$(record "$U1" origin)" = borrowed ]
+        [ "$(record_get "$U1" origin)" = borrowed ]
 }
 
 @test "a parent that registers during parent_wait is used" {
-        conf <<-EOF
+        config_write <<-EOF
 	[devices]
 	enabled_mdev_types = nvidia-35
 
@@ -364,7 +364,7 @@ two_types_conf() {
 }
 
 @test "a guest waiting for its parent (parent_wait) does not hold other guests' starts" {
-        conf <<-EOF
+        config_write <<-EOF
 	[devices]
 	enabled_mdev_types = nvidia-35, nvidia-36
 
@@ -393,17 +393,17 @@ two_types_conf() {
         run prepare web2 "$U2,type=nvidia-36"
         [ "$status" -eq 0 ]
         [ "$(mdev_parent "$U2")" = "$P85" ]
-        [ "$(record "$U2" guest)" = web2 ]
+        [ "$(record_get "$U2" guest)" = web2 ]
         sim_register "$P84"
         wait "$waiter"
         [ "$(mdev_parent "$U1")" = "$P84" ]
-        [ "$(record "$U1" guest)" = web1 ]
+        [ "$(record_get "$U1" guest)" = web1 ]
 }
 
 @test "a virtual parent (mtty) that registers during parent_wait is used" {
         sim_umount
         sim_mount mtty
-        conf <<-EOF
+        config_write <<-EOF
 	[devices]
 	enabled_mdev_types = mtty-1
 
@@ -422,7 +422,7 @@ two_types_conf() {
 }
 
 @test "a PCI parent with no device behind it is not waited for" {
-        conf <<-EOF
+        config_write <<-EOF
 	[devices]
 	enabled_mdev_types = nvidia-35
 
@@ -439,7 +439,7 @@ two_types_conf() {
 }
 
 @test "a parent that does not register within parent_wait is reported" {
-        conf <<-EOF
+        config_write <<-EOF
 	[devices]
 	enabled_mdev_types = nvidia-35
 
@@ -457,7 +457,7 @@ two_types_conf() {
 }
 
 @test "a guest without mdevs takes no lock and reads no config" {
-        printf '[devices]\nbogus line\n' | conf
+        printf '[devices]\nbogus line\n' | config_write
         domxml plain > "$BATS_TEST_TMPDIR/plain.xml"
         for op in "prepare begin -" "release end -" "migrate begin -" "restore begin -" "reconnect begin -"; do
                 run -0 hook plain $op < "$BATS_TEST_TMPDIR/plain.xml"
@@ -468,7 +468,7 @@ two_types_conf() {
 }
 
 @test "start, started, stopped, attach and unknown operations exit 0 at once" {
-        printf '[devices]\nbogus line\n' | conf
+        printf '[devices]\nbogus line\n' | config_write
         domxml web1 "$U1" > "$BATS_TEST_TMPDIR/web1.xml"
         for op in "start begin -" "started begin -" "stopped end -" "attach begin -" "frobnicate begin -"; do
                 run -0 hook web1 $op < "$BATS_TEST_TMPDIR/web1.xml"
@@ -479,7 +479,7 @@ two_types_conf() {
 }
 
 @test "a config with errors refuses prepare with its first error and writes nothing" {
-        printf '[devices]\nenabled_mdev_types = nvidia-35\n[mdev_nvidia-35]\nmax_instances = 0\n' | conf
+        printf '[devices]\nenabled_mdev_types = nvidia-35\n[mdev_nvidia-35]\nmax_instances = 0\n' | config_write
         sim_counters_reset
         run prepare web1 "$U1"
         [ "$status" -eq 1 ]
@@ -489,7 +489,7 @@ two_types_conf() {
 }
 
 @test "the lock times out naming the holder and lock_timeout" {
-        printf '[devices]\nenabled_mdev_types = nvidia-35\n[hooks]\nlock_timeout = 1\n' | conf
+        printf '[devices]\nenabled_mdev_types = nvidia-35\n[hooks]\nlock_timeout = 1\n' | config_write
         lock_hold "$MDEV_HOOKS_ROOT/run/mdev-hooks/lock" "prepare other"
         run prepare web1 "$U1"
         lock_let_go
@@ -500,7 +500,7 @@ two_types_conf() {
 }
 
 @test "the lock file's first line names the last holder, even after a longer one" {
-        printf '[devices]\nenabled_mdev_types = nvidia-35\n' | conf
+        printf '[devices]\nenabled_mdev_types = nvidia-35\n' | config_write
         long=guest-with-a-rather-long-name-for-the-lock-file
         run prepare "$long" "$U1"
         [ "$status" -eq 0 ]
@@ -511,7 +511,7 @@ two_types_conf() {
 }
 
 @test "prepare waits for the lock and goes on when it frees" {
-        printf '[devices]\nenabled_mdev_types = nvidia-35\n[hooks]\nlock_timeout = 20\n' | conf
+        printf '[devices]\nenabled_mdev_types = nvidia-35\n[hooks]\nlock_timeout = 20\n' | config_write
         lock="$MDEV_HOOKS_ROOT/run/mdev-hooks/lock"
         lock_hold "$lock" "prepare other"
         domxml web1 "$U1" > "$BATS_TEST_TMPDIR/web1.xml"
@@ -525,11 +525,11 @@ two_types_conf() {
         cat "$BATS_TEST_TMPDIR/web1.out"
         [ "$rc" -eq 0 ]
         mdev_exists "$U1"
-        [ "$(record "$U1" guest)" = web1 ]
+        [ "$(record_get "$U1" guest)" = web1 ]
 }
 
 @test "a hook whose worker module is missing says so: prepare fails, release does not" {
-        printf '[devices]\nenabled_mdev_types = nvidia-35\n' | conf
+        printf '[devices]\nenabled_mdev_types = nvidia-35\n' | config_write
         mkdir "$BATS_TEST_TMPDIR/bin"
         cp "$MH_QEMU_HOOK" "$BATS_TEST_TMPDIR/bin/"
         domxml web1 "$U1" > "$BATS_TEST_TMPDIR/web1.xml"

@@ -8,7 +8,7 @@ load hook-helpers
 
 setup() {
         hook_setup nvidia-timesliced
-        conf <<-EOF
+        config_write <<-EOF
 	[devices]
 	enabled_mdev_types = nvidia-35
 
@@ -22,7 +22,7 @@ teardown() {
 }
 
 keep_conf() {
-        conf <<-EOF
+        config_write <<-EOF
 	[devices]
 	enabled_mdev_types = nvidia-44
 
@@ -59,13 +59,13 @@ keep_conf() {
         run -0 release web1
         mdev_absent "$U1"
         mdev_exists "$U2"
-        [ "$(record "$U2" guest)" = web2 ]
+        [ "$(record_get "$U2" guest)" = web2 ]
 }
 
 @test "a borrowed mdev is never removed" {
         sim_create "$P84" nvidia-35 "$U1"
         run -0 prepare web1 "$U1"
-        [ "$(record "$U1" origin)" = borrowed ]
+        [ "$(record_get "$U1" origin)" = borrowed ]
         run -0 release web1
         mdev_exists "$U1"
         [ -z "$(records)" ]
@@ -80,9 +80,9 @@ keep_conf() {
         run -0 prepare web1 "$U1,type=nvidia-44"
         run -0 release web1
         mdev_exists "$U1"
-        [ "$(record "$U1" state)" = free ]
-        [ -z "$(record "$U1" guest)" ]
-        [ "$(record "$U1" origin)" = created ]
+        [ "$(record_get "$U1" state)" = free ]
+        [ -z "$(record_get "$U1" guest)" ]
+        [ "$(record_get "$U1" origin)" = created ]
 }
 
 @test "a kept free mdev is reclaimed when a new one needs its room" {
@@ -96,7 +96,7 @@ keep_conf() {
         mdev_absent "$U1"
         mdev_exists "$U2"
         [ "$(records)" = "$U2" ]
-        [ "$(record "$U2" guest)" = web2 ]
+        [ "$(record_get "$U2" guest)" = web2 ]
 }
 
 @test "the same guest reuses its kept mdev" {
@@ -105,8 +105,8 @@ keep_conf() {
         run -0 release web1
         sim_counters_reset
         run -0 prepare web1 "$U1,type=nvidia-44"
-        [ "$(record "$U1" state)" = assigned ]
-        [ "$(record "$U1" origin)" = created ]
+        [ "$(record_get "$U1" state)" = assigned ]
+        [ "$(record_get "$U1" origin)" = created ]
         [ "$(sim_counter_total writes)" -eq 0 ]
 }
 
@@ -126,9 +126,9 @@ keep_conf() {
         [ "$status" -eq 0 ]
         [[ "$output" == "mdev-hooks: web1: "*"$U1"*"remove_pending"* ]]
         mdev_exists "$U1"
-        [ "$(record "$U1" remove_pending)" = yes ]
-        [ "$(record "$U1" state)" = free ]
-        [ -z "$(record "$U1" guest)" ]
+        [ "$(record_get "$U1" remove_pending)" = yes ]
+        [ "$(record_get "$U1" state)" = free ]
+        [ -z "$(record_get "$U1" guest)" ]
 }
 
 @test "an mdev left remove_pending is removed when its room is needed" {
@@ -137,7 +137,7 @@ keep_conf() {
         run -0 prepare web1 "$U1,type=nvidia-44"
         sim_remove_busy 1000 "$U1"
         run -0 release web1
-        [ "$(record "$U1" remove_pending)" = yes ]
+        [ "$(record_get "$U1" remove_pending)" = yes ]
         sim_faults_reset
         # nvidia-44 has one instance on the GPU: U2 needs U1's room.
         run prepare web2 "$U2,type=nvidia-44"
@@ -192,12 +192,12 @@ keep_conf() {
                 run -0 release web2 "$reason"
         done
         mdev_exists "$U1"
-        [ "$(record "$U1" guest)" = web1 ]
+        [ "$(record_get "$U1" guest)" = web1 ]
 }
 
 @test "release with a config that has errors exits 0 and logs why" {
         run -0 prepare web1 "$U1"
-        printf '[devices]\nbogus line\n' | conf
+        printf '[devices]\nbogus line\n' | config_write
         run release web1
         [ "$status" -eq 0 ]
         [[ "$output" == "mdev-hooks: web1: "*"config"* ]]
@@ -208,9 +208,9 @@ keep_conf() {
         domxml web1 "$U1" > "$BATS_TEST_TMPDIR/web1.xml"
         run hook web1 reconnect begin - < "$BATS_TEST_TMPDIR/web1.xml"
         [ "$status" -eq 0 ]
-        [ "$(record "$U1" guest)" = web1 ]
-        [ "$(record "$U1" state)" = assigned ]
-        [ "$(record "$U1" origin)" = borrowed ]
+        [ "$(record_get "$U1" guest)" = web1 ]
+        [ "$(record_get "$U1" state)" = assigned ]
+        [ "$(record_get "$U1" origin)" = borrowed ]
 }
 
 @test "reconnect never fails" {
@@ -221,10 +221,10 @@ keep_conf() {
         run hook web1 reconnect begin - < "$BATS_TEST_TMPDIR/web1.xml"
         [ "$status" -eq 0 ]
         [[ "$output" == *"$U1"* ]]
-        [ "$(record "$U2" guest)" = web2 ]
+        [ "$(record_get "$U2" guest)" = web2 ]
         run hook web1 reconnect begin - <<< "<domain><name>web1</name><devices><hostdev type='mdev'>"
         [ "$status" -eq 0 ]
-        printf '[devices]\nbogus line\n' | conf
+        printf '[devices]\nbogus line\n' | config_write
         run hook web1 reconnect begin - < "$BATS_TEST_TMPDIR/web1.xml"
         [ "$status" -eq 0 ]
 }

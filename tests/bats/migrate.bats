@@ -24,7 +24,7 @@ teardown() {
 # conf_on ROOT: the config of that host from stdin.
 conf_on() {
         sim_use "$1"
-        conf
+        config_write
 }
 
 one_type_conf() {
@@ -67,7 +67,7 @@ xml_uuids() {
 guest_records() {
         local u
         for u in $(records); do
-                [ "$(record "$u" guest)" = "$1" ] && echo "$u"
+                [ "$(record_get "$u" guest)" = "$1" ] && echo "$u"
         done
         return 0
 }
@@ -85,7 +85,7 @@ assert_moved() {
         for u in $(xml_uuids "$T/$name.b.xml"); do
                 mdev_exists "$u"
                 [ "$(mdev_type "$u")" = "$type" ]
-                [ "$(record "$u" state)" = assigned ]
+                [ "$(record_get "$u" state)" = assigned ]
         done
         assert_record_matches_sysfs
 }
@@ -117,9 +117,9 @@ assert_only_uuids_changed() {
         [ -z "$output" ]
         mdev_exists "$U1"
         [ "$(mdev_type "$U1")" = nvidia-35 ]
-        [ "$(record "$U1" guest)" = web1 ]
-        [ "$(record "$U1" state)" = incoming ]
-        [ "$(record "$U1" origin)" = created ]
+        [ "$(record_get "$U1" guest)" = web1 ]
+        [ "$(record_get "$U1" state)" = incoming ]
+        [ "$(record_get "$U1" origin)" = created ]
 
         finish_migration web1
         assert_moved web1 nvidia-35
@@ -142,18 +142,18 @@ assert_only_uuids_changed() {
         [ "$new" != "$U1" ]
         mdev_exists "$new"
         [ "$(mdev_type "$new")" = nvidia-35 ]
-        [ "$(record "$new" guest)" = web1 ]
-        [ "$(record "$new" state)" = incoming ]
+        [ "$(record_get "$new" guest)" = web1 ]
+        [ "$(record_get "$new" state)" = incoming ]
         # the metadata entry follows the hostdev, and nothing else changed
         grep -q "<mh:mdev uuid=\"$new\" type=\"nvidia-35\"/>" "$T/web1.b.xml"
         assert_only_uuids_changed "$T/web1.xml" "$T/web1.b.xml" "$U1" "$new"
         # the other guest's mdev is untouched
-        [ "$(record "$U1" guest)" = other ]
-        [ "$(record "$U1" state)" = assigned ]
+        [ "$(record_get "$U1" guest)" = other ]
+        [ "$(record_get "$U1" state)" = assigned ]
 
         finish_migration web1
         assert_moved web1 nvidia-35
-        [ "$(record "$U1" guest)" = other ]
+        [ "$(record_get "$U1" guest)" = other ]
 }
 
 @test "a new UUID comes from proc/sys/kernel/random/uuid under the root" {
@@ -170,7 +170,7 @@ assert_only_uuids_changed() {
         migrate_to_b web1
         [ "$status" -eq 0 ]
         [ "$(xml_uuids "$T/web1.b.xml")" = "$fresh" ]
-        [ "$(record "$fresh" state)" = incoming ]
+        [ "$(record_get "$fresh" state)" = incoming ]
 }
 
 @test "migrate rewrites to a free mdev kept on the destination instead of creating one" {
@@ -186,7 +186,7 @@ assert_only_uuids_changed() {
         run prepare old "$U3,type=nvidia-35"
         [ "$status" -eq 0 ]
         run release old
-        [ "$(record "$U3" state)" = free ]
+        [ "$(record_get "$U3" state)" = free ]
         sim_use "$A"
         run prepare web1 "$U1,type=nvidia-35"
         [ "$status" -eq 0 ]
@@ -196,9 +196,9 @@ assert_only_uuids_changed() {
         [ "$(xml_uuids "$T/web1.b.xml")" = "$U3" ]
         [ "$(sim_mdevs)" = "$U3" ]
         run ! mdev_exists "$U1"
-        [ "$(record "$U3" guest)" = web1 ]
-        [ "$(record "$U3" state)" = incoming ]
-        [ "$(record "$U3" origin)" = created ]
+        [ "$(record_get "$U3" guest)" = web1 ]
+        [ "$(record_get "$U3" state)" = incoming ]
+        [ "$(record_get "$U3" origin)" = created ]
         assert_only_uuids_changed "$T/web1.xml" "$T/web1.b.xml" "$U1" "$U3"
 
         finish_migration web1
@@ -226,8 +226,8 @@ assert_only_uuids_changed() {
         [ "$status" -eq 0 ]
         [ "$(xml_uuids "$T/web1.b.xml" | sort)" = "$(printf '%s\n' "$U3" "$U4")" ]
         [ "$(sim_mdevs)" = "$(printf '%s\n' "$U3" "$U4")" ]
-        [ "$(record "$U3" state)" = incoming ]
-        [ "$(record "$U4" state)" = incoming ]
+        [ "$(record_get "$U3" state)" = incoming ]
+        [ "$(record_get "$U4" state)" = incoming ]
 
         finish_migration web1
         assert_moved web1 nvidia-35
@@ -269,9 +269,9 @@ assert_only_uuids_changed() {
         [ -z "$output" ]
         [ "$(sim_mdevs)" = "$U1" ]
         [ "$(mdev_parent "$U1")" = "$P85" ]
-        [ "$(record "$U1" state)" = incoming ]
+        [ "$(record_get "$U1" state)" = incoming ]
         # mdev-hooks did not make it, so it will never remove it
-        [ "$(record "$U1" origin)" = borrowed ]
+        [ "$(record_get "$U1" origin)" = borrowed ]
 }
 
 @test "migrate does not take an mdev with the same UUID but another type" {
@@ -295,7 +295,7 @@ assert_only_uuids_changed() {
         [ "$new" != "$U1" ]
         [ "$(mdev_type "$new")" = nvidia-35 ]
         [ "$(mdev_type "$U1")" = nvidia-36 ]
-        [ -z "$(record "$U1" guest)" ]
+        [ -z "$(record_get "$U1" guest)" ]
 }
 
 @test "migrate with a class in the metadata takes any enabled type of that class" {
@@ -352,9 +352,9 @@ assert_only_uuids_changed() {
         [ "$status" -eq 0 ]
         new="$(xml_uuids "$T/web1.b.xml")"
         [ "$new" != "$U1" ]
-        [ "$(record "$new" state)" = incoming ]
-        [ "$(record "$U1" remove_pending)" = yes ]
-        [ -z "$(record "$U1" guest)" ]
+        [ "$(record_get "$new" state)" = incoming ]
+        [ "$(record_get "$U1" remove_pending)" = yes ]
+        [ -z "$(record_get "$U1" guest)" ]
 }
 
 @test "migrate refuses a type that is not enabled on the destination and creates nothing" {
@@ -445,7 +445,7 @@ assert_only_uuids_changed() {
         [ "$status" -eq 0 ]
         [ -z "$(guest_records web1)" ]
         [ "$(sim_mdevs)" = "$U1" ]
-        [ "$(record "$U1" guest)" = other ]
+        [ "$(record_get "$U1" guest)" = other ]
         assert_record_matches_sysfs
         # the source still runs the guest
         sim_use "$A"
@@ -519,8 +519,8 @@ assert_only_uuids_changed() {
         # All with the one B already has (not mdev-hooks': no record).
         for u in "$U1" "$U2" "$U3"; do
                 [ "$(mdev_parent "$u")" = "$P85" ]
-                [ "$(record "$u" parent)" = "$P85" ]
-                [ "$(record "$u" state)" = incoming ]
+                [ "$(record_get "$u" parent)" = "$P85" ]
+                [ "$(record_get "$u" state)" = incoming ]
         done
 }
 
@@ -539,9 +539,9 @@ assert_only_uuids_changed() {
         [ "$status" -eq 0 ]
         [ -z "$output" ]
         [ "$(mdev_parent "$U1")" = "$P85" ]
-        [ "$(record "$U1" parent)" = "$P85" ]
+        [ "$(record_get "$U1" parent)" = "$P85" ]
         [ "$(mdev_parent "$U2")" = "$P84" ]
-        [ "$(record "$U2" state)" = incoming ]
+        [ "$(record_get "$U2" state)" = incoming ]
         assert_record_matches_sysfs
         finish_migration web1
         assert_moved web1 nvidia-35
@@ -607,7 +607,7 @@ assert_only_uuids_changed() {
         sim_use "$B"
         run prepare old "$U3,type=nvidia-45"
         run release old
-        [ "$(record "$U3" state)" = free ]
+        [ "$(record_get "$U3" state)" = free ]
         sim_use "$A"
         run prepare web1 "$U1,type=nvidia-45" "$U2,type=nvidia-45"
         [ "$status" -eq 0 ]
@@ -615,8 +615,8 @@ assert_only_uuids_changed() {
         migrate_to_b web1
         [ "$status" -ne 0 ]
         [ "$(sim_mdevs)" = "$U3" ]
-        [ "$(record "$U3" state)" = free ]
-        [ -z "$(record "$U3" guest)" ]
+        [ "$(record_get "$U3" state)" = free ]
+        [ -z "$(record_get "$U3" guest)" ]
         [ -z "$(guest_records web1)" ]
 }
 
@@ -639,7 +639,7 @@ assert_only_uuids_changed() {
         finish_migration web1
         assert_moved web1 nvidia-35
         sim_use "$B"
-        [ "$(record "$U2" guest)" = other ]
+        [ "$(record_get "$U2" guest)" = other ]
 }
 
 @test "migrate of a domain without mdevs prints nothing and exits 0" {
@@ -735,10 +735,10 @@ assert_only_uuids_changed() {
         [ "$status" -eq 0 ]
         [ -z "$output" ]
         mdev_exists "$U1"
-        [ "$(record "$U1" state)" = incoming ]
+        [ "$(record_get "$U1" state)" = incoming ]
         run --separate-stderr hook web1 prepare begin - < "$T/web1.xml"
         [ "$status" -eq 0 ]
-        [ "$(record "$U1" state)" = assigned ]
+        [ "$(record_get "$U1" state)" = assigned ]
 }
 
 @test "restore on a host where the UUID is taken rewrites it" {
@@ -755,8 +755,8 @@ assert_only_uuids_changed() {
         printf '%s\n' "$output" > "$T/web1.r.xml"
         new="$(xml_uuids "$T/web1.r.xml")"
         [ "$new" != "$U1" ]
-        [ "$(record "$new" guest)" = web1 ]
-        [ "$(record "$U1" guest)" = other ]
+        [ "$(record_get "$new" guest)" = web1 ]
+        [ "$(record_get "$U1" guest)" = other ]
 }
 
 @test "a crash right after migrate's create leaves a record that release cleans up" {
@@ -771,8 +771,8 @@ assert_only_uuids_changed() {
         MDEV_HOOKS_CRASH_AT=migrate-after-create run --separate-stderr hook web1 migrate begin - < "$T/web1.xml"
         [ "$status" -ne 0 ]
         mdev_exists "$U1"
-        [ "$(record "$U1" guest)" = web1 ]
-        [ "$(record "$U1" origin)" = created ]
+        [ "$(record_get "$U1" guest)" = web1 ]
+        [ "$(record_get "$U1" origin)" = created ]
         # libvirt cancels the migration and runs release on B
         run --separate-stderr hook web1 release end failed < "$T/web1.xml"
         [ "$status" -eq 0 ]

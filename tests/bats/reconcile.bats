@@ -1,11 +1,11 @@
 #!/usr/bin/env bats
 # `mdev-hooks reconcile` (issue 8) against libvirt's test driver (a node file
 # of guests, no daemon) and the sysfs simulator. Records are written by hand
-# (node.bash: record_write) in the state a hook would have left them.
+# (common.bash: record_write) in the state a hook would have left them.
 
 load common
 load ../sim/sim
-load ../fixtures/libvirt/node
+load libvirt-node
 
 P=0000:84:00.0
 T=nvidia-35
@@ -16,7 +16,7 @@ U9=aaaaaaaa-0000-4000-8000-000000000009 # nobody's
 
 setup() {
         sim_mount nvidia-timesliced
-        write_config "[devices]
+        config_write "[devices]
 enabled_mdev_types = $T"
 }
 
@@ -128,7 +128,7 @@ reconcile() {
 }
 
 @test "with release = keep an unused mdev mdev-hooks created is kept as free" {
-        write_config "[devices]
+        config_write "[devices]
 enabled_mdev_types = $T
 [hooks]
 release = keep"
@@ -390,7 +390,7 @@ EOF
 }
 
 @test "reconcile --apply waits for the hooks' lock and gives up after lock_timeout" {
-        write_config "[devices]
+        config_write "[devices]
 enabled_mdev_types = $T
 [hooks]
 lock_timeout = 1"
@@ -423,7 +423,7 @@ blocked_on_fifo() {
 }
 
 @test "reconcile --apply asks libvirt without the lock, and asks again when a hook acted meanwhile" {
-        write_config "[devices]
+        config_write "[devices]
 enabled_mdev_types = $T
 [hooks]
 lock_timeout = 5"
@@ -472,7 +472,7 @@ lock_timeout = 5"
 }
 
 @test "reconcile refuses a config with errors with exit 2" {
-        write_config "[hooks]
+        config_write "[hooks]
 release = sometimes"
         uri="$(node_xml "$BATS_TEST_TMPDIR/node.xml" web1:off)"
         reconcile "$uri"

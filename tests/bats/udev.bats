@@ -54,39 +54,6 @@ mdev_event() {
         udev_run "$1" mdev "$pdev/$3"
 }
 
-# record UUID PARENT TYPE STATE GUEST BOOT_ID: writes a record file (ledger.h).
-record() {
-        mkdir -p "$MDEV_HOOKS_ROOT/var/lib/mdev-hooks"
-        cat > "$MDEV_HOOKS_ROOT/var/lib/mdev-hooks/$1" <<EOF
-[mdev]
-uuid = $1
-parent = $2
-type = $3
-state = $4
-origin = created
-guest = $5
-guest_uuid =
-boot_id = $6
-since = 1700000000
-remove_pending = no
-EOF
-}
-
-# field UUID KEY: prints one key of a record, or "absent" when there is no record.
-field() {
-        local f="$MDEV_HOOKS_ROOT/var/lib/mdev-hooks/$1"
-        [ -f "$f" ] || { echo absent; return; }
-        awk -v k="$2" '$1 == k { sub(/^[^=]*= ?/, ""); print; exit }' "$f"
-}
-
-boot_id() {
-        cat "$MDEV_HOOKS_ROOT/proc/sys/kernel/random/boot_id"
-}
-
-config() {
-        cat > "$MDEV_HOOKS_ROOT/etc/mdev-hooks/mdev-hooks.conf"
-}
-
 # writes_to PATH-UNDER-SYS: how many writes the simulator counted on a file.
 writes_to() {
         sim_counters | awk -v p="$1" '$7 == p { print $3; found = 1 } END { if (!found) print 0 }'
@@ -96,80 +63,80 @@ writes_to() {
 
 @test "registered after a reboot drops free records and marks the guests' records lost" {
         sim_mount mtty
-        config <<EOF
+        config_write <<EOF
 [devices]
 enabled_mdev_types = mtty-1
 EOF
-        record "$U1" mtty mtty-1 free "" "$OLD_BOOT"
-        record "$U2" mtty mtty-1 assigned web1 "$OLD_BOOT"
+        record_write "$U1" mtty mtty-1 free created "" boot_id="$OLD_BOOT"
+        record_write "$U2" mtty mtty-1 assigned created web1 boot_id="$OLD_BOOT"
         parent_event mtty registered
         [ "$status" -eq 0 ]
-        [ "$(field "$U1" state)" = absent ]
-        [ "$(field "$U2" state)" = lost ]
-        [ "$(field "$U2" guest)" = web1 ]
+        record_absent "$U1"
+        [ "$(record_get "$U2" state)" = lost ]
+        [ "$(record_get "$U2" guest)" = web1 ]
         [ -z "$(sim_mdevs)" ]
 }
 
 @test "registered with recreate = eager makes the guests' mdevs again with their UUIDs" {
         sim_mount nvidia-timesliced
-        config <<EOF
+        config_write <<EOF
 [devices]
 enabled_mdev_types = nvidia-35
 [hooks]
 recreate = eager
 EOF
-        record "$U1" 0000:84:00.0 nvidia-35 assigned web1 "$OLD_BOOT"
-        record "$U2" 0000:84:00.0 nvidia-35 lost web2 "$OLD_BOOT"
-        record "$U3" 0000:84:00.0 nvidia-35 free "" "$OLD_BOOT"
+        record_write "$U1" 0000:84:00.0 nvidia-35 assigned created web1 boot_id="$OLD_BOOT"
+        record_write "$U2" 0000:84:00.0 nvidia-35 lost created web2 boot_id="$OLD_BOOT"
+        record_write "$U3" 0000:84:00.0 nvidia-35 free created "" boot_id="$OLD_BOOT"
         parent_event 0000:84:00.0 registered
         [ "$status" -eq 0 ]
         for u in "$U1" "$U2"; do
-                [ "$(field "$u" state)" = assigned ]
-                [ "$(field "$u" origin)" = created ]
-                [ "$(field "$u" boot_id)" = "$(boot_id)" ]
+                [ "$(record_get "$u" state)" = assigned ]
+                [ "$(record_get "$u" origin)" = created ]
+                [ "$(record_get "$u" boot_id)" = "$(boot_id)" ]
                 [ "$(readlink "$SIM_SYS/bus/mdev/devices/$u/mdev_type")" = ../mdev_supported_types/nvidia-35 ]
                 [[ "$(readlink -f "$SIM_SYS/bus/mdev/devices/$u")" == */0000:84:00.0/$u ]]
         done
-        [ "$(field "$U3" state)" = absent ]
+        record_absent "$U3"
         [ ! -e "$SIM_SYS/bus/mdev/devices/$U3" ]
 }
 
 @test "registered leaves the records of other parents from this boot alone" {
         sim_mount nvidia-timesliced
-        config <<EOF
+        config_write <<EOF
 [devices]
 enabled_mdev_types = nvidia-35
 EOF
         # Untrue (no such mdev), but another parent's business.
-        record "$U1" 0000:85:00.0 nvidia-35 assigned web1 "$(boot_id)"
-        record "$U2" 0000:85:00.0 nvidia-35 free "" "$(boot_id)"
+        record_write "$U1" 0000:85:00.0 nvidia-35 assigned created web1 boot_id="$(boot_id)"
+        record_write "$U2" 0000:85:00.0 nvidia-35 free created "" boot_id="$(boot_id)"
         parent_event 0000:84:00.0 registered
         [ "$status" -eq 0 ]
-        [ "$(field "$U1" state)" = assigned ]
-        [ "$(field "$U2" state)" = free ]
+        [ "$(record_get "$U1" state)" = assigned ]
+        [ "$(record_get "$U2" state)" = free ]
 }
 
 @test "the first registered event after a reboot sweeps every parent's records from the earlier boot" {
         sim_mount nvidia-timesliced
-        config <<EOF
+        config_write <<EOF
 [devices]
 enabled_mdev_types = nvidia-35
 EOF
-        record "$U1" 0000:85:00.0 nvidia-35 assigned web1 "$OLD_BOOT"
-        record "$U2" 0000:86:00.0 nvidia-35 free "" "$OLD_BOOT"
+        record_write "$U1" 0000:85:00.0 nvidia-35 assigned created web1 boot_id="$OLD_BOOT"
+        record_write "$U2" 0000:86:00.0 nvidia-35 free created "" boot_id="$OLD_BOOT"
         sim_unregister 0000:87:00.0
-        record "$U3" 0000:87:00.0 nvidia-35 incoming web3 "$OLD_BOOT"
+        record_write "$U3" 0000:87:00.0 nvidia-35 incoming created web3 boot_id="$OLD_BOOT"
         parent_event 0000:84:00.0 registered
         [ "$status" -eq 0 ]
-        [ "$(field "$U1" state)" = lost ]
-        [ "$(field "$U2" state)" = absent ]
-        [ "$(field "$U3" state)" = lost ]
+        [ "$(record_get "$U1" state)" = lost ]
+        record_absent "$U2"
+        [ "$(record_get "$U3" state)" = lost ]
         [ "$(cat "$MDEV_HOOKS_ROOT/run/mdev-hooks/swept")" = "$(boot_id)" ]
 }
 
 @test "a parent registered after the boot's sweep finds its records through the index, even entries a power loss lost" {
         sim_mount nvidia-timesliced
-        config <<EOF
+        config_write <<EOF
 [devices]
 enabled_mdev_types = nvidia-35
 [hooks]
@@ -177,43 +144,43 @@ recreate = eager
 EOF
         # The record of a guest's mdev from the earlier boot, already lost,
         # and a parent index that lacks its entry (the index is not fsynced).
-        record "$U1" 0000:85:00.0 nvidia-35 lost web1 "$OLD_BOOT"
+        record_write "$U1" 0000:85:00.0 nvidia-35 lost created web1 boot_id="$OLD_BOOT"
         mkdir -p "$MDEV_HOOKS_ROOT/var/lib/mdev-hooks.by-parent"
         sim_unregister 0000:85:00.0
         # Another parent's event sweeps the boot's stale records first.
         parent_event 0000:84:00.0 registered
         [ "$status" -eq 0 ]
         [ "$(cat "$MDEV_HOOKS_ROOT/run/mdev-hooks/swept")" = "$(boot_id)" ]
-        [ "$(field "$U1" state)" = lost ]
+        [ "$(record_get "$U1" state)" = lost ]
         [ -e "$MDEV_HOOKS_ROOT/var/lib/mdev-hooks.by-parent/0000:85:00.0/$U1" ]
         # The vendor driver of 0000:85:00.0 comes later: its event reads only
         # its own records, and finds this one.
         sim_register 0000:85:00.0
         parent_event 0000:85:00.0 registered
         [ "$status" -eq 0 ]
-        [ "$(field "$U1" state)" = assigned ]
+        [ "$(record_get "$U1" state)" = assigned ]
         [[ "$(readlink -f "$SIM_SYS/bus/mdev/devices/$U1")" == */0000:85:00.0/$U1 ]]
 }
 
 @test "after a reboot the sweep tells what it did in one line per guest and per parent, naming the UUIDs" {
         sim_mount nvidia-timesliced
-        config <<EOF
+        config_write <<EOF
 [devices]
 enabled_mdev_types = nvidia-35
 EOF
-        record "$U1" 0000:84:00.0 nvidia-35 assigned web1 "$OLD_BOOT"
-        record "$U2" 0000:85:00.0 nvidia-35 assigned web1 "$OLD_BOOT"
-        record "$U3" 0000:84:00.0 nvidia-35 incoming web2 "$OLD_BOOT"
-        record "$U4" 0000:86:00.0 nvidia-35 free "" "$OLD_BOOT"
+        record_write "$U1" 0000:84:00.0 nvidia-35 assigned created web1 boot_id="$OLD_BOOT"
+        record_write "$U2" 0000:85:00.0 nvidia-35 assigned created web1 boot_id="$OLD_BOOT"
+        record_write "$U3" 0000:84:00.0 nvidia-35 incoming created web2 boot_id="$OLD_BOOT"
+        record_write "$U4" 0000:86:00.0 nvidia-35 free created "" boot_id="$OLD_BOOT"
         # As parent_event does, with the dropped free records' lines (info) too.
         run env -i MDEV_HOOKS_ROOT="$MDEV_HOOKS_ROOT" MDEV_HOOKS_LOG_LEVEL=info ACTION=change SUBSYSTEM=pci \
                 DEVPATH="$(devpath_of bus/pci/devices/0000:84:00.0)" SEQNUM=1 MDEV_STATE=registered \
                 "$MH_UDEV" 0000:84:00.0
         [ "$status" -eq 0 ]
-        [ "$(field "$U1" state)" = lost ]
-        [ "$(field "$U2" state)" = lost ]
-        [ "$(field "$U3" state)" = lost ]
-        [ "$(field "$U4" state)" = absent ]
+        [ "$(record_get "$U1" state)" = lost ]
+        [ "$(record_get "$U2" state)" = lost ]
+        [ "$(record_get "$U3" state)" = lost ]
+        record_absent "$U4"
         echo "$output"
         [ "$(grep -c "guest 'web1'" <<< "$output")" -eq 1 ]
         [[ "$output" == *"2 mdev(s) of guest 'web1' from an earlier boot marked lost; they are made again when the guest starts: $U1 (nvidia-35 on '0000:84:00.0'), $U2 (nvidia-35 on '0000:85:00.0')"* ]]
@@ -224,14 +191,14 @@ EOF
 
 @test "registered keeps records of this boot whose mdevs exist" {
         sim_mount nvidia-timesliced
-        config <<EOF
+        config_write <<EOF
 [devices]
 enabled_mdev_types = nvidia-35
 EOF
         sim_create 0000:84:00.0 nvidia-35 "$U1"
         sim_create 0000:84:00.0 nvidia-35 "$U2"
-        record "$U1" 0000:84:00.0 nvidia-35 assigned web1 "$(boot_id)"
-        record "$U2" 0000:84:00.0 nvidia-35 free "" "$(boot_id)"
+        record_write "$U1" 0000:84:00.0 nvidia-35 assigned created web1 boot_id="$(boot_id)"
+        record_write "$U2" 0000:84:00.0 nvidia-35 free created "" boot_id="$(boot_id)"
         before=$(cat "$MDEV_HOOKS_ROOT"/var/lib/mdev-hooks/*)
         parent_event 0000:84:00.0 registered
         [ "$status" -eq 0 ]
@@ -240,7 +207,7 @@ EOF
 
 @test "registered logs a configured type that the parent does not offer" {
         sim_mount nvidia-timesliced
-        config <<EOF
+        config_write <<EOF
 [devices]
 enabled_mdev_types = nvidia-35, mtty-1
 [mdev_mtty-1]
@@ -257,62 +224,62 @@ EOF
 
 @test "registered with a broken config still drops the free records of an earlier boot" {
         sim_mount mtty
-        config <<EOF
+        config_write <<EOF
 [devices]
 enabled_mdev_types = mtty-1
 [hooks]
 no_such_key = 1
 EOF
-        record "$U1" mtty mtty-1 free "" "$OLD_BOOT"
+        record_write "$U1" mtty mtty-1 free created "" boot_id="$OLD_BOOT"
         parent_event mtty registered
         [ "$status" -eq 0 ]
         [[ "$output" == *"check-config"* ]]
-        [ "$(field "$U1" state)" = absent ]
+        record_absent "$U1"
 }
 
 # --- a parent unregisters --------------------------------------------------
 
 @test "unregistered marks the parent's guest mdevs lost and drops its free ones" {
         sim_mount nvidia-timesliced
-        config <<EOF
+        config_write <<EOF
 [devices]
 enabled_mdev_types = nvidia-35
 EOF
         sim_create 0000:84:00.0 nvidia-35 "$U1"
         sim_create 0000:84:00.0 nvidia-35 "$U2"
         sim_create 0000:85:00.0 nvidia-35 "$U3"
-        record "$U1" 0000:84:00.0 nvidia-35 assigned web1 "$(boot_id)"
-        record "$U2" 0000:84:00.0 nvidia-35 free "" "$(boot_id)"
-        record "$U3" 0000:85:00.0 nvidia-35 assigned web3 "$(boot_id)"
+        record_write "$U1" 0000:84:00.0 nvidia-35 assigned created web1 boot_id="$(boot_id)"
+        record_write "$U2" 0000:84:00.0 nvidia-35 free created "" boot_id="$(boot_id)"
+        record_write "$U3" 0000:85:00.0 nvidia-35 assigned created web3 boot_id="$(boot_id)"
         sim_unregister 0000:84:00.0
         parent_event 0000:84:00.0 unregistered
         [ "$status" -eq 0 ]
-        [ "$(field "$U1" state)" = lost ]
-        [ "$(field "$U2" state)" = absent ]
-        [ "$(field "$U3" state)" = assigned ]
+        [ "$(record_get "$U1" state)" = lost ]
+        record_absent "$U2"
+        [ "$(record_get "$U3" state)" = assigned ]
         [[ "$output" == *"guest 'web1'"*"gone with its parent"* ]]
 }
 
 @test "a parent that unregisters and registers again gets its guests' mdevs back with recreate = eager" {
         sim_mount nvidia-timesliced
-        config <<EOF
+        config_write <<EOF
 [devices]
 enabled_mdev_types = nvidia-35
 [hooks]
 recreate = eager
 EOF
         sim_create 0000:84:00.0 nvidia-35 "$U1"
-        record "$U1" 0000:84:00.0 nvidia-35 assigned web1 "$(boot_id)"
+        record_write "$U1" 0000:84:00.0 nvidia-35 assigned created web1 boot_id="$(boot_id)"
         # The vendor driver reloads: the parent goes with its mdevs, then comes back.
         sim_unregister 0000:84:00.0
         parent_event 0000:84:00.0 unregistered
         [ "$status" -eq 0 ]
-        [ "$(field "$U1" state)" = lost ]
+        [ "$(record_get "$U1" state)" = lost ]
         sim_register 0000:84:00.0
         parent_event 0000:84:00.0 registered
         [ "$status" -eq 0 ]
-        [ "$(field "$U1" state)" = assigned ]
-        [ "$(field "$U1" guest)" = web1 ]
+        [ "$(record_get "$U1" state)" = assigned ]
+        [ "$(record_get "$U1" guest)" = web1 ]
         [ "$(readlink "$SIM_SYS/bus/mdev/devices/$U1/mdev_type")" = ../mdev_supported_types/nvidia-35 ]
 }
 
@@ -321,30 +288,30 @@ EOF
 @test "an mdev removed by hand: its free record is dropped without a warning" {
         sim_mount nvidia-timesliced
         sim_create 0000:84:00.0 nvidia-35 "$U1"
-        record "$U1" 0000:84:00.0 nvidia-35 free "" "$(boot_id)"
+        record_write "$U1" 0000:84:00.0 nvidia-35 free created "" boot_id="$(boot_id)"
         sim_remove "$U1"
         mdev_event remove 0000:84:00.0 "$U1"
         [ "$status" -eq 0 ]
-        [ "$(field "$U1" state)" = absent ]
+        record_absent "$U1"
         [[ "$output" != *warning* && "$output" != *"removed outside"* ]]
 }
 
 @test "an mdev a guest holds removed by hand: marked lost with a warning naming the guest" {
         sim_mount nvidia-timesliced
         sim_create 0000:84:00.0 nvidia-35 "$U1"
-        record "$U1" 0000:84:00.0 nvidia-35 assigned web1 "$(boot_id)"
+        record_write "$U1" 0000:84:00.0 nvidia-35 assigned created web1 boot_id="$(boot_id)"
         sim_remove "$U1"
         mdev_event remove 0000:84:00.0 "$U1"
         [ "$status" -eq 0 ]
-        [ "$(field "$U1" state)" = lost ]
-        [ "$(field "$U1" guest)" = web1 ]
+        [ "$(record_get "$U1" state)" = lost ]
+        [ "$(record_get "$U1" guest)" = web1 ]
         [[ "$output" == *"$U1 of guest 'web1'"*"removed outside mdev-hooks"* ]]
 }
 
 @test "an mdev mdev-hooks removes under the lock gives no false warning" {
         sim_mount nvidia-timesliced
         sim_create 0000:84:00.0 nvidia-35 "$U1"
-        record "$U1" 0000:84:00.0 nvidia-35 assigned web1 "$(boot_id)"
+        record_write "$U1" 0000:84:00.0 nvidia-35 assigned created web1 boot_id="$(boot_id)"
         mkdir -p "$MDEV_HOOKS_ROOT/run/mdev-hooks"
         # Play a hook's release: take the lock, remove the mdev (its udev
         # event starts now), then forget the record, then let go.
@@ -360,7 +327,7 @@ EOF
         rm "$MDEV_HOOKS_ROOT/var/lib/mdev-hooks/$U1"
         exec {lockfd}>&-
         wait "$helper"
-        [ "$(field "$U1" state)" = absent ]
+        record_absent "$U1"
         cat "$BATS_TEST_TMPDIR/helper.out"
         [ ! -s "$BATS_TEST_TMPDIR/helper.out" ]
 }
@@ -370,38 +337,38 @@ EOF
         sim_create 0000:84:00.0 nvidia-35 "$U1"
         mdev_event add 0000:84:00.0 "$U1"
         [ "$status" -eq 0 ]
-        [ "$(field "$U1" state)" = absent ]
+        record_absent "$U1"
         sim_remove "$U1"
         mdev_event remove 0000:84:00.0 "$U1"
         [ "$status" -eq 0 ]
-        [ "$(field "$U1" state)" = absent ]
+        record_absent "$U1"
         [ -z "$output" ]
 }
 
 @test "a lost mdev that appears again on its parent is the guest's again, borrowed" {
         sim_mount nvidia-timesliced
-        record "$U1" 0000:84:00.0 nvidia-35 lost web1 "$OLD_BOOT"
+        record_write "$U1" 0000:84:00.0 nvidia-35 lost created web1 boot_id="$OLD_BOOT"
         sim_create 0000:84:00.0 nvidia-35 "$U1"
         mdev_event add 0000:84:00.0 "$U1"
         [ "$status" -eq 0 ]
-        [ "$(field "$U1" state)" = assigned ]
-        [ "$(field "$U1" origin)" = borrowed ]
-        [ "$(field "$U1" boot_id)" = "$(boot_id)" ]
+        [ "$(record_get "$U1" state)" = assigned ]
+        [ "$(record_get "$U1" origin)" = borrowed ]
+        [ "$(record_get "$U1" boot_id)" = "$(boot_id)" ]
 }
 
 @test "an mdev of another type with a lost record's UUID does not revive the record" {
         sim_mount nvidia-timesliced
-        record "$U1" 0000:84:00.0 nvidia-35 lost web1 "$(boot_id)"
+        record_write "$U1" 0000:84:00.0 nvidia-35 lost created web1 boot_id="$(boot_id)"
         sim_create 0000:84:00.0 nvidia-36 "$U1"
         mdev_event add 0000:84:00.0 "$U1"
         [ "$status" -eq 0 ]
-        [ "$(field "$U1" state)" = lost ]
+        [ "$(record_get "$U1" state)" = lost ]
 }
 
 @test "with the qemu hook: an mdev a guest got from prepare and lost by hand is marked lost, its release warns of nothing" {
         [ -x "$MH_QEMU_HOOK" ] || skip "the qemu hook is not built"
         sim_mount nvidia-timesliced
-        config <<EOF
+        config_write <<EOF
 [devices]
 enabled_mdev_types = nvidia-35
 EOF
@@ -430,7 +397,7 @@ EOF
         mdev_event remove "$parent" "$U1"
         [ "$status" -eq 0 ]
         [[ "$output" == *"guest 'web1'"*"removed outside mdev-hooks"* ]]
-        [ "$(field "$U1" state)" = lost ]
+        [ "$(record_get "$U1" state)" = lost ]
         # The guest stops: its release, and the remove event of a second
         # prepare/release round, produce no warning.
         run "$MH_QEMU_HOOK" web1 release end - < "$BATS_TEST_TMPDIR/web1.xml"
@@ -442,14 +409,14 @@ EOF
         mdev_event remove "$parent" "$U1"
         [ "$status" -eq 0 ]
         [ -z "$output" ]
-        [ "$(field "$U1" state)" = absent ]
+        record_absent "$U1"
 }
 
 # --- SR-IOV physical functions ---------------------------------------------
 
 @test "a PF named in [sriov] gets its VFs once, however often its event repeats" {
         sim_mount nvidia-sriov-disabled
-        config <<EOF
+        config_write <<EOF
 [sriov]
 0000:3b:00.0 = 4
 EOF
@@ -469,7 +436,7 @@ EOF
 
 @test "[sriov] max enables sriov_totalvfs VFs" {
         sim_mount nvidia-sriov-disabled
-        config <<EOF
+        config_write <<EOF
 [sriov]
 0000:3b:00.0 = max
 EOF
@@ -480,7 +447,7 @@ EOF
 
 @test "a PF's add without a bound driver waits for bind" {
         sim_mount nvidia-sriov-disabled
-        config <<EOF
+        config_write <<EOF
 [sriov]
 0000:3b:00.0 = 2
 EOF
@@ -504,7 +471,7 @@ echo "\$@" >> "$BATS_TEST_TMPDIR/calls"
 echo "Enabling VFs on \$2"
 EOF
         chmod +x "$BATS_TEST_TMPDIR/sriov-manage"
-        config <<EOF
+        config_write <<EOF
 [sriov]
 0000:3b:00.0 = max
 command = $BATS_TEST_TMPDIR/sriov-manage -e
@@ -528,7 +495,7 @@ echo "\$@" >> "$BATS_TEST_TMPDIR/calls"
 exit 3
 EOF
         chmod +x "$BATS_TEST_TMPDIR/sriov-manage"
-        config <<EOF
+        config_write <<EOF
 [sriov]
 0000:3b:00.0 = max
 command = $BATS_TEST_TMPDIR/sriov-manage -e
@@ -549,7 +516,7 @@ EOF
 echo "\$@" >> "$BATS_TEST_TMPDIR/calls"
 EOF
         chmod +x "$BATS_TEST_TMPDIR/sriov-manage"
-        config <<EOF
+        config_write <<EOF
 [sriov]
 0000:3b:00.0 = 4
 EOF
@@ -561,7 +528,7 @@ EOF
         [ "$(cat "$SIM_SYS/bus/pci/devices/0000:5e:00.0/sriov_numvfs")" = 0 ]
         [ "$(sim_counter_total writes)" -eq 0 ]
         # Nor does a command run for it.
-        config <<EOF
+        config_write <<EOF
 [sriov]
 0000:3b:00.0 = 4
 command = $BATS_TEST_TMPDIR/sriov-manage -e
@@ -575,7 +542,7 @@ EOF
 
 @test "events that do not concern mdev-hooks exit 0 at once and change nothing" {
         sim_mount nvidia-timesliced
-        record "$U1" 0000:84:00.0 nvidia-35 assigned web1 "$OLD_BOOT"
+        record_write "$U1" 0000:84:00.0 nvidia-35 assigned created web1 boot_id="$OLD_BOOT"
         pdev=$(devpath_of bus/pci/devices/0000:84:00.0)
         udev_run change pci "$pdev"
         [ "$status" -eq 0 ]
@@ -585,7 +552,7 @@ EOF
         [ "$status" -eq 0 ]
         udev_run add block /devices/virtual/block/loop0
         [ "$status" -eq 0 ]
-        [ "$(field "$U1" state)" = assigned ]
+        [ "$(record_get "$U1" state)" = assigned ]
         [ ! -e "$MDEV_HOOKS_ROOT/run/mdev-hooks/lock" ]
         # Not started by udev at all: says so, still exits 0.
         run env -i MDEV_HOOKS_ROOT="$MDEV_HOOKS_ROOT" "$MH_UDEV"
@@ -597,7 +564,7 @@ EOF
 
 @test "256 parents registered at once all finish and leave a consistent record" {
         sim_mount large
-        config <<EOF
+        config_write <<EOF
 [devices]
 enabled_mdev_types = nvidia-100
 [hooks]
@@ -606,8 +573,8 @@ EOF
         mapfile -t parents < <(ls "$SIM_SYS/class/mdev_bus")
         [ "${#parents[@]}" -eq 256 ]
         for i in "${!parents[@]}"; do
-                record "$(printf '6d7a0001-0000-4000-8000-%012x' "$i")" "${parents[$i]}" nvidia-100 assigned "guest$i" "$OLD_BOOT"
-                record "$(printf '6d7a0002-0000-4000-8000-%012x' "$i")" "${parents[$i]}" nvidia-100 free "" "$OLD_BOOT"
+                record_write "$(printf '6d7a0001-0000-4000-8000-%012x' "$i")" "${parents[$i]}" nvidia-100 assigned created "guest$i" boot_id="$OLD_BOOT"
+                record_write "$(printf '6d7a0002-0000-4000-8000-%012x' "$i")" "${parents[$i]}" nvidia-100 free created "" boot_id="$OLD_BOOT"
         done
         pids=()
         for i in "${!parents[@]}"; do
@@ -627,10 +594,10 @@ EOF
         boot=$(boot_id)
         for i in "${!parents[@]}"; do
                 u=$(printf '6d7a0001-0000-4000-8000-%012x' "$i")
-                [ "$(field "$u" state)" = assigned ]
-                [ "$(field "$u" boot_id)" = "$boot" ]
+                [ "$(record_get "$u" state)" = assigned ]
+                [ "$(record_get "$u" boot_id)" = "$boot" ]
                 [[ "$(readlink -f "$SIM_SYS/bus/mdev/devices/$u")" == */"${parents[$i]}/$u" ]]
-                [ "$(field "$(printf '6d7a0002-0000-4000-8000-%012x' "$i")" state)" = absent ]
+                record_absent "$(printf '6d7a0002-0000-4000-8000-%012x' "$i")"
         done
         [ "$(ls "$MDEV_HOOKS_ROOT/var/lib/mdev-hooks" | wc -l)" -eq 256 ]
         [ "$(sim_mdevs | wc -l)" -eq 256 ]

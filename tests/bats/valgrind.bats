@@ -20,7 +20,7 @@ setup() {
                 skip "sanitizer build: valgrind runs on the plain build"
         fi
         sim_mount nvidia-timesliced
-        conf <<-EOF2
+        config_write <<-EOF2
 	[devices]
 	enabled_mdev_types = nvidia-35, nvidia-36
 	[mdev_nvidia-35]
@@ -80,7 +80,7 @@ assert_clean() {
 
 @test "a bad config is refused cleanly under valgrind" {
         printf '[devices]\nenabled_mdev_types = nvidia-35\n[mdev_nvidia-35]\nmax_instances = zero\nbogus = 1\n' |
-                conf
+                config_write
         run vg bad "$MH_CLI" check-config
         [ "$status" -eq 2 ]
         assert_clean
@@ -108,7 +108,7 @@ assert_clean() {
 }
 
 @test "a refused prepare (no capacity, hostile XML) is clean under valgrind" {
-        printf '[devices]\nenabled_mdev_types = nvidia-35\n[mdev_nvidia-35]\ndevice_addresses = %s\nmax_instances = 1\n' "$P84" | conf
+        printf '[devices]\nenabled_mdev_types = nvidia-35\n[mdev_nvidia-35]\ndevice_addresses = %s\nmax_instances = 1\n' "$P84" | config_write
         prepare web1 "$U1,type=nvidia-35"
         domxml web2 "$U2,type=nvidia-35" > "$BATS_TEST_TMPDIR/web2.xml"
         run vg full "$MH_QEMU_HOOK" web2 prepare begin - < "$BATS_TEST_TMPDIR/web2.xml"
