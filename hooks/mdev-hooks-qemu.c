@@ -4,9 +4,9 @@
  *
  *     <guest> <op> <subop> <extra>     with the domain XML on stdin
  *
- * This is its front end, linked against libc only (lib/meson.build's base_sources):
- * libvirt runs it for every operation of every guest, and a guest without
- * mdevs must cost about what /bin/true costs. Operations that never concern
+ * This is its front end, linked against libc only (base_sources in
+ * lib/meson.build): libvirt runs it for every operation of every guest, and
+ * a guest without mdevs must cost about what /bin/true costs. Operations that never concern
  * mdevs exit 0 at once, reading nothing. For the others it reads stdin, and
  * only if the XML may hold an mdev hostdev it loads mdev-hooks-qemu-worker.so
  * from the same directory (dlopen: libxml2 and the rest come with it) and

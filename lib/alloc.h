@@ -25,9 +25,10 @@
  *
  * Records are written without the fsync of their directory
  * (ledger_write_nosync()): each is visible at once, which is what the
- * crash-safety rule needs (alloc.c, doc/design.md §4.4); the caller makes the whole call's changes
- * durable with one ledger_sync() before it reports success. alloc.c syncs
- * by itself only before it lets the lock go to wait for a parent.
+ * crash-safety rule needs (alloc.c, doc/design.md §4.4); the caller makes
+ * the whole call's changes durable with one ledger_sync() before it reports
+ * success. alloc.c syncs by itself only before it lets the lock go to wait
+ * for a parent.
  *
  * Every failing function sets a one-line reason with error_set() (util.h),
  * written so that it can follow "mdev-hooks: <guest>: ".

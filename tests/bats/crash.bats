@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# Crash safety (issue 8, DESIGN.md §4): the qemu hook is killed with SIGKILL
+# Crash safety (doc/design.md §4.4): the qemu hook is killed with SIGKILL
 # at each crash point (crash.h; MDEV_HOOKS_CRASH_AT, test builds only), then
 # the next natural event runs: the same hook again, libvirt's release, the
 # udev helper, or `reconcile --apply` against libvirt's test driver with a

@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# Live migration and restore (issue 5): "migrate begin -" and "restore begin -"
+# Live migration and restore (doc/design.md §1): "migrate begin -" and "restore begin -"
 # on the destination, run exactly as libvirt runs them (the incoming XML on
 # stdin, the replacement XML on stdout, nothing printed when unchanged).
 # Two simulator mounts and two roots play the source host A and the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# `mdev-hooks reconcile` (issue 8) against libvirt's test driver (a node file
+# `mdev-hooks reconcile` (doc/design.md §3) against libvirt's test driver (a node file
 # of guests, no daemon) and the sysfs simulator. Records are written by hand
 # (common.bash: record_write) in the state a hook would have left them.
 
