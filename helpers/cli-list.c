@@ -60,24 +60,31 @@ static json_object *row_json(const Row *r) {
         return o;
 }
 
-int cli_list_main(int argc, char *argv[], const char *config_path) {
-        CliOptions o = { .config_path = config_path };
-        _cleanup_close_ int rootfd = -1, ledgerfd = -1;
-        _cleanup_free_ SysfsMdev *mdevs = NULL;
-        _cleanup_free_ LedgerEntry *records = NULL;
-        _cleanup_free_ Row *rows = NULL;
-        size_t n_mdevs = 0, n_records = 0, n_bad = 0, n = 0;
+/* What list shows: sysfs's mdevs and the record, joined by UUID. */
+typedef struct Listing {
+        SysfsMdev *mdevs;
+        size_t n_mdevs;
+        LedgerEntry *records;
+        size_t n_records;
+        size_t n_bad;      /* record files that could not be read */
+        Row *rows;         /* point into mdevs and records */
+        size_t n;
+} Listing;
+
+static void listing_done(Listing *l) {
+        free(l->rows);
+        free(l->records);
+        free(l->mdevs);
+}
+
+/* Reads the mdevs and the record (none when there is no record directory).
+ * CLI_EXIT_OK, or an exit status with the reason logged. */
+static int read_host(int rootfd, Listing *l) {
+        _cleanup_close_ int ledgerfd = -1;
         int r;
 
-        r = cli_parse_options(argc, argv, CLI_OPT_JSON, help, &o);
-        if (r >= 0)
-                return r;
-        r = cli_open_root(&rootfd);
-        if (r > 0)
-                return r;
-
         error_clear();
-        r = sysfs_mdev_list(rootfd, &mdevs, &n_mdevs);
+        r = sysfs_mdev_list(rootfd, &l->mdevs, &l->n_mdevs);
         if (r < 0) {
                 log_error("%s", error_get(r));
                 return CLI_EXIT_FAILED;
@@ -85,20 +92,27 @@ int cli_list_main(int argc, char *argv[], const char *config_path) {
         r = ledger_open_existing(rootfd, &ledgerfd);
         if (r >= 0) {
                 error_clear();
-                r = ledger_list(ledgerfd, &records, &n_records, &n_bad);
+                r = ledger_list(ledgerfd, &l->records, &l->n_records, &l->n_bad);
         }
         if (r < 0 && r != -ENOENT) {
                 log_error("cannot read the record in /" LEDGER_DIR ": %s", error_get(r));
                 return CLI_EXIT_FAILED;
         }
+        return CLI_EXIT_OK;
+}
 
-        rows = calloc(n_mdevs + n_records + 1, sizeof *rows);
-        if (!rows)
-                return cli_oom();
+/* One row per UUID that sysfs or the record knows, sorted by UUID. */
+static int join(Listing *l) {
+        const SysfsMdev *mdevs = l->mdevs;
+        const LedgerEntry *records = l->records;
+
+        l->rows = calloc(l->n_mdevs + l->n_records + 1, sizeof *l->rows);
+        if (!l->rows)
+                return -ENOMEM;
         /* Both lists are sorted by UUID: merge them. */
-        for (size_t i = 0, j = 0; i < n_mdevs || j < n_records;) {
-                int c = i >= n_mdevs ? 1 : j >= n_records ? -1 : strcmp(mdevs[i].uuid, records[j].uuid);
-                Row *row = &rows[n++];
+        for (size_t i = 0, j = 0; i < l->n_mdevs || j < l->n_records;) {
+                int c = i >= l->n_mdevs ? 1 : j >= l->n_records ? -1 : strcmp(mdevs[i].uuid, records[j].uuid);
+                Row *row = &l->rows[l->n++];
 
                 if (c < 0) {
                         *row = (Row) { .uuid = mdevs[i].uuid, .parent = mdevs[i].parent, .type = mdevs[i].type,
@@ -116,40 +130,68 @@ int cli_list_main(int argc, char *argv[], const char *config_path) {
                         j++;
                 }
         }
-        qsort(rows, n, sizeof *rows, cmp_row);
+        qsort(l->rows, l->n, sizeof *l->rows, cmp_row);
+        return 0;
+}
 
-        if (o.json) {
-                _cleanup_json_ json_object *root = json_object_new_object();
-                json_object *a = json_object_new_array();
+static int print_json(const Listing *l) {
+        _cleanup_json_ json_object *root = json_object_new_object();
+        json_object *a = json_object_new_array();
 
-                json_object_object_add(root, "mdevs", a);
-                for (size_t i = 0; i < n; i++)
-                        json_object_array_add(a, row_json(&rows[i]));
-                if (cli_print_json(root) < 0)
-                        return cli_oom();
-        } else if (n == 0)
+        json_object_object_add(root, "mdevs", a);
+        for (size_t i = 0; i < l->n; i++)
+                json_object_array_add(a, row_json(&l->rows[i]));
+        return cli_print_json(root);
+}
+
+static int print_text(const Listing *l) {
+        static const char * const headers[] = { "UUID", "PARENT", "TYPE", "STATE", "ORIGIN", "GUEST" };
+        _cleanup_table_free_ CliTable *t = NULL;
+
+        if (l->n == 0) {
                 log_notice("no mdevs on this host and none recorded");
-        else {
-                static const char * const headers[] = { "UUID", "PARENT", "TYPE", "STATE", "ORIGIN", "GUEST" };
-                _cleanup_table_free_ CliTable *t = cli_table_new(headers, ELEMENTSOF(headers), 0);
-
-                if (!t)
-                        return cli_oom();
-                for (size_t i = 0; i < n; i++) {
-                        const LedgerEntry *e = rows[i].record;
-                        const char *row[] = { rows[i].uuid, rows[i].parent, rows[i].type, rows[i].state,
-                                              e ? ledger_origin_to_string(e->origin) : NULL,
-                                              e && *e->guest ? e->guest : NULL };
-
-                        if (cli_table_add(t, row) < 0)
-                                return cli_oom();
-                }
-                cli_table_print(t, stdout);
+                return 0;
         }
+        t = cli_table_new(headers, ELEMENTSOF(headers), 0);
+        if (!t)
+                return -ENOMEM;
+        for (size_t i = 0; i < l->n; i++) {
+                const LedgerEntry *e = l->rows[i].record;
+                const char *row[] = { l->rows[i].uuid, l->rows[i].parent, l->rows[i].type, l->rows[i].state,
+                                      e ? ledger_origin_to_string(e->origin) : NULL,
+                                      e && *e->guest ? e->guest : NULL };
 
-        if (n_bad > 0) {
+                if (cli_table_add(t, row) < 0)
+                        return -ENOMEM;
+        }
+        cli_table_print(t, stdout);
+        return 0;
+}
+
+int cli_list_main(int argc, char *argv[], const char *config_path) {
+        CliOptions o = { .config_path = config_path };
+        _cleanup_(listing_done) Listing l = { .mdevs = NULL };
+        _cleanup_close_ int rootfd = -1;
+        int r;
+
+        r = cli_parse_options(argc, argv, CLI_OPT_JSON, help, &o);
+        if (r >= 0)
+                return r;
+        r = cli_open_root(&rootfd);
+        if (r > 0)
+                return r;
+
+        r = read_host(rootfd, &l);
+        if (r != CLI_EXIT_OK)
+                return r;
+        if (join(&l) < 0)
+                return cli_oom();
+        if ((o.json ? print_json(&l) : print_text(&l)) < 0)
+                return cli_oom();
+
+        if (l.n_bad > 0) {
                 log_warning("%zu record file(s) in /" LEDGER_DIR " could not be read and are not shown; 'mdev-hooks reconcile' reports them",
-                            n_bad);
+                            l.n_bad);
                 return CLI_EXIT_FAILED;
         }
         return CLI_EXIT_OK;
