@@ -31,15 +31,12 @@ static void emit_lines(SpawnLineFunc line_fn, void *userdata, char *buf, size_t 
         }
 }
 
-int spawn_shell(const char *command, const char *arg, unsigned timeout_sec,
-                SpawnLineFunc line_fn, void *userdata, SpawnResult *ret) {
+/* Forks `sh -c 'command "$1"' sh arg` in a process group of its own, its
+ * stdout and stderr into a pipe. Returns the child's pid, *ret_fd the read
+ * end. */
+static int start(const char *command, const char *arg, pid_t *ret_pid, int *ret_fd) {
         _cleanup_free_ char *script = strdup_printf("%s \"$1\"", command);
-        unsigned long long deadline = now_usec() + (unsigned long long) timeout_sec * 1000000ULL;
-        _cleanup_close_ int rfd = -1;
-        char buf[SPAWN_LINE_MAX];
-        size_t len = 0;
-        bool timed_out = false;
-        int pipefd[2], status = 0;
+        int pipefd[2];
         pid_t pid;
 
         if (!script)
@@ -68,10 +65,20 @@ int spawn_shell(const char *command, const char *arg, unsigned timeout_sec,
         }
         (void) setpgid(pid, pid);
         close(pipefd[1]);
-        rfd = pipefd[0];
+        *ret_pid = pid;
+        *ret_fd = pipefd[0];
+        return 0;
+}
+
+/* Passes the output on line by line until it ends (the command and its
+ * children closed it) or the deadline. Returns true if the deadline came. */
+static bool read_output(int fd, unsigned long long deadline, SpawnLineFunc line_fn, void *userdata) {
+        char buf[SPAWN_LINE_MAX];
+        size_t len = 0;
+        bool timed_out = false;
 
         for (;;) {
-                struct pollfd p = { .fd = rfd, .events = POLLIN };
+                struct pollfd p = { .fd = fd, .events = POLLIN };
                 unsigned long long now = now_usec();
                 ssize_t n;
 
@@ -84,17 +91,23 @@ int spawn_shell(const char *command, const char *arg, unsigned timeout_sec,
                         continue;
                 if (n <= 0)
                         continue; /* the deadline check above ends it */
-                n = read(rfd, buf + len, sizeof buf - 1 - len);
+                n = read(fd, buf + len, sizeof buf - 1 - len);
                 if (n < 0 && (errno == EINTR || errno == EAGAIN))
                         continue;
                 if (n <= 0)
-                        break; /* EOF: the command and its children closed their output */
+                        break; /* EOF */
                 len += (size_t) n;
                 emit_lines(line_fn, userdata, buf, &len, len >= sizeof buf - 1);
         }
         emit_lines(line_fn, userdata, buf, &len, true);
+        return timed_out;
+}
 
-        /* The output is closed; give the command what is left of its time to exit. */
+/* Reaps the child, giving it what is left of its time to exit, then killing
+ * its process group. *timed_out is set when it was killed. */
+static int reap(const char *command, pid_t pid, unsigned long long deadline, bool *timed_out, int *ret_status) {
+        int status = 0;
+
         for (;;) {
                 pid_t w = waitpid(pid, &status, WNOHANG);
 
@@ -102,8 +115,8 @@ int spawn_shell(const char *command, const char *arg, unsigned timeout_sec,
                         break;
                 if (w < 0 && errno != EINTR)
                         return error_set(-errno, "cannot wait for '%s': %s", command, strerror(errno));
-                if (timed_out || now_usec() >= deadline) {
-                        timed_out = true;
+                if (*timed_out || now_usec() >= deadline) {
+                        *timed_out = true;
                         (void) kill(-pid, SIGKILL);
                         (void) kill(pid, SIGKILL);
                         (void) waitpid(pid, &status, 0);
@@ -111,8 +124,27 @@ int spawn_shell(const char *command, const char *arg, unsigned timeout_sec,
                 }
                 usleep(SPAWN_WAIT_STEP_USEC);
         }
-        if (timed_out)
+        if (*timed_out)
                 (void) kill(-pid, SIGKILL); /* anything it left behind */
+        *ret_status = status;
+        return 0;
+}
+
+int spawn_shell(const char *command, const char *arg, unsigned timeout_sec,
+                SpawnLineFunc line_fn, void *userdata, SpawnResult *ret) {
+        unsigned long long deadline = now_usec() + (unsigned long long) timeout_sec * 1000000ULL;
+        _cleanup_close_ int fd = -1;
+        bool timed_out;
+        int r, status = 0;
+        pid_t pid = -1;
+
+        r = start(command, arg, &pid, &fd);
+        if (r < 0)
+                return r;
+        timed_out = read_output(fd, deadline, line_fn, userdata);
+        r = reap(command, pid, deadline, &timed_out, &status);
+        if (r < 0)
+                return r;
         *ret = (SpawnResult) { .timed_out = timed_out, .status = status };
         return 0;
 }
