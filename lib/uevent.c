@@ -686,6 +686,95 @@ static int parent_wait_lock(UeventContext *c, unsigned long long deadline, bool 
         return 1;
 }
 
+/* Without the lock for as long as there is nothing to change: lists only
+ * the parent's own records (on a host with a thousand records, parse only
+ * those) and takes no lock if none needs a change. While the boot's sweep
+ * is still to do, the event that gets the lock at once does it; the others
+ * wait, looking whether their work got done (parent_wait_lock()): at boot,
+ * hundreds of events each reading a thousand records would cost more than
+ * the sweep. 1 with the lock held and *list the parent's records as last
+ * read (NULL when the lock came at once), 0 if nothing is left to do. */
+static int parent_lock_if_needed(UeventContext *c, const char *parent, bool eager, LedgerEntry **list, size_t *n) {
+        unsigned long long wait_until;
+        unsigned timeout;
+        int r;
+
+        if (!sweep_is_done(c)) {
+                r = context_lock_for(c, 0);
+                if (r < 0 && r != -ETIMEDOUT)
+                        return r;
+                error_clear();
+        }
+        (void) context_load_config(c);
+        timeout = context_lock_timeout(c);
+        wait_until = timeout > 0 ? now_usec() + (unsigned long long) timeout * 1000000ULL : 0;
+        while (c->lockfd < 0) {
+                bool listed_swept = sweep_is_done(c);
+
+                free(steal_pointer(list));
+                r = records_scan(c, parent, list, n);
+                if (r < 0)
+                        return r;
+                r = parent_pending(c, parent, eager, *list, *n, false);
+                if (r <= 0)
+                        return r;
+
+                r = parent_wait_lock(c, wait_until, eager, *list, *n);
+                if (r == 0 && !listed_swept)
+                        continue; /* swept meanwhile: list again, through the index the sweep has made whole */
+                if (r == 0)
+                        return 0; /* done by another event meanwhile */
+                if (r == -ETIMEDOUT)
+                        return error_prefix(r, "gave up after %u s", timeout);
+                if (r < 0)
+                        return r;
+        }
+        return 1;
+}
+
+/* Under the lock, in one batch: this parent's records first, then, when the
+ * boot's sweep is this event's (every record read under the lock), the
+ * other parents' stale records, for at most UEVENT_SWEEP_USEC. */
+static int parent_refresh(UeventContext *c, const char *parent, bool eager, LedgerEntry **list, size_t *n) {
+        unsigned long long deadline;
+        bool swept, cut = false;
+        int r;
+
+        c->batch = true; /* ended by context_flush() under the lock */
+        swept = sweep_is_done(c);
+        if (!swept) {
+                free(steal_pointer(list));
+                r = records_scan(c, NULL, list, n);
+                if (r < 0)
+                        return r;
+        }
+        deadline = now_usec() + UEVENT_SWEEP_USEC;
+        for (int pass = 0; pass < 2 && !cut; pass++)
+                for (size_t i = 0; i < *n; i++) {
+                        const LedgerEntry *l = &(*list)[i];
+                        bool own = streq(l->parent, parent);
+                        LedgerEntry e;
+
+                        if (pass == 0 ? !own : (own || swept || !record_is_stale(c, l)))
+                                continue;
+                        if (pass == 1 && now_usec() > deadline) {
+                                cut = true;
+                                break;
+                        }
+                        r = record_reread(c, l->uuid, l->parent, &e);
+                        if (r < 0)
+                                return r;
+                        if (r == 0 || (pass == 1 && !record_is_stale(c, &e)))
+                                continue;
+                        r = record_refresh(c, &e, eager && (own || sysfs_parent_is_registered(c->rootfd, e.parent) > 0), true);
+                        if (r < 0)
+                                return r;
+                }
+        if (!swept && !cut)
+                sweep_finish(c, *list, *n);
+        return 0;
+}
+
 /* registered / unregistered. The parent's own records are brought in line
  * with sysfs (with recreate = eager, a registered parent's lost mdevs are made
  * again). Records of other parents from an earlier boot are stale whatever
@@ -696,10 +785,8 @@ static int parent_wait_lock(UeventContext *c, unsigned long long deadline, bool 
 static int parent_changed(UeventContext *c, bool registered) {
         const char *parent = c->ev->name;
         _cleanup_free_ LedgerEntry *list = NULL;
-        unsigned long long deadline, wait_until;
-        bool eager, swept, cut = false;
-        unsigned timeout;
         size_t n = 0;
+        bool eager;
         int r;
 
         r = boot_id_read(c->rootfd, c->boot_id);
@@ -715,80 +802,10 @@ static int parent_changed(UeventContext *c, bool registered) {
                         sweep_mark_done(c); /* no record at all */
                 return r;
         }
-
-        /* The boot's sweep still to do: the event that gets the lock at once
-         * does it, reading every record under the lock. The others read only
-         * their parent's records and wait: at boot, hundreds of events each
-         * reading a thousand records would cost more than the sweep. */
-        if (!sweep_is_done(c)) {
-                r = context_lock_for(c, 0);
-                if (r < 0 && r != -ETIMEDOUT)
-                        return r;
-                error_clear();
-        }
-        (void) context_load_config(c);
-        timeout = context_lock_timeout(c);
-        wait_until = timeout > 0 ? now_usec() + (unsigned long long) timeout * 1000000ULL : 0;
-        while (c->lockfd < 0) {
-                bool listed_swept = sweep_is_done(c);
-
-                /* Only the parent's own records can need a change (or the
-                 * sweep, which another event is doing): on a host with a
-                 * thousand records, parse only those, and take no lock if
-                 * nothing needs one. */
-                free(steal_pointer(&list));
-                r = records_scan(c, parent, &list, &n);
-                if (r < 0)
-                        return r;
-                r = parent_pending(c, parent, eager, list, n, false);
-                if (r <= 0)
-                        return r;
-
-                r = parent_wait_lock(c, wait_until, eager, list, n);
-                if (r == 0 && !listed_swept)
-                        continue; /* swept meanwhile: list again, through the index the sweep has made whole */
-                if (r == 0)
-                        return 0; /* done by another event meanwhile */
-                if (r == -ETIMEDOUT)
-                        return error_prefix(r, "gave up after %u s", timeout);
-                if (r < 0)
-                        return r;
-        }
-        c->batch = true; /* ended by context_flush() under the lock */
-
-        swept = sweep_is_done(c);
-        if (!swept) {
-                /* The sweep is this event's: every record, read under the lock. */
-                free(steal_pointer(&list));
-                r = records_scan(c, NULL, &list, &n);
-                if (r < 0)
-                        return r;
-        }
-        deadline = now_usec() + UEVENT_SWEEP_USEC;
-        /* This parent's records first, then the sweep. */
-        for (int pass = 0; pass < 2 && !cut; pass++)
-                for (size_t i = 0; i < n; i++) {
-                        bool own = streq(list[i].parent, parent);
-                        LedgerEntry e;
-
-                        if (pass == 0 ? !own : (own || swept || !record_is_stale(c, &list[i])))
-                                continue;
-                        if (pass == 1 && now_usec() > deadline) {
-                                cut = true;
-                                break;
-                        }
-                        r = record_reread(c, list[i].uuid, list[i].parent, &e);
-                        if (r < 0)
-                                return r;
-                        if (r == 0 || (pass == 1 && !record_is_stale(c, &e)))
-                                continue;
-                        r = record_refresh(c, &e, eager && (own || sysfs_parent_is_registered(c->rootfd, e.parent) > 0), true);
-                        if (r < 0)
-                                return r;
-                }
-        if (!swept && !cut)
-                sweep_finish(c, list, n);
-        return 0;
+        r = parent_lock_if_needed(c, parent, eager, &list, &n);
+        if (r <= 0)
+                return r;
+        return parent_refresh(c, parent, eager, &list, &n);
 }
 
 /* --- mdevs ------------------------------------------------------------------ */
