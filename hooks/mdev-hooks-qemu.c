@@ -76,6 +76,13 @@ static int run_worker(int argc, char **argv, const char *buf, size_t len) {
         return entry(argc, argv, buf, len);
 }
 
+/* Does this call need the worker? Only when the XML may hold an mdev
+ * hostdev, or on release when the guest index names the guest (it may hold
+ * an mdev its XML no longer shows). Everything else exits 0 here. */
+static bool needs_worker(HookOp op, const char *guest, const char *xml, size_t len) {
+        return domscan_has_mdev(xml, len) || (op == HOOK_OP_RELEASE && guest_is_indexed(guest));
+}
+
 int main(int argc, char **argv) {
         _cleanup_free_ char *buf = NULL;
         HookOp op;
@@ -92,7 +99,7 @@ int main(int argc, char **argv) {
                 return 0;
 
         r = read_fd_full(STDIN_FILENO, DOMSCAN_MAX_SIZE, &buf, &len);
-        if (r >= 0 && !domscan_has_mdev(buf, len) && !(op == HOOK_OP_RELEASE && guest_is_indexed(argv[1])))
+        if (r >= 0 && !needs_worker(op, argv[1], buf, len))
                 return 0;
 
         if (r == -EFBIG)
