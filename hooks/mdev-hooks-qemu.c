@@ -99,7 +99,7 @@ int main(int argc, char **argv) {
                 return 0;
 
         r = domscan_read_fd(STDIN_FILENO, DOMSCAN_MAX_SIZE, &buf, &len);
-        if (r >= 0 && !domscan_has_mdev(buf, len) && !(op == HOOK_OP_RELEASE && guest_is_indexed(argv[1])))
+        if (r >= 0 && !domscan_has_mdev(buf, len) && !domscan_has_vgpu(buf, len) && !(op == HOOK_OP_RELEASE && guest_is_indexed(argv[1])))
                 return 0;
 
         if (r == -EFBIG)

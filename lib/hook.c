@@ -52,6 +52,7 @@
 #include "ledger.h"
 #include "log.h"
 #include "sysfs.h"
+#include "vgpu.h"
 
 _Static_assert(DOMSCAN_MAX_SIZE == DOMXML_MAX_SIZE, "the front and the worker must agree on the size limit");
 
@@ -94,6 +95,7 @@ typedef struct PrepareItem {
 int hook_prepare(HookContext *ctx) {
         const Domxml *dom = ctx->dom;
         _cleanup_free_ PrepareItem *items = NULL;
+        VgpuPlan vplan = { 0 };
         AllocWant *wants = NULL;
         bool written = false;
         Alloc a;
@@ -136,6 +138,11 @@ int hook_prepare(HookContext *ctx) {
                 }
         }
 
+        /* vGPUs of NVIDIA's VFIO framework (vgpu.h): checked, read only. */
+        r = vgpu_prepare_check(ctx, &vplan, LEDGER_ASSIGNED);
+        if (r < 0)
+                goto out;
+
         /* Second pass: claim or create, all or nothing. */
         written = true;
         for (size_t i = 0; i < dom->n_mdevs; i++) {
@@ -152,6 +159,9 @@ int hook_prepare(HookContext *ctx) {
                          items[i].exists ? (e.origin == LEDGER_BORROWED ? "borrowed" : "reused") : "created");
                 CRASHPOINT("prepare-after-record");
         }
+        r = vgpu_prepare_apply(ctx, &vplan, LEDGER_ASSIGNED); /* undoes its own on failure */
+        if (r < 0)
+                goto rollback;
         /* Durable before the commit: a sync that fails rolls the start back too. */
         r = ledger_sync(ctx->ledgerfd);
         if (r < 0)
@@ -163,13 +173,16 @@ int hook_prepare(HookContext *ctx) {
 rollback: {
         /* Keep the reason: rollback may set messages of its own. */
         _cleanup_free_ char *reason = strdup(error_get(r));
-        int k = alloc_rollback(&a);
+        int k = vgpu_rollback(ctx, &vplan), k2 = alloc_rollback(&a);
 
+        if (k2 < 0 && k >= 0)
+                k = k2;
         if (k < 0)
                 log_warning("rollback left something behind: %s", error_get(k));
         error_set(r, "%s", reason ? reason : strerror(-r));
 }
 out:
+        vgpu_plan_done(&vplan);
         alloc_done(&a);
         alloc_wants_free(wants, dom->n_mdevs);
         return written ? hook_sync(ctx, r) : r; /* what a rollback wrote */
@@ -180,6 +193,8 @@ static int release_one(HookContext *ctx, LedgerEntry *e) {
         SysfsMdev m;
         int r;
 
+        if (ledger_key_is_vf(e->uuid)) /* a VFIO-framework vGPU (vgpu.h) */
+                return vgpu_release_one(ctx, e, RELEASE_REMOVE_MSEC);
         /* A record of an earlier boot, or whose mdev is gone: nothing to remove. */
         r = streq(e->boot_id, ctx->boot_id) ? sysfs_mdev_get(ctx->rootfd, e->uuid, &m) : -ENOENT;
         if (r == -ENOENT) {

@@ -5,6 +5,7 @@
 
 load common
 load ../sim/sim
+load hook-helpers
 
 teardown() {
         sim_umount
@@ -35,6 +36,75 @@ write_errno() {
         *"No such device or address"*) echo ENXIO ;;
         *) echo "other: $out" ;;
         esac
+}
+
+# vxml NAME SPEC...: a domain XML as libvirt formats it; SPEC is an mdev
+# (UUID[,type=T][,class=C]) or a vGPU on a VF: pci=ADDR[,type=T][,class=C]
+# (the attributes become its <mh:vgpu> entry; "nometa" leaves the entry out,
+# "managed" makes the hostdev managed='yes').
+vxml() {
+        local name="$1" spec key attrs a kv meta managed
+        shift
+        printf "<domain type='kvm'>\n  <name>%s</name>\n  <uuid>%s</uuid>\n" "$name" \
+                "$(printf '%s' "$name" | md5sum | sed -E 's/^(.{8})(.{4}).(.{3}).(.{3})(.{12}).*/\1-\2-4\3-8\4-\5/')"
+        printf "  <metadata>\n    <mh:mdevs xmlns:mh=\"http://mdev-hooks.org/xmlns/domain/1.0\">\n"
+        for spec in "$@"; do
+                IFS=, read -ra a <<< "$spec"
+                key="${a[0]}"
+                attrs=""
+                meta=1
+                for kv in "${a[@]:1}"; do
+                        case "$kv" in
+                        nometa) meta=0 ;;
+                        managed) ;;
+                        *) attrs+=" ${kv%%=*}=\"${kv#*=}\"" ;;
+                        esac
+                done
+                [ "$meta" = 1 ] || continue
+                if [[ "$key" == pci=* ]]; then
+                        printf "      <mh:vgpu pci=\"%s\"%s/>\n" "${key#pci=}" "$attrs"
+                elif [ -n "$attrs" ]; then
+                        printf "      <mh:mdev uuid=\"%s\"%s/>\n" "$key" "$attrs"
+                fi
+        done
+        printf "    </mh:mdevs>\n  </metadata>\n  <devices>\n"
+        for spec in "$@"; do
+                key="${spec%%,*}"
+                if [[ "$key" == pci=* ]]; then
+                        key="${key#pci=}"
+                        managed=no
+                        [[ ",$spec," == *,managed,* ]] && managed=yes
+                        printf "    <hostdev mode='subsystem' type='pci' managed='%s'>\n      <source>\n" "$managed"
+                        printf "        <address domain='0x%s' bus='0x%s' slot='0x%s' function='0x%s'/>\n" \
+                                "${key:0:4}" "${key:5:2}" "${key:8:2}" "${key:11:1}"
+                        printf "      </source>\n    </hostdev>\n"
+                else
+                        printf "    <hostdev mode='subsystem' type='mdev' managed='no' model='vfio-pci'>\n"
+                        printf "      <source>\n        <address uuid='%s'/>\n      </source>\n    </hostdev>\n" "$key"
+                fi
+        done
+        printf "  </devices>\n</domain>\n"
+}
+
+# vprepare NAME SPEC...: prepare with vxml's XML (kept for release).
+vprepare() {
+        local name="$1"
+        shift
+        vxml "$name" "$@" > "$BATS_TEST_TMPDIR/$name.xml"
+        hook "$name" prepare begin - < "$BATS_TEST_TMPDIR/$name.xml"
+}
+
+vfio_conf() {
+        conf <<-EOF
+	[devices]
+	enabled_mdev_types = nvidia-$Q4, nvidia-$Q8
+
+	[mdev_nvidia-$Q4]
+	device_addresses = $PF1
+
+	[mdev_nvidia-$Q8]
+	device_addresses = $PF2
+	EOF
 }
 
 cur() {
@@ -162,4 +232,242 @@ cur() {
         sim_mount "$BATS_TEST_TMPDIR/empty.conf"
         [ -d "$SIM_SYS/class/mdev_bus" ]
         [ -z "$(ls "$SIM_SYS/class/mdev_bus")" ]
+}
+
+# ------------------------------------------------------------- prepare
+
+@test "prepare programs an unprogrammed VF with the entry's type and records it (created)" {
+        sim_mount nvidia-vfio
+        vfio_conf
+        run vprepare g1 "pci=$VF1,type=nvidia-$Q4"
+        [ "$status" -eq 0 ]
+        [ -z "$output" ]
+        [ "$(sim_vf_type "$VF1")" = "$Q4" ]
+        [ "$(record "$VF1" guest)" = g1 ]
+        [ "$(record "$VF1" parent)" = "$PF1" ]
+        [ "$(record "$VF1" type)" = "nvidia-$Q4" ]
+        [ "$(record "$VF1" state)" = assigned ]
+        [ "$(record "$VF1" origin)" = created ]
+}
+
+@test "prepare without an entry uses the config's type for the VF's PF" {
+        sim_mount nvidia-vfio
+        vfio_conf
+        run vprepare g1 "pci=0000:c1:00.4,nometa"
+        [ "$status" -eq 0 ]
+        [ "$(sim_vf_type 0000:c1:00.4)" = "$Q8" ]
+        [ "$(record 0000:c1:00.4 type)" = "nvidia-$Q8" ]
+}
+
+@test "prepare with class= takes an enabled nvidia-<ID> type of that class that is creatable" {
+        sim_mount nvidia-vfio
+        conf <<-EOF
+	[devices]
+	enabled_mdev_types = nvidia-$Q8, nvidia-$Q4
+
+	[mdev_nvidia-$Q8]
+	device_addresses = $PF2
+	mdev_class = CUSTOM_BIG
+
+	[mdev_nvidia-$Q4]
+	device_addresses = $PF1
+	mdev_class = CUSTOM_BIG
+	EOF
+        sim_vf_program "$VF2" "$Q4" # the GPU holds 4 GiB vGPUs: 8Q is not creatable
+        run vprepare g1 "pci=$VF1,class=CUSTOM_BIG"
+        [ "$status" -eq 0 ]
+        [ "$(sim_vf_type "$VF1")" = "$Q4" ]
+}
+
+@test "prepare borrows a VF that already carries the type; release leaves it programmed" {
+        sim_mount nvidia-vfio
+        vfio_conf
+        sim_vf_program "$VF1" "$Q4"
+        run vprepare g1 "pci=$VF1,type=nvidia-$Q4"
+        [ "$status" -eq 0 ]
+        [ "$(record "$VF1" origin)" = borrowed ]
+        run release g1
+        [ "$status" -eq 0 ]
+        [ "$(sim_vf_type "$VF1")" = "$Q4" ]
+        [ ! -e "$MDEV_HOOKS_ROOT/var/lib/mdev-hooks/$VF1" ]
+}
+
+@test "prepare refuses a VF another guest holds, in one line naming the guest" {
+        sim_mount nvidia-vfio
+        vfio_conf
+        run vprepare g1 "pci=$VF1,type=nvidia-$Q4"
+        [ "$status" -eq 0 ]
+        run vprepare g2 "pci=$VF1,type=nvidia-$Q4"
+        [ "$status" -ne 0 ]
+        [ "${#lines[@]}" -eq 1 ]
+        [[ "$output" == *"g2"*"$VF1 is held by guest 'g1'"* ]]
+        [ "$(record "$VF1" guest)" = g1 ]
+        # and g2's failed start's release does not touch g1's vGPU
+        run release g2
+        [ "$(sim_vf_type "$VF1")" = "$Q4" ]
+        [ "$(record "$VF1" guest)" = g1 ]
+}
+
+@test "prepare refuses a VF that carries another type" {
+        sim_mount nvidia-vfio
+        vfio_conf
+        sim_vf_program "$VF1" "$C4"
+        run vprepare g1 "pci=$VF1,type=nvidia-$Q4"
+        [ "$status" -ne 0 ]
+        [ "${#lines[@]}" -eq 1 ]
+        [[ "$output" == *"VF $VF1 carries vGPU type nvidia-$C4, but the domain asks for nvidia-$Q4"* ]]
+        [ "$(sim_vf_type "$VF1")" = "$C4" ]
+        [ ! -e "$MDEV_HOOKS_ROOT/var/lib/mdev-hooks/$VF1" ]
+}
+
+@test "prepare refuses a type that is not creatable there and lists what is" {
+        sim_mount nvidia-vfio
+        vfio_conf
+        sim_vf_program "$VF2" "$Q4"
+        run vprepare g1 "pci=$VF1,type=nvidia-$Q8"
+        [ "$status" -ne 0 ]
+        [ "${#lines[@]}" -eq 1 ]
+        [[ "$output" == *"nvidia-$Q8 is not creatable on VF $VF1 now"*"creatable there: nvidia-$C4 (NVIDIA L40S-4C), nvidia-$Q4 (NVIDIA L40S-4Q)"* ]]
+        [ "$(sim_vf_type "$VF1")" = 0 ]
+}
+
+@test "prepare refuses an <mh:vgpu> entry on a device that is not such a VF" {
+        sim_mount nvidia-vfio
+        vfio_conf
+        run vprepare g1 "pci=0000:02:00.0,type=nvidia-$Q4"
+        [ "$status" -ne 0 ]
+        [[ "$output" == *"0000:02:00.0 has an <mh:vgpu> entry but is not a VF"* ]]
+}
+
+@test "an ordinary PCI passthrough without an entry is left alone" {
+        sim_mount nvidia-vfio
+        vfio_conf
+        run vprepare g1 "pci=0000:02:00.0,nometa"
+        [ "$status" -eq 0 ]
+        [ -z "$(ls "$MDEV_HOOKS_ROOT/var/lib/mdev-hooks" 2>/dev/null)" ]
+}
+
+@test "prepare: all or nothing with mdevs and other vGPUs (mixed host)" {
+        sim_mount nvidia-mixed
+        conf <<-EOF
+	[devices]
+	enabled_mdev_types = nvidia-35, nvidia-$Q4
+
+	[mdev_nvidia-35]
+	device_addresses = $P84, $P85
+
+	[mdev_nvidia-$Q4]
+	device_addresses = $PF1
+	EOF
+        # the second VF's program fails (the driver's EIO): nothing is left
+        sim_create_fail EIO "$VF2"
+        run vprepare g1 "$U1,type=nvidia-35" "pci=$VF1,type=nvidia-$Q4" "pci=$VF2,type=nvidia-$Q4"
+        [ "$status" -ne 0 ]
+        [ "${#lines[@]}" -eq 1 ]
+        [[ "$output" == *"cannot program VF $VF2 with nvidia-$Q4"* ]]
+        mdev_absent "$U1"
+        [ "$(sim_vf_type "$VF1")" = 0 ]
+        [ "$(sim_vf_type "$VF2")" = 0 ]
+        [ -z "$(ls "$MDEV_HOOKS_ROOT/var/lib/mdev-hooks" 2>/dev/null)" ]
+        # and then it works: an mdev and two vGPUs for one guest
+        run vprepare g1 "$U1,type=nvidia-35" "pci=$VF1,type=nvidia-$Q4" "pci=$VF2,type=nvidia-$Q4"
+        [ "$status" -eq 0 ]
+        mdev_exists "$U1"
+        [ "$(sim_vf_type "$VF1")" = "$Q4" ]
+        [ "$(sim_vf_type "$VF2")" = "$Q4" ]
+        run release g1
+        [ "$status" -eq 0 ]
+        mdev_absent "$U1"
+        [ "$(sim_vf_type "$VF1")" = 0 ]
+        [ "$(sim_vf_type "$VF2")" = 0 ]
+        [ -z "$(ls "$MDEV_HOOKS_ROOT/var/lib/mdev-hooks" 2>/dev/null)" ]
+}
+
+@test "prepare: an mdev that fails rolls back the vGPUs" {
+        sim_mount nvidia-mixed
+        conf <<-EOF
+	[devices]
+	enabled_mdev_types = nvidia-35, nvidia-$Q4
+
+	[mdev_nvidia-35]
+	device_addresses = $P84
+
+	[mdev_nvidia-$Q4]
+	device_addresses = $PF1
+	EOF
+        sim_create_fail EIO "$P84"
+        run vprepare g1 "$U1,type=nvidia-35" "pci=$VF1,type=nvidia-$Q4"
+        [ "$status" -ne 0 ]
+        mdev_absent "$U1"
+        [ "$(sim_vf_type "$VF1")" = 0 ]
+        [ -z "$(ls "$MDEV_HOOKS_ROOT/var/lib/mdev-hooks" 2>/dev/null)" ]
+}
+
+# ------------------------------------------------------------- release
+
+@test "release clears the VFs it programmed" {
+        sim_mount nvidia-vfio
+        vfio_conf
+        run vprepare g1 "pci=$VF1,type=nvidia-$Q4"
+        [ "$status" -eq 0 ]
+        run release g1
+        [ "$status" -eq 0 ]
+        [ "$(sim_vf_type "$VF1")" = 0 ]
+        [ ! -e "$MDEV_HOOKS_ROOT/var/lib/mdev-hooks/$VF1" ]
+}
+
+@test "release = keep leaves the VF programmed and free; the next guest reuses it (created)" {
+        sim_mount nvidia-vfio
+        vfio_conf
+        printf '\n[hooks]\nrelease = keep\n' >> "$MDEV_HOOKS_ROOT/etc/mdev-hooks/mdev-hooks.conf"
+        run vprepare g1 "pci=$VF1,type=nvidia-$Q4"
+        [ "$status" -eq 0 ]
+        run release g1
+        [ "$(sim_vf_type "$VF1")" = "$Q4" ]
+        [ "$(record "$VF1" state)" = free ]
+        [ -z "$(record "$VF1" guest)" ]
+        run vprepare g2 "pci=$VF1,type=nvidia-$Q4"
+        [ "$status" -eq 0 ]
+        [ "$(record "$VF1" guest)" = g2 ]
+        [ "$(record "$VF1" origin)" = created ]
+}
+
+@test "release: a VF a guest still holds open is retried, then marked remove_pending" {
+        sim_mount nvidia-vfio
+        vfio_conf
+        run vprepare g1 "pci=$VF1,type=nvidia-$Q4"
+        [ "$status" -eq 0 ]
+        sim_vf_open "$VF1"
+        run release g1
+        [ "$status" -eq 0 ]
+        [ "$(sim_vf_type "$VF1")" = "$Q4" ]
+        [ "$(record "$VF1" remove_pending)" = yes ]
+        [ "$(record "$VF1" state)" = free ]
+}
+
+@test "after a reboot the VF is unprogrammed; the next start programs it again" {
+        sim_mount nvidia-vfio
+        vfio_conf
+        run vprepare g1 "pci=$VF1,type=nvidia-$Q4"
+        [ "$status" -eq 0 ]
+        # reboot: a new boot id, VFs come back without vGPUs
+        sim_new_boot
+        sim_vf_program "$VF1" 0
+        run vprepare g1 "pci=$VF1,type=nvidia-$Q4"
+        [ "$status" -eq 0 ]
+        [ "$(sim_vf_type "$VF1")" = "$Q4" ]
+        [ "$(record "$VF1" origin)" = created ]
+        [ "$(record "$VF1" boot_id)" = "$(cat "$MDEV_HOOKS_ROOT/proc/sys/kernel/random/boot_id")" ]
+}
+
+@test "a guest with neither mdevs nor vGPUs does not load the worker; one with managed='no' does" {
+        sim_mount nvidia-vfio
+        vfio_conf
+        echo "[nonsense" >> "$MDEV_HOOKS_ROOT/etc/mdev-hooks/mdev-hooks.conf" # a worker would refuse it
+        run vprepare g1 "pci=0000:02:00.0,nometa,managed"
+        [ "$status" -eq 0 ]
+        run vprepare g1
+        [ "$status" -eq 0 ]
+        run vprepare g1 "pci=$VF1,nometa"
+        [ "$status" -ne 0 ]
 }
