@@ -283,8 +283,11 @@ int vfio_vf_creatable(int rootfd, const char *vf, VfioType **ret, size_t *ret_n)
         }
         text[len] = '\0';
         r = vfio_creatable_parse(text, ret, ret_n);
-        if (r < 0)
-                return error_set(r, "'/%s': %s", path, error_get(r));
+        if (r < 0) {
+                char why[256];
+                snprintf(why, sizeof why, "%s", error_get(r)); /* error_set() reuses its buffer */
+                return error_set(r, "'/%s': %s", path, why);
+        }
         return 0;
 }
 

@@ -86,3 +86,36 @@ int vgpu_clear(int rootfd, const char *vf, unsigned timeout_msec);
  * class=, the config's type of pf (may be NULL), else current (0: none).
  * -ENOENT with a message when nothing applies. */
 int vgpu_want_types(const Config *c, const DomxmlVgpu *v, const char *pf, unsigned current, char ***ret);
+
+/* --- placement (vgpu-place.c): migrate/restore and `mdev-hooks pick` ---- */
+
+typedef struct VgpuChoice {
+        char vf[PCI_ADDRESS_MAX];
+        char pf[PCI_ADDRESS_MAX];
+        char type[NAME_STRING_MAX];
+        unsigned id;
+        bool program;  /* the VF has no vGPU: write id; else it carries the type */
+        bool kept;     /* a free VF mdev-hooks kept programmed (release = keep) */
+} VgpuChoice;
+
+/* Chooses a VF for one of types (config order) as the hook would: prefer
+ * (may be NULL or "") if it is a VF here that can have the type and no other
+ * guest holds it; else a VF kept free with the type (release = keep); else
+ * an unprogrammed VF whose creatable list has the type, on the PFs the
+ * config gives the type (device_addresses; a default type: every VFIO PF
+ * not named elsewhere), ordered by placement (pack: the PF holding most
+ * vGPUs of the type first; spread: fewest; ties by name), honouring
+ * max_instances across the host. taken: VFs already chosen by this call.
+ * guest: whose claims count as its own (may be NULL). -ENOSPC with a message
+ * naming every PF and why when nothing fits. */
+int vgpu_choose(int rootfd, int ledgerfd, const Config *c, const char *boot_id, const char *guest,
+                char *const *types, const char *prefer, char (*taken)[PCI_ADDRESS_MAX], size_t n_taken,
+                VgpuChoice *ret);
+
+/* migrate begin / restore begin for the domain's vGPUs: for each, a VF here
+ * (vgpu_choose(), preferring the incoming address), programmed or claimed as
+ * incoming, and the hostdev's source address and metadata rewritten where
+ * the VF differs (ctx->rewritten). On failure everything this call did is
+ * undone (p) and the XML is left as it came. The caller commits or, when
+ * something after it fails, calls vgpu_rollback(). */
+int vgpu_migrate(HookContext *ctx, VgpuPlan *p);

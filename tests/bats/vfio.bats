@@ -471,3 +471,174 @@ cur() {
         run vprepare g1 "pci=$VF1,nometa"
         [ "$status" -ne 0 ]
 }
+
+# ------------------------------------------------------------- migrate / restore
+
+# two hosts: A (source) and B (destination), both nvidia-vfio unless given
+two_hosts() {
+        A="$BATS_TEST_TMPDIR/a"
+        B="$BATS_TEST_TMPDIR/b"
+        T="$BATS_TEST_TMPDIR"
+        sim_mount "${1:-nvidia-vfio}" "$A"
+        vfio_conf
+        sim_mount "${2:-nvidia-vfio}" "$B"
+        vfio_conf
+}
+
+# migrate_to_b NAME [OP]: "NAME OP begin -" on B with A's XML of NAME; the
+# XML libvirt continues with on B goes to $T/NAME.b.xml.
+migrate_to_b() {
+        sim_use "$B"
+        run --separate-stderr hook "$1" "${2:-migrate}" begin - < "$T/$1.xml"
+        if [ -n "$output" ]; then
+                printf '%s\n' "$output" > "$T/$1.b.xml"
+        else
+                cp "$T/$1.xml" "$T/$1.b.xml"
+        fi
+}
+
+@test "migrate: the same VF address is free here: programmed as incoming, XML unchanged" {
+        two_hosts
+        sim_use "$A"
+        run vprepare g1 "pci=$VF1,type=nvidia-$Q4"
+        [ "$status" -eq 0 ]
+        migrate_to_b g1
+        [ "$status" -eq 0 ]
+        [ -z "$output" ]
+        [ "$(sim_vf_type "$VF1")" = "$Q4" ]
+        [ "$(record "$VF1" state)" = incoming ]
+        [ "$(record "$VF1" guest)" = g1 ]
+        # prepare on B makes it assigned (reused: mdev-hooks programmed it)
+        run hook g1 prepare begin - < "$T/g1.b.xml"
+        [ "$status" -eq 0 ]
+        [ "$(record "$VF1" state)" = assigned ]
+        [ "$(record "$VF1" origin)" = created ]
+}
+
+@test "migrate from a host whose source VF is taken here: another VF, hostdev and metadata rewritten" {
+        two_hosts
+        sim_use "$A"
+        run vprepare g1 "pci=$VF1,type=nvidia-$Q4"
+        [ "$status" -eq 0 ]
+        sim_use "$B"
+        run vprepare other "pci=$VF1,type=nvidia-$Q4"
+        [ "$status" -eq 0 ]
+        migrate_to_b g1
+        [ "$status" -eq 0 ]
+        [ -n "$output" ]
+        # pack: the PF that already holds a vGPU of the type, its next free VF
+        [ "$(record "$VF2" guest)" = g1 ]
+        [ "$(record "$VF2" state)" = incoming ]
+        [ "$(sim_vf_type "$VF2")" = "$Q4" ]
+        [ "$(record "$VF1" guest)" = other ]
+        grep -q "<address domain='0x0000' bus='0x41' slot='0x00' function='0x5'/>" "$T/g1.b.xml" ||
+                grep -q 'domain="0x0000" bus="0x41" slot="0x00" function="0x5"' "$T/g1.b.xml"
+        grep -q "pci=\"$VF2\"" "$T/g1.b.xml"
+        ! grep -q "$VF1" "$T/g1.b.xml"
+        # the rewritten XML starts the guest on B
+        run hook g1 prepare begin - < "$T/g1.b.xml"
+        [ "$status" -eq 0 ]
+        [ "$(record "$VF2" state)" = assigned ]
+}
+
+@test "migrate places by pack or spread when the incoming VF address is no VF here" {
+        two_hosts
+        sim_use "$B"
+        conf <<-EOF
+	[devices]
+	enabled_mdev_types = nvidia-$Q4
+
+	[mdev_nvidia-$Q4]
+	device_addresses = $PF1, $PF2
+	EOF
+        sim_vf_program "$VF2" "$Q4" # by hand: PF1 holds one vGPU of the type
+        vxml g1 "pci=0000:05:00.4,type=nvidia-$Q4" > "$T/g1.xml"
+        migrate_to_b g1
+        [ "$status" -eq 0 ]
+        [ "$(record "$VF1" guest)" = g1 ] # pack: PF1, its first free VF
+        grep -q "pci=\"$VF1\"" "$T/g1.b.xml"
+        run hook g1 release end failed < "$T/g1.b.xml"
+        [ "$(sim_vf_type "$VF1")" = 0 ]
+        printf '\n[hooks]\nplacement = spread\n' >> "$MDEV_HOOKS_ROOT/etc/mdev-hooks/mdev-hooks.conf"
+        migrate_to_b g1
+        [ "$status" -eq 0 ]
+        [ "$(record 0000:c1:00.4 guest)" = g1 ] # spread: the emptiest PF
+        [ "$(sim_vf_type 0000:c1:00.4)" = "$Q4" ]
+}
+
+@test "migrate refuses when no VF here can take the type, naming each PF; nothing is left" {
+        two_hosts
+        sim_use "$B"
+        # PF1 (nvidia-Q4's GPU) holds 8 GiB vGPUs: 4Q is not creatable anywhere
+        sim_vf_program 0000:41:00.4 "$Q8"
+        sim_use "$A"
+        run vprepare g1 "$U1,type=nvidia-35" 2>/dev/null || true
+        vxml g1 "pci=$VF2,type=nvidia-$Q4" > "$T/g1.xml"
+        migrate_to_b g1
+        [ "$status" -ne 0 ]
+        [[ "$stderr" == *"no VF for nvidia-$Q4"*"$PF1 cannot take nvidia-$Q4"* ]]
+        [ -z "$(ls "$MDEV_HOOKS_ROOT/var/lib/mdev-hooks" 2>/dev/null)" ]
+}
+
+@test "migrate with max_instances reached refuses it" {
+        two_hosts
+        sim_use "$B"
+        conf <<-EOF
+	[devices]
+	enabled_mdev_types = nvidia-$Q4
+
+	[mdev_nvidia-$Q4]
+	device_addresses = $PF1
+	max_instances = 1
+	EOF
+        run vprepare other "pci=$VF1,type=nvidia-$Q4"
+        [ "$status" -eq 0 ]
+        vxml g1 "pci=$VF1,type=nvidia-$Q4" > "$T/g1.xml"
+        migrate_to_b g1
+        [ "$status" -ne 0 ]
+        [[ "$stderr" == *"max_instances = 1"* ]]
+}
+
+@test "migrate: an mdev that cannot be placed rolls back the vGPU (mixed hosts)" {
+        two_hosts nvidia-mixed nvidia-mixed
+        for h in "$A" "$B"; do
+                sim_use "$h"
+                conf <<-EOF
+		[devices]
+		enabled_mdev_types = nvidia-35, nvidia-$Q4
+
+		[mdev_nvidia-35]
+		device_addresses = $P84
+
+		[mdev_nvidia-$Q4]
+		device_addresses = $PF1
+		EOF
+        done
+        sim_use "$A"
+        run vprepare g1 "$U1,type=nvidia-35" "pci=$VF1,type=nvidia-$Q4"
+        [ "$status" -eq 0 ]
+        # on B both work: the mdev and the VF
+        migrate_to_b g1
+        [ "$status" -eq 0 ]
+        [ "$(record "$VF1" state)" = incoming ]
+        [ "$(record "$U1" state)" = incoming ]
+        run hook g1 release end failed < "$T/g1.xml"
+        [ "$(sim_vf_type "$VF1")" = 0 ]
+        mdev_absent "$U1"
+        # a vGPU that cannot be placed: the mdev is rolled back
+        sim_vf_program 0000:41:00.4 "$Q8"
+        migrate_to_b g1
+        [ "$status" -ne 0 ]
+        mdev_absent "$U1"
+        [ -z "$(ls "$MDEV_HOOKS_ROOT/var/lib/mdev-hooks" 2>/dev/null)" ]
+}
+
+@test "restore: the same rules as migrate" {
+        two_hosts
+        sim_use "$B"
+        run vprepare other "pci=$VF1,type=nvidia-$Q4"
+        vxml g1 "pci=$VF1,type=nvidia-$Q4" > "$T/g1.xml"
+        migrate_to_b g1 restore
+        [ "$status" -eq 0 ]
+        grep -q "pci=\"$VF2\"" "$T/g1.b.xml"
+}
