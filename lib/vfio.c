@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "macro.h"
+#include "sysfs.h"
 #include "vfio.h"
 
 #define PCI_DEVICES "sys/bus/pci/devices"
@@ -320,6 +321,52 @@ int vfio_vf_clear(int rootfd, const char *vf) {
         if (r < 0)
                 return r;
         return write_string_at(rootfd, path, "0");
+}
+
+static int mdev_name_cmp(const void *a, const void *b) {
+        return strcmp(((const SysfsMdev *) a)->uuid, ((const SysfsMdev *) b)->uuid);
+}
+
+int vfio_vgpus_append(int rootfd, SysfsMdev **mdevs, size_t *n) {
+        _cleanup_strv_free_ char **pfs = NULL;
+        size_t added = 0;
+        int r;
+
+        r = vfio_pf_list(rootfd, &pfs);
+        if (r < 0)
+                return r;
+        for (char **pf = pfs; *pf; pf++) {
+                _cleanup_strv_free_ char **vfs = NULL;
+
+                if (vfio_pf_vfs(rootfd, *pf, &vfs) < 0) {
+                        error_clear();
+                        continue;
+                }
+                for (char **vf = vfs; *vf; vf++) {
+                        unsigned cur;
+                        SysfsMdev *t;
+
+                        if (vfio_vf_current(rootfd, *vf, &cur) < 0) {
+                                error_clear();
+                                continue;
+                        }
+                        if (cur == 0)
+                                continue;
+                        t = reallocarray(*mdevs, *n + 1, sizeof *t);
+                        if (!t)
+                                return -ENOMEM;
+                        *mdevs = t;
+                        t = &t[(*n)++];
+                        memset(t, 0, sizeof *t);
+                        snprintf(t->uuid, sizeof t->uuid, "%s", *vf);
+                        snprintf(t->parent, sizeof t->parent, "%s", *pf);
+                        snprintf(t->type, sizeof t->type, VFIO_TYPE_PREFIX "%u", cur);
+                        added++;
+                }
+        }
+        if (added && *mdevs)
+                qsort(*mdevs, *n, sizeof **mdevs, mdev_name_cmp);
+        return 0;
 }
 
 void vfio_types_describe(const VfioType *t, size_t n, char *buf, size_t size) {

@@ -69,5 +69,12 @@ int vfio_vf_program(int rootfd, const char *vf, unsigned id);
 /* Writes 0: the vGPU is destroyed. -EPERM while a guest holds it (and on a
  * VF without a vGPU, shipped driver), -EBUSY (RFC driver). Sets no message. */
 int vfio_vf_clear(int rootfd, const char *vf);
+/* Appends every programmed VF of every VFIO PF on the host to a list of
+ * mdevs, as an mdev named by the VF's address, with its PF as parent and
+ * nvidia-<ID> as type, and sorts the list by name again: so that list and
+ * reconcile see VFIO vGPUs beside mdevs. A scan of sys/bus/pci/devices. */
+struct SysfsMdev;
+int vfio_vgpus_append(int rootfd, struct SysfsMdev **mdevs, size_t *n);
+
 /* "1150 (NVIDIA L40S-4Q), 1149 (...)" or "nothing" for messages. */
 void vfio_types_describe(const VfioType *t, size_t n, char *buf, size_t size);

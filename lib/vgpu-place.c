@@ -202,7 +202,7 @@ int vgpu_choose(int rootfd, int ledgerfd, const Config *c, const char *boot_id, 
                         }
                         for (char **vf = vfs; *vf; vf++) {
                                 unsigned cur;
-                                LedgerEntry e;
+                                LedgerEntry e = { .state = LEDGER_LOST };
                                 int held;
 
                                 s->nvfs++;

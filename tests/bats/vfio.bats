@@ -642,3 +642,74 @@ migrate_to_b() {
         [ "$status" -eq 0 ]
         grep -q "pci=\"$VF2\"" "$T/g1.b.xml"
 }
+
+# ------------------------------------------------------------- CLI
+
+@test "pick prints a free VF for the type as the hook would place it; --xml the hostdev and metadata" {
+        sim_mount nvidia-vfio
+        vfio_conf
+        run "$MH_CLI" pick "nvidia-$Q4"
+        [ "$status" -eq 0 ]
+        [ "$output" = "$VF1" ]
+        run vprepare g1 "pci=$VF1,type=nvidia-$Q4"
+        run "$MH_CLI" pick "nvidia-$Q4"
+        [ "$output" = "$VF2" ]
+        run "$MH_CLI" pick "nvidia-$Q8"
+        [ "$output" = "0000:c1:00.4" ]
+        run --separate-stderr "$MH_CLI" pick --xml "nvidia-$Q4"
+        [ "$status" -eq 0 ]
+        [[ "$output" == *"<hostdev mode=\"subsystem\" type=\"pci\" managed=\"no\">"* ]]
+        [[ "$output" == *"<address domain=\"0x0000\" bus=\"0x41\" slot=\"0x00\" function=\"0x5\"/>"* ]]
+        [[ "$output" == *"<mh:vgpu pci=\"$VF2\" type=\"nvidia-$Q4\"/>"* ]]
+        # what --xml prints makes a guest that starts
+        { echo "<domain type='kvm'><name>g2</name><metadata>"
+          printf '%s\n' "$output" | sed -n '/<mh:mdevs/,/<\/mh:mdevs>/p'
+          echo "</metadata><devices>"
+          printf '%s\n' "$output" | sed -n '/<hostdev/,/<\/hostdev>/p'
+          echo "</devices></domain>"; } > "$BATS_TEST_TMPDIR/g2.xml"
+        run hook g2 prepare begin - < "$BATS_TEST_TMPDIR/g2.xml"
+        [ "$status" -eq 0 ]
+        [ "$(sim_vf_type "$VF2")" = "$Q4" ]
+}
+
+@test "pick refuses a type that is not enabled, an mdev type, and a full host, saying why" {
+        sim_mount nvidia-vfio
+        vfio_conf
+        run "$MH_CLI" pick nvidia-9999
+        [ "$status" -eq 1 ]
+        [[ "$output" == *"not enabled"* ]]
+        run "$MH_CLI" pick mtty-1
+        [ "$status" -eq 2 ]
+        for i in $(seq 0 5); do
+                vf=$(basename "$(readlink "$SIM_SYS/bus/pci/devices/$PF2/virtfn$i")")
+                sim_vf_program "$vf" "$Q8"
+        done
+        run "$MH_CLI" pick "nvidia-$Q8"
+        [ "$status" -eq 1 ]
+        [[ "$output" == *"no VF for nvidia-$Q8: $PF2 cannot take nvidia-$Q8 now (full)"* ]]
+}
+
+@test "list shows VFIO vGPUs beside mdevs with state and owner; a VF programmed by hand is foreign" {
+        sim_mount nvidia-mixed
+        conf <<-EOF
+	[devices]
+	enabled_mdev_types = nvidia-35, nvidia-$Q4
+
+	[mdev_nvidia-35]
+	device_addresses = $P84
+
+	[mdev_nvidia-$Q4]
+	device_addresses = $PF1
+	EOF
+        run vprepare g1 "$U1,type=nvidia-35" "pci=$VF1,type=nvidia-$Q4"
+        [ "$status" -eq 0 ]
+        sim_vf_program 0000:c1:00.4 "$Q8"
+        run "$MH_CLI" list
+        [ "$status" -eq 0 ]
+        [[ "$output" == *"$VF1"*"$PF1"*"nvidia-$Q4"*"assigned"*"created"*"g1"* ]]
+        [[ "$output" == *"0000:c1:00.4"*"$PF2"*"nvidia-$Q8"*"foreign"* ]]
+        [[ "$output" == *"$U1"*"$P84"*"nvidia-35"*"assigned"*"g1"* ]]
+        run "$MH_CLI" list --json
+        [ "$status" -eq 0 ]
+        [ "$(printf '%s' "$output" | jq -r ".mdevs[] | select(.uuid == \"$VF1\") | .guest")" = g1 ]
+}
