@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "log.h"
 #include "sysfs.h"
+#include "vfio.h"
 
 static const char help[] =
         "Usage: mdev-hooks check-config [--config FILE] [--json]\n"
@@ -109,6 +110,39 @@ static int check_offers(int rootfd, const ConfigType *t, const char *parent, boo
                            parent, t->name, strna(offered));
 }
 
+/* A PF of NVIDIA's VFIO framework (vfio.h) named under a type: its VFs must
+ * carry the type or be able to create it now. */
+static int check_vfio_offers(int rootfd, const ConfigType *t, const char *pf, Findings *f) {
+        _cleanup_free_ VfioOffer *l = NULL;
+        _cleanup_free_ char *offered = NULL;
+        unsigned id, nvfs = 0, nfree = 0;
+        size_t n = 0;
+        int r;
+
+        if (vfio_type_id(t->name, &id) < 0)
+                return finding_add(f, t->line, "'%s' in device_addresses of %s is a GPU of NVIDIA's VFIO framework, whose types are named nvidia-<ID>",
+                                   pf, t->name);
+        error_clear();
+        r = vfio_pf_offers(rootfd, pf, &l, &n, &nvfs, &nfree);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n; i++) {
+                char *s;
+                if (l[i].type.id == id)
+                        return 0;
+                s = strdup_printf("%s%s%s", strempty(offered), offered ? ", " : "", l[i].type.type);
+                if (!s)
+                        return -ENOMEM;
+                free(offered);
+                offered = s;
+        }
+        if (nvfs == 0)
+                return finding_add(f, t->line, "'%s' in device_addresses of %s is a GPU of NVIDIA's VFIO framework without VFs: run sriov-manage -e %s (or name it in [sriov])",
+                                   pf, t->name, pf);
+        return finding_add(f, t->line, "'%s' in device_addresses of %s cannot create %s now (its VFs offer: %s; %u of %u VFs free)",
+                           pf, t->name, t->name, offered ? offered : "nothing", nfree, nvfs);
+}
+
 static int check_host(int rootfd, const Config *c, Findings *f) {
         _cleanup_strv_free_ char **parents = NULL;
         int r;
@@ -122,6 +156,12 @@ static int check_host(int rootfd, const Config *c, Findings *f) {
                 const ConfigType *t = &c->types[i];
 
                 for (char **a = t->addresses; a && *a; a++) {
+                        if (vfio_is_pf(rootfd, *a) > 0) {
+                                r = check_vfio_offers(rootfd, t, *a, f);
+                                if (r < 0)
+                                        return r;
+                                continue;
+                        }
                         if (strv_contains(parents, *a))
                                 r = check_offers(rootfd, t, *a, true, f);
                         else if (sysfs_parent_device_present(rootfd, *a) > 0)

@@ -323,6 +323,99 @@ int vfio_vf_clear(int rootfd, const char *vf) {
         return write_string_at(rootfd, path, "0");
 }
 
+static VfioOffer *offer_get(VfioOffer **l, size_t *n, unsigned id) {
+        VfioOffer *t;
+
+        for (size_t i = 0; i < *n; i++)
+                if ((*l)[i].type.id == id)
+                        return &(*l)[i];
+        t = reallocarray(*l, *n + 1, sizeof *t);
+        if (!t)
+                return NULL;
+        *l = t;
+        t = &t[(*n)++];
+        *t = (VfioOffer) { .type.id = id };
+        snprintf(t->type.type, sizeof t->type.type, VFIO_TYPE_PREFIX "%u", id);
+        return t;
+}
+
+static int offer_cmp(const void *a, const void *b) {
+        unsigned x = ((const VfioOffer *) a)->type.id, y = ((const VfioOffer *) b)->type.id;
+        return x < y ? -1 : x > y;
+}
+
+int vfio_pf_offers(int rootfd, const char *pf, VfioOffer **ret, size_t *ret_n, unsigned *ret_vfs, unsigned *ret_free) {
+        _cleanup_strv_free_ char **vfs = NULL;
+        _cleanup_free_ VfioOffer *l = NULL;
+        unsigned nvfs = 0, nfree = 0;
+        size_t n = 0;
+        int r;
+
+        r = vfio_pf_vfs(rootfd, pf, &vfs);
+        if (r < 0 && r != -ENOENT)
+                return r;
+        for (char **vf = vfs; vf && *vf; vf++) {
+                _cleanup_free_ VfioType *cr = NULL;
+                size_t n_cr = 0;
+                unsigned cur;
+                VfioOffer *o;
+
+                if (vfio_vf_current(rootfd, *vf, &cur) < 0) {
+                        error_clear();
+                        continue;
+                }
+                nvfs++;
+                if (cur) {
+                        o = offer_get(&l, &n, cur);
+                        if (!o)
+                                return -ENOMEM;
+                        o->existing++;
+                        continue;
+                }
+                nfree++;
+                r = vfio_vf_creatable(rootfd, *vf, &cr, &n_cr);
+                if (r < 0)
+                        return r;
+                for (size_t k = 0; k < n_cr; k++) {
+                        o = offer_get(&l, &n, cr[k].id);
+                        if (!o)
+                                return -ENOMEM;
+                        o->creatable++;
+                        snprintf(o->type.name, sizeof o->type.name, "%s", cr[k].name);
+                }
+        }
+        if (n > 1)
+                qsort(l, n, sizeof *l, offer_cmp);
+        *ret = steal_pointer(&l);
+        *ret_n = n;
+        if (ret_vfs)
+                *ret_vfs = nvfs;
+        if (ret_free)
+                *ret_free = nfree;
+        return 0;
+}
+
+int vfio_pf_offer(int rootfd, const char *pf, const char *type, VfioOffer *ret, bool *ret_offered) {
+        _cleanup_free_ VfioOffer *l = NULL;
+        size_t n = 0;
+        unsigned id;
+        int r;
+
+        *ret = (VfioOffer) { .existing = 0 };
+        *ret_offered = false;
+        if (vfio_type_id(type, &id) < 0)
+                return 0;
+        r = vfio_pf_offers(rootfd, pf, &l, &n, NULL, NULL);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n; i++)
+                if (l[i].type.id == id) {
+                        *ret = l[i];
+                        *ret_offered = true;
+                }
+        return 0;
+}
+
 static int mdev_name_cmp(const void *a, const void *b) {
         return strcmp(((const SysfsMdev *) a)->uuid, ((const SysfsMdev *) b)->uuid);
 }

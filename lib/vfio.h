@@ -73,6 +73,21 @@ int vfio_vf_clear(int rootfd, const char *vf);
  * mdevs, as an mdev named by the VF's address, with its PF as parent and
  * nvidia-<ID> as type, and sorts the list by name again: so that list and
  * reconcile see VFIO vGPUs beside mdevs. A scan of sys/bus/pci/devices. */
+/* What a PF offers, read from its VFs: each type that a VF carries or that
+ * an unprogrammed VF lists as creatable now. existing: VFs carrying it;
+ * creatable: unprogrammed VFs listing it (an upper bound of how many more
+ * fit: the driver tells whether one more fits on a VF, not how many; exact
+ * when it is 0). */
+typedef struct VfioOffer {
+        VfioType type;
+        unsigned existing;
+        unsigned creatable;
+} VfioOffer;
+/* The offers of one PF, by ID; *ret_vfs: its VFs, *ret_free: unprogrammed. */
+int vfio_pf_offers(int rootfd, const char *pf, VfioOffer **ret, size_t *ret_n, unsigned *ret_vfs, unsigned *ret_free);
+/* The offer of one type, zeros when not offered (*ret_offered false). */
+int vfio_pf_offer(int rootfd, const char *pf, const char *type, VfioOffer *ret, bool *ret_offered);
+
 struct SysfsMdev;
 int vfio_vgpus_append(int rootfd, struct SysfsMdev **mdevs, size_t *n);
 

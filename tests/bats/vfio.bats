@@ -713,3 +713,73 @@ migrate_to_b() {
         [ "$status" -eq 0 ]
         [ "$(printf '%s' "$output" | jq -r ".mdevs[] | select(.uuid == \"$VF1\") | .guest")" = g1 ]
 }
+
+@test "types lists each VFIO PF with the types its VFs carry or can create, beside mdev parents" {
+        sim_mount nvidia-mixed
+        vfio_conf
+        sim_vf_program "$VF1" "$Q4"
+        run "$MH_CLI" types
+        [ "$status" -eq 0 ]
+        [[ "$output" == *"$PF1  nvidia-$C4"*"15  vfio-pci  NVIDIA L40S-4C"* ]]
+        [[ "$output" == *"$PF1  nvidia-$Q4"*"15  vfio-pci  NVIDIA L40S-4Q  NVIDIA VFIO framework: 1 on VFs, 15 of 16 VFs free"* ]]
+        [[ "$output" != *"$PF1  nvidia-$Q8"* ]] # another size: not creatable on that GPU now
+        [[ "$output" == *"$PF2  nvidia-$Q8"*"16"* ]]
+        [[ "$output" == *"0000:84:00.0  nvidia-35"* ]]
+        [ -z "$(printf '%s\n' "$output" | grep "^$VF1")" ] # VFs are no parents of their own
+        run "$MH_CLI" types --json
+        [ "$(printf '%s' "$output" | jq -r ".parents[] | select(.parent == \"$PF1\") | .types[] | select(.id == \"nvidia-$Q4\") | .available_instances")" = 15 ]
+}
+
+@test "inventory has one provider per PF with Nova's arithmetic; --placement names it as Nova would" {
+        sim_mount nvidia-vfio
+        vfio_conf
+        run vprepare g1 "pci=$VF1,type=nvidia-$Q4"
+        sim_vf_program "$VF2" "$Q4"
+        run "$MH_CLI" inventory --json
+        [ "$status" -eq 0 ]
+        j=$(printf '%s' "$output" | jq -c ".parents[] | select(.parent == \"$PF1\") | [.type, .total, .used, .free]")
+        [ "$j" = "[\"nvidia-$Q4\",16,2,14]" ]
+        run "$MH_CLI" inventory --placement --hostname h1
+        [ "$status" -eq 0 ]
+        [ "$(printf '%s' "$output" | jq -r '.resource_providers[].name' | sort | tr '\n' ' ')" = "h1_pci_0000_41_00_0 h1_pci_0000_c1_00_0 " ]
+        [ "$(printf '%s' "$output" | jq -r '.resource_providers[] | select(.name == "h1_pci_0000_41_00_0") | .usages.VGPU')" = 2 ]
+}
+
+@test "inventory: max_instances caps a PF the way Nova caps a parent" {
+        sim_mount nvidia-vfio
+        conf <<-EOF
+	[devices]
+	enabled_mdev_types = nvidia-$Q4
+
+	[mdev_nvidia-$Q4]
+	device_addresses = $PF1, $PF2
+	max_instances = 20
+	EOF
+        run "$MH_CLI" inventory --json
+        [ "$(printf '%s' "$output" | jq -c "[.parents[] | [.parent, .total]]")" = "[[\"$PF1\",16],[\"$PF2\",0]]" ]
+}
+
+@test "check-config checks PFs of the VFIO framework: the type must be creatable on its VFs" {
+        sim_mount nvidia-vfio
+        vfio_conf
+        run "$MH_CLI" check-config
+        [ "$status" -eq 0 ]
+        sim_vf_program "$VF1" "$Q8" # the GPU now holds 8 GiB vGPUs: 4Q no longer fits
+        run "$MH_CLI" check-config
+        [ "$status" -eq 2 ]
+        [[ "$output" == *"'$PF1' in device_addresses of nvidia-$Q4 cannot create nvidia-$Q4 now (its VFs offer: nvidia-$Q8, nvidia-1156; 15 of 16 VFs free)"* ]]
+}
+
+@test "reconcile reports a programmed VF that no guest uses, and --apply clears what mdev-hooks programmed" {
+        sim_mount nvidia-vfio
+        vfio_conf
+        run vprepare g1 "pci=$VF1,type=nvidia-$Q4"
+        [ "$status" -eq 0 ]
+        # libvirt's test driver knows no guest g1: its vGPU is unused
+        run "$MH_CLI" reconcile --connect test:///default
+        [ "$status" -ne 0 ]
+        [[ "$output" == *"$VF1"* ]]
+        run "$MH_CLI" reconcile --connect test:///default --apply
+        [ "$(sim_vf_type "$VF1")" = 0 ]
+        [ ! -e "$MDEV_HOOKS_ROOT/var/lib/mdev-hooks/$VF1" ]
+}
