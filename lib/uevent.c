@@ -24,6 +24,7 @@
 #include "ledger.h"
 #include "lock.h"
 #include "sysfs.h"
+#include "vfio.h"
 #include "uevent.h"
 
 /* How long an mdev may look half made (bus link present, mdev_type link not
@@ -1046,12 +1047,73 @@ static int sriov_command(UeventContext *c, const char *address) {
         return 0;
 }
 
+/* A VF of NVIDIA's VFIO framework appeared or bound (after sriov-manage -e,
+ * or at boot): it has no vGPU now. A record of it (vgpu.h) that says
+ * otherwise is from before: a guest's becomes lost (its next start
+ * programs the VF again), a free one is dropped. */
+static int vf_appeared(UeventContext *c) {
+        const char *vf = c->ev->name;
+        LedgerEntry e;
+        unsigned cur = 0;
+        char type[NAME_STRING_MAX] = "";
+        int r;
+
+        r = context_open_ledger(c);
+        if (r <= 0)
+                return r;
+        r = ledger_read(c->ledgerfd, vf, &e); /* most VFs: none, and no lock taken */
+        if (r == -ENOENT) {
+                error_clear();
+                return 0;
+        }
+        if (r < 0)
+                return r;
+        r = context_lock(c);
+        if (r < 0)
+                return r;
+        r = ledger_read(c->ledgerfd, vf, &e);
+        if (r == -ENOENT) {
+                error_clear();
+                return 0;
+        }
+        if (r < 0)
+                return r;
+        r = boot_id_read(c->rootfd, c->boot_id);
+        if (r < 0)
+                return r;
+        if (vfio_vf_current(c->rootfd, vf, &cur) < 0)
+                error_clear();
+        if (cur)
+                snprintf(type, sizeof type, VFIO_TYPE_PREFIX "%u", cur);
+        if (streq(e.boot_id, c->boot_id) && streq(type, e.type)) {
+                note(c, LOG_DEBUG, "the record of vGPU %s agrees with the VF", vf);
+                return 0;
+        }
+        if (e.state == LEDGER_ASSIGNED || e.state == LEDGER_INCOMING) {
+                char boot[UUID_STRING_MAX];
+
+                memcpy(boot, e.boot_id, sizeof boot);
+                r = record_set(c, &e, LEDGER_LOST, e.origin, boot);
+                if (r < 0)
+                        return r;
+                note(c, LOG_NOTICE, "vGPU %s (%s) of guest '%s' is gone: its VF came back without it; the guest's next start programs it again",
+                     vf, e.type, e.guest);
+                return 0;
+        }
+        if (e.state == LEDGER_FREE)
+                return record_drop(c, &e, "is gone: its VF came back without it", false);
+        return 0;
+}
+
 static int pci_appeared(UeventContext *c) {
         const char *address = c->ev->name;
         char dir[sizeof "sys/bus/pci/devices/" + NAME_STRING_MAX], path[sizeof dir + 32], num[32];
         const ConfigSriovPf *pf;
         unsigned total, numvfs, want;
         int r;
+
+        if (vfio_is_vf(c->rootfd, address) > 0) /* NVIDIA's VFIO framework (vgpu.h) */
+                return vf_appeared(c);
 
         /* Most PCI devices: not in the config at all. */
         r = config_mentions(c->rootfd, address);

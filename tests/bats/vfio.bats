@@ -783,3 +783,66 @@ migrate_to_b() {
         [ "$(sim_vf_type "$VF1")" = 0 ]
         [ ! -e "$MDEV_HOOKS_ROOT/var/lib/mdev-hooks/$VF1" ]
 }
+
+# ------------------------------------------------------------- udev
+
+# vf_event ACTION VF: the udev helper as udev runs it for a VF's pci event.
+vf_event() {
+        run env -i MDEV_HOOKS_ROOT="$MDEV_HOOKS_ROOT" ACTION="$1" SUBSYSTEM=pci \
+                DEVPATH="/devices/pci0000:00/$2" SEQNUM=1 "$MH_UDEV" "$2"
+}
+
+@test "udev: a VF that comes back after sriov-manage makes its guest's record lost; the next start programs it" {
+        sim_mount nvidia-vfio
+        vfio_conf
+        run vprepare g1 "pci=$VF1,type=nvidia-$Q4"
+        [ "$status" -eq 0 ]
+        sim_vf_program "$VF1" 0 # sriov-manage -d / -e: the VF comes back empty
+        vf_event bind "$VF1"
+        [ "$status" -eq 0 ]
+        [ "$(record "$VF1" state)" = lost ]
+        [ "$(record "$VF1" guest)" = g1 ]
+        # another guest may have the VF now; g1's next start would program another one
+        run vprepare g2 "pci=$VF1,type=nvidia-$Q4"
+        [ "$status" -eq 0 ]
+        [ "$(record "$VF1" guest)" = g2 ]
+}
+
+@test "udev: a free kept VF that comes back empty loses its record; a record that agrees is left alone" {
+        sim_mount nvidia-vfio
+        vfio_conf
+        printf '\n[hooks]\nrelease = keep\n' >> "$MDEV_HOOKS_ROOT/etc/mdev-hooks/mdev-hooks.conf"
+        run vprepare g1 "pci=$VF1,type=nvidia-$Q4"
+        run vprepare g2 "pci=$VF2,type=nvidia-$Q4"
+        run release g1
+        [ "$(record "$VF1" state)" = free ]
+        vf_event add "$VF2"
+        [ "$status" -eq 0 ]
+        [ "$(record "$VF2" state)" = assigned ]
+        sim_vf_program "$VF1" 0
+        vf_event add "$VF1"
+        [ "$status" -eq 0 ]
+        [ ! -e "$MDEV_HOOKS_ROOT/var/lib/mdev-hooks/$VF1" ]
+        # a VF with no record: nothing, no lock
+        vf_event add "$VF3"
+        [ "$status" -eq 0 ]
+        [ -z "$output" ]
+}
+
+@test "udev: after a reboot a VF's record from the earlier boot is lost, and the guest's start programs it again" {
+        sim_mount nvidia-vfio
+        vfio_conf
+        run vprepare g1 "pci=$VF1,type=nvidia-$Q4"
+        sim_new_boot
+        sim_vf_program "$VF1" 0
+        vf_event add "$VF1"
+        [ "$(record "$VF1" state)" = lost ]
+        run vprepare g1 "pci=$VF1,type=nvidia-$Q4"
+        [ "$status" -eq 0 ]
+        [ "$(sim_vf_type "$VF1")" = "$Q4" ]
+        [ "$(record "$VF1" state)" = assigned ]
+}
+
+@test "udev rules run the helper for a VF of the VFIO framework" {
+        grep -q 'TEST=="nvidia/current_vgpu_type", RUN+=' "$MH_SOURCE_DIR/udev-rules/60-mdev-hooks.rules.in"
+}
