@@ -336,7 +336,14 @@ int hook_reconnect(HookContext *ctx) {
         }
         alloc_commit(&a); /* partial is better than nothing here */
         alloc_done(&a);
+        if (vgpu_dom_may_have(dom)) {
+                int r = vgpu_reconnect(ctx); /* vGPUs of NVIDIA's VFIO framework */
+                if (r < 0) {
+                        log_warning("cannot re-assert the guest's vGPUs: %s", error_get(r));
+                        ret = ret ? ret : r;
+                }
+        }
         if (ret < 0)
                 error_set(ret, "some mdevs could not be re-asserted; see the messages above");
-        return dom->n_mdevs > 0 ? hook_sync(ctx, ret) : ret;
+        return dom->n_mdevs > 0 || vgpu_dom_may_have(dom) ? hook_sync(ctx, ret) : ret;
 }

@@ -286,6 +286,27 @@ fail: {
         return 0;
 }
 
+int vgpu_reconnect(HookContext *ctx) {
+        VgpuPlan p = { 0 };
+        size_t k = 0;
+        int r;
+
+        r = vgpu_prepare_check(ctx, &p, LEDGER_ASSIGNED);
+        if (r >= 0) {
+                for (size_t i = 0; i < p.n; i++) {
+                        if (p.items[i].program) {
+                                log_warning("vGPU %s of the running guest carries no vGPU type", p.items[i].vf);
+                                continue;
+                        }
+                        p.items[k++] = p.items[i];
+                }
+                p.n = k;
+                r = vgpu_prepare_apply(ctx, &p, LEDGER_ASSIGNED);
+        }
+        vgpu_plan_done(&p);
+        return r;
+}
+
 int vgpu_release_one(HookContext *ctx, LedgerEntry *e, unsigned timeout_msec) {
         unsigned current = 0;
         char type[NAME_STRING_MAX] = "";

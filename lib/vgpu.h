@@ -72,6 +72,11 @@ int vgpu_prepare_apply(HookContext *ctx, VgpuPlan *p, LedgerState state);
  * records back. Best effort, returns the first error. */
 int vgpu_rollback(HookContext *ctx, VgpuPlan *p);
 
+/* reconnect: re-asserts the running guest's claims on its VFs (each must
+ * carry its type already; nothing is programmed). Never fatal: returns the
+ * first problem, which the caller logs. */
+int vgpu_reconnect(HookContext *ctx);
+
 /* release: frees one record keyed by a VF (ledger_key_is_vf()). As
  * release_one() for mdevs: a record of an earlier boot or whose VF no
  * longer carries the type is forgotten; a borrowed one is forgotten; with

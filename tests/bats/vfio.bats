@@ -846,3 +846,14 @@ vf_event() {
 @test "udev rules run the helper for a VF of the VFIO framework" {
         grep -q 'TEST=="nvidia/current_vgpu_type", RUN+=' "$MH_SOURCE_DIR/udev-rules/60-mdev-hooks.rules.in"
 }
+
+@test "reconnect re-asserts a running guest's VF claims" {
+        sim_mount nvidia-vfio
+        vfio_conf
+        run vprepare g1 "pci=$VF1,type=nvidia-$Q4"
+        rm "$MDEV_HOOKS_ROOT/var/lib/mdev-hooks/$VF1"
+        run hook g1 reconnect begin - < "$BATS_TEST_TMPDIR/g1.xml"
+        [ "$status" -eq 0 ]
+        [ "$(record "$VF1" guest)" = g1 ]
+        [ "$(record "$VF1" state)" = assigned ]
+}
