@@ -125,10 +125,15 @@ static int guest_mdevs_from_xml(const char *xml, char ***ret) {
                 if (r < 0)
                         return r;
         }
-        /* vGPUs of NVIDIA's VFIO framework, by their VF's address (vgpu.h) */
+        /* vGPUs of NVIDIA's VFIO framework, by their VF's address (vgpu.h):
+         * with an <mh:vgpu> entry, or managed='no' on such a VF here */
         for (size_t i = 0; i < d->n_vgpus; i++) {
-                if (!d->vgpus[i].meta && d->vgpus[i].managed)
-                        continue;
+                if (!d->vgpus[i].meta) {
+                        _cleanup_close_ int rootfd = -1;
+
+                        if (d->vgpus[i].managed || root_open(&rootfd) < 0 || vfio_is_vf(rootfd, d->vgpus[i].pci) <= 0)
+                                continue;
+                }
                 r = strv_extend(&l, d->vgpus[i].pci);
                 if (r < 0)
                         return r;
