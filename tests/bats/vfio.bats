@@ -857,3 +857,25 @@ vf_event() {
         [ "$(record "$VF1" guest)" = g1 ]
         [ "$(record "$VF1" state)" = assigned ]
 }
+
+@test "list, types and inventory work on a host without /sys/class/mdev_bus, and with an empty one" {
+        sim_mount nvidia-vfio
+        vfio_conf
+        run vprepare g1 "pci=$VF1,type=nvidia-$Q4"
+        for cmd in list types inventory; do
+                run "$MH_CLI" "$cmd"
+                [ "$status" -eq 0 ]
+                [[ "$output" == *"$PF1"* ]]
+        done
+        sim_umount
+        grep -v '^mdev_bus absent' "$SIM_DIR/topologies/nvidia-vfio.conf" > "$BATS_TEST_TMPDIR/empty.conf"
+        sim_mount "$BATS_TEST_TMPDIR/empty.conf"
+        vfio_conf
+        run vprepare g1 "pci=$VF1,type=nvidia-$Q4"
+        [ "$status" -eq 0 ]
+        for cmd in list types inventory; do
+                run "$MH_CLI" "$cmd"
+                [ "$status" -eq 0 ]
+                [[ "$output" == *"$PF1"* ]]
+        done
+}
