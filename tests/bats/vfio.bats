@@ -879,3 +879,32 @@ vf_event() {
                 [[ "$output" == *"$PF1"* ]]
         done
 }
+
+@test "crash: a prepare killed after programming a VF leaves a record that release clears" {
+        sim_mount nvidia-vfio
+        vfio_conf
+        vxml g1 "pci=$VF1,type=nvidia-$Q4" > "$BATS_TEST_TMPDIR/g1.xml"
+        run env MDEV_HOOKS_CRASH_AT=prepare-after-program "$MH_QEMU_HOOK" g1 prepare begin - < "$BATS_TEST_TMPDIR/g1.xml"
+        [ "$status" -ne 0 ]
+        [ "$(sim_vf_type "$VF1")" = "$Q4" ]
+        [ "$(record "$VF1" origin)" = created ]
+        # libvirt runs release after a failed prepare
+        run release g1
+        [ "$status" -eq 0 ]
+        [ "$(sim_vf_type "$VF1")" = 0 ]
+        [ ! -e "$MDEV_HOOKS_ROOT/var/lib/mdev-hooks/$VF1" ]
+}
+
+@test "crash: a release killed after clearing a VF leaves a record the next release forgets" {
+        sim_mount nvidia-vfio
+        vfio_conf
+        run vprepare g1 "pci=$VF1,type=nvidia-$Q4"
+        run env MDEV_HOOKS_CRASH_AT=release-after-clear "$MH_QEMU_HOOK" g1 release end - < "$BATS_TEST_TMPDIR/g1.xml"
+        [ "$(sim_vf_type "$VF1")" = 0 ]
+        [ -e "$MDEV_HOOKS_ROOT/var/lib/mdev-hooks/$VF1" ]
+        run release g1
+        [ ! -e "$MDEV_HOOKS_ROOT/var/lib/mdev-hooks/$VF1" ]
+        # and another guest may have it
+        run vprepare g2 "pci=$VF1,type=nvidia-$Q4"
+        [ "$status" -eq 0 ]
+}
