@@ -365,11 +365,47 @@ static int mdev_make(UeventContext *c, const LedgerEntry *e) {
  *
  * "Borrowed": an mdev with the guest's UUID that someone else made (mdevctl,
  * an operator); mdev-hooks uses it for the guest but never removes it. */
+/* record_refresh() for a vGPU of NVIDIA's VFIO framework (the record's key
+ * is its VF, vgpu.h): true while the VF carries the recorded type in this
+ * boot; otherwise a guest's record is marked lost (its next start programs
+ * the VF again; recreate = eager does not apply) and a free one dropped. */
+static int vf_record_refresh(UeventContext *c, LedgerEntry *e, bool apply) {
+        bool this_boot = streq(e->boot_id, c->boot_id);
+        char type[NAME_STRING_MAX] = "", boot[UUID_STRING_MAX];
+        unsigned cur = 0;
+        int r;
+
+        if (vfio_vf_current(c->rootfd, e->uuid, &cur) < 0)
+                error_clear(); /* no such VF (now): no vGPU */
+        if (cur)
+                snprintf(type, sizeof type, VFIO_TYPE_PREFIX "%u", cur);
+        if ((this_boot && streq(type, e->type)) || e->state == LEDGER_LOST)
+                return 0; /* true as it stands, or lost already */
+        if (!apply)
+                return 1;
+        if (e->state == LEDGER_FREE) {
+                r = record_drop(c, e, this_boot ? "is gone" : "is from an earlier boot", !this_boot);
+                return r < 0 ? r : 1;
+        }
+        memcpy(boot, e->boot_id, sizeof boot); /* kept: a VF made again is not mdev-hooks' */
+        r = record_set(c, e, LEDGER_LOST, e->origin, boot);
+        if (r < 0)
+                return r;
+        if (!this_boot && record_summarize(c, e))
+                return 1;
+        note(c, LOG_NOTICE, "vGPU %s of guest '%s' (%s on '%s') is gone: marked lost; the guest's next start programs its VF again",
+             e->uuid, e->guest, e->type, e->parent);
+        return 1;
+}
+
 static int record_refresh(UeventContext *c, LedgerEntry *e, bool recreate, bool apply) {
         bool this_boot = streq(e->boot_id, c->boot_id);
         SysfsMdev m = { .parent = "" };
         bool found, exists;
         int r;
+
+        if (ledger_key_is_vf(e->uuid))
+                return vf_record_refresh(c, e, apply);
 
         r = mdev_lookup(c->rootfd, e->uuid, &m);
         if (r < 0)

@@ -908,3 +908,42 @@ vf_event() {
         run vprepare g2 "pci=$VF1,type=nvidia-$Q4"
         [ "$status" -eq 0 ]
 }
+
+@test "udev: after a reboot an mdev parent's registration sweeps VF records too (mixed host)" {
+        sim_mount nvidia-mixed
+        conf <<-EOF
+	[devices]
+	enabled_mdev_types = nvidia-35, nvidia-$Q4
+
+	[mdev_nvidia-35]
+	device_addresses = $P84
+
+	[mdev_nvidia-$Q4]
+	device_addresses = $PF1
+	EOF
+        printf '\n[hooks]\nrelease = keep\n' >> "$MDEV_HOOKS_ROOT/etc/mdev-hooks/mdev-hooks.conf"
+        run vprepare g1 "$U1,type=nvidia-35" "pci=$VF1,type=nvidia-$Q4"
+        [ "$status" -eq 0 ]
+        run vprepare g2 "pci=$VF2,type=nvidia-$Q4"
+        run release g2 # kept free
+        [ "$(record "$VF2" state)" = free ]
+        # reboot: no mdevs, no vGPUs, a new boot id; the M60 registers
+        sim_new_boot
+        sim_unregister "$P84"
+        sim_vf_program "$VF1" 0
+        sim_vf_program "$VF2" 0
+        sim_register "$P84"
+        run env -i MDEV_HOOKS_ROOT="$MDEV_HOOKS_ROOT" ACTION=change SUBSYSTEM=pci \
+                DEVPATH="/devices/pci0000:00/$P84" MDEV_STATE=registered SEQNUM=1 "$MH_UDEV" "$P84"
+        [ "$status" -eq 0 ]
+        [ "$(record "$U1" state)" = lost ]
+        [ "$(record "$VF1" state)" = lost ]
+        [ "$(record "$VF1" guest)" = g1 ]
+        [ ! -e "$MDEV_HOOKS_ROOT/var/lib/mdev-hooks/$VF2" ]
+        # g1 starts again: its mdev is made, its VF programmed
+        run hook g1 prepare begin - < "$BATS_TEST_TMPDIR/g1.xml"
+        [ "$status" -eq 0 ]
+        mdev_exists "$U1"
+        [ "$(sim_vf_type "$VF1")" = "$Q4" ]
+        [ "$(record "$VF1" origin)" = created ]
+}
