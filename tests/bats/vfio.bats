@@ -947,3 +947,22 @@ vf_event() {
         [ "$(sim_vf_type "$VF1")" = "$Q4" ]
         [ "$(record "$VF1" origin)" = created ]
 }
+
+@test "parallel: guests starting at once on one VF: one gets it, the others are refused naming it" {
+        sim_mount nvidia-vfio
+        vfio_conf
+        for g in p1 p2 p3 p4; do
+                vxml "$g" "pci=$VF1,type=nvidia-$Q4" > "$BATS_TEST_TMPDIR/$g.xml"
+        done
+        for g in p1 p2 p3 p4; do
+                "$MH_QEMU_HOOK" "$g" prepare begin - < "$BATS_TEST_TMPDIR/$g.xml" > "$BATS_TEST_TMPDIR/$g.out" 2>&1 &
+        done
+        wait || true
+        winner=$(record "$VF1" guest)
+        [ -n "$winner" ]
+        [ "$(sim_vf_type "$VF1")" = "$Q4" ]
+        for g in p1 p2 p3 p4; do
+                [ "$g" = "$winner" ] && continue
+                grep -q "is held by guest '$winner'" "$BATS_TEST_TMPDIR/$g.out"
+        done
+}
