@@ -5,6 +5,7 @@
  * that does not offer the type it is given, an SR-IOV PF that is not there.
  * One line each, "<file>:<line>: <reason>", on stdout; exit 0 clean, 2 not.
  */
+#include <limits.h>
 #include <stdarg.h>
 #include <sys/stat.h>
 
@@ -143,6 +144,27 @@ static int check_vfio_offers(int rootfd, const ConfigType *t, const char *pf, Fi
                            pf, t->name, t->name, offered ? offered : "nothing", nfree, nvfs);
 }
 
+/* An SR-IOV PF bound to nvidia whose VFs are not enabled (sriov_numvfs 0):
+ * on vGPU 17+ its vGPUs come with the VFs. */
+static bool nvidia_pf_without_vfs(int rootfd, const char *a) {
+        char path[PATH_MAX], target[PATH_MAX], num[32];
+        ssize_t n;
+
+        if (!config_pci_address_is_valid(a))
+                return false;
+        snprintf(path, sizeof path, "sys/bus/pci/devices/%s/sriov_numvfs", a);
+        if (read_small_at(rootfd, path, num, sizeof num) < 0 || !streq(num, "0")) {
+                error_clear();
+                return false;
+        }
+        snprintf(path, sizeof path, "sys/bus/pci/devices/%s/driver", a);
+        n = readlinkat(rootfd, path, target, sizeof target - 1);
+        if (n < 0)
+                return false;
+        target[n] = '\0';
+        return strcmp(target + (n >= 7 ? n - 7 : 0), "/nvidia") == 0;
+}
+
 static int check_host(int rootfd, const Config *c, Findings *f) {
         _cleanup_strv_free_ char **parents = NULL;
         int r;
@@ -158,6 +180,14 @@ static int check_host(int rootfd, const Config *c, Findings *f) {
                 for (char **a = t->addresses; a && *a; a++) {
                         if (vfio_is_pf(rootfd, *a) > 0) {
                                 r = check_vfio_offers(rootfd, t, *a, f);
+                                if (r < 0)
+                                        return r;
+                                continue;
+                        }
+                        if (nvidia_pf_without_vfs(rootfd, *a)) {
+                                r = finding_add(f, t->line,
+                                                "'%s' in device_addresses of %s is a GPU bound to nvidia without VFs: enable them (sriov-manage -e %s, or name it in [sriov])",
+                                                *a, t->name, *a);
                                 if (r < 0)
                                         return r;
                                 continue;

@@ -966,3 +966,12 @@ vf_event() {
                 grep -q "is held by guest '$winner'" "$BATS_TEST_TMPDIR/$g.out"
         done
 }
+
+@test "check-config: a GPU bound to nvidia without VFs is told to enable them" {
+        sim_mount nvidia-vfio
+        vfio_conf
+        printf 0 > "$SIM_SYS/bus/pci/devices/$PF2/sriov_numvfs"
+        run "$MH_CLI" check-config
+        [ "$status" -eq 2 ]
+        [[ "$output" == *"'$PF2' in device_addresses of nvidia-$Q8 is a GPU bound to nvidia without VFs: enable them (sriov-manage -e $PF2"* ]]
+}
