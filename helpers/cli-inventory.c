@@ -10,6 +10,7 @@
 #include "inventory.h"
 #include "log.h"
 #include "sysfs.h"
+#include "vfio.h"
 
 static const char help[] =
         "Usage: mdev-hooks inventory [--json | --placement [--hostname NAME]] [--config FILE]\n"
@@ -23,6 +24,10 @@ static const char help[] =
         "  free  = total - used\n"
         "A parent without a type, or that does not offer its type, is listed with\n"
         "the reason.\n"
+        "A GPU of NVIDIA's VFIO framework (vGPU 17+) is one parent, its PF: used =\n"
+        "its VFs carrying the type, available = its unprogrammed VFs that list the\n"
+        "type as creatable now (an upper bound: the driver tells whether one more\n"
+        "fits on a VF, not how many; exact once the GPU is full).\n"
         "\n"
         "  --json            print JSON: {\"parents\": [...]}\n"
         "  --placement       print resource providers in the shape of the Placement\n"
@@ -56,6 +61,18 @@ static int read_host(int rootfd, const Config *c, InventoryParent **ret, size_t 
         r = sysfs_parent_list(rootfd, &parents);
         if (r < 0)
                 return r;
+        {
+                /* NVIDIA's VFIO framework: one provider per PF (vfio.h) */
+                _cleanup_strv_free_ char **pfs = NULL;
+                r = vfio_pf_list(rootfd, &pfs);
+                if (r < 0)
+                        return r;
+                for (char **pf = pfs; *pf; pf++) {
+                        r = strv_extend(&parents, *pf);
+                        if (r < 0)
+                                return r;
+                }
+        }
         p = calloc(strv_length(parents) + 1, sizeof *p);
         if (!p)
                 return -ENOMEM;
@@ -68,6 +85,19 @@ static int read_host(int rootfd, const Config *c, InventoryParent **ret, size_t 
                         continue;
                 ip->type = t->name;
                 ip->max_instances = t->max_instances;
+                if (vfio_is_pf(rootfd, *q) > 0) {
+                        VfioOffer o;
+                        bool offered;
+                        r = vfio_pf_offer(rootfd, *q, t->name, &o, &offered);
+                        if (r < 0) {
+                                free(p);
+                                return r;
+                        }
+                        ip->offered = offered;
+                        ip->existing = o.existing;
+                        ip->available = o.creatable;
+                        continue;
+                }
                 r = sysfs_type_available(rootfd, *q, t->name, &ip->available);
                 if (r == -ENOENT)
                         continue;

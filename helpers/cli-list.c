@@ -9,6 +9,7 @@
 #include "ledger.h"
 #include "log.h"
 #include "sysfs.h"
+#include "vfio.h"
 
 static const char help[] =
         "Usage: mdev-hooks list [--json]\n"
@@ -21,6 +22,8 @@ static const char help[] =
         "  lost       recorded for a guest, but the mdev no longer exists\n"
         "  foreign    exists, but mdev-hooks has no record of it\n"
         "ORIGIN is \"created\" (mdev-hooks may remove it) or \"borrowed\" (never).\n"
+        "A vGPU of NVIDIA's VFIO framework (vGPU 17+) is listed by its VF's PCI\n"
+        "address, with its PF as parent and nvidia-<ID> as type.\n"
         "\n"
         "  --json     print JSON: {\"mdevs\": [...]}\n"
         "  --help     show this help\n";
@@ -85,6 +88,8 @@ static int read_host(int rootfd, Listing *l) {
 
         error_clear();
         r = sysfs_mdev_list(rootfd, &l->mdevs, &l->n_mdevs);
+        if (r >= 0) /* vGPUs of NVIDIA's VFIO framework, by their VF's address */
+                r = vfio_vgpus_append(rootfd, &l->mdevs, &l->n_mdevs);
         if (r < 0) {
                 log_error("%s", error_get(r));
                 return CLI_EXIT_FAILED;

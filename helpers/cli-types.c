@@ -3,6 +3,7 @@
 #include "cli.h"
 #include "log.h"
 #include "sysfs.h"
+#include "vfio.h"
 
 static const char help[] =
         "Usage: mdev-hooks types [--json]\n"
@@ -10,6 +11,10 @@ static const char help[] =
         "Lists every registered mdev parent and the types it offers: available\n"
         "instances, device API, name and description (\"-\" when the driver gives\n"
         "none). Sorted by parent, then type.\n"
+        "A GPU of NVIDIA's VFIO framework (vGPU 17+) is listed by its PF, with the\n"
+        "types its VFs carry or can create now; AVAILABLE counts its unprogrammed\n"
+        "VFs that list the type (an upper bound: the driver tells whether one more\n"
+        "fits on a VF, not how many), and the description its VFs.\n"
         "\n"
         "  --json     print JSON: {\"parents\": [{\"parent\", \"types\": [...]}]}\n"
         "  --help     show this help\n";
@@ -30,6 +35,38 @@ static void parents_free(ParentTypes *p, size_t n) {
         free(p);
 }
 
+/* A PF of NVIDIA's VFIO framework: its offers as types. */
+static int read_vfio_pf(int rootfd, ParentTypes *pt) {
+        _cleanup_free_ VfioOffer *l = NULL;
+        _cleanup_strv_free_ char **vfs = NULL;
+        unsigned nvfs = 0, nfree = 0;
+        size_t n = 0;
+        int r;
+
+        r = vfio_pf_offers(rootfd, pt->parent, &l, &n, &nvfs, &nfree);
+        if (r < 0)
+                return r;
+        if (vfio_pf_vfs(rootfd, pt->parent, &vfs) < 0)
+                error_clear();
+        pt->types = calloc(n + 1, sizeof *pt->types);
+        if (!pt->types)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                SysfsType *t = &pt->types[pt->n_types++];
+
+                t->id = strdup(l[i].type.type);
+                t->name = l[i].type.name[0] ? strdup(l[i].type.name) : NULL;
+                t->device_api = strdup("vfio-pci");
+                t->description = strdup_printf("NVIDIA VFIO framework: %u on VFs, %u of %u VFs free (VFs %s..%s)",
+                                               l[i].existing, nfree, nvfs, vfs && vfs[0] ? vfs[0] : "-",
+                                               vfs && vfs[0] ? vfs[strv_length(vfs) - 1] : "-");
+                t->available = l[i].creatable;
+                if (!t->id || !t->device_api || !t->description)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
 /* Reads what it can; every file that cannot be read is logged and makes the
  * result 1, the rest is still shown. */
 static int read_host(int rootfd, ParentTypes **ret, size_t *ret_n) {
@@ -39,6 +76,15 @@ static int read_host(int rootfd, ParentTypes **ret, size_t *ret_n) {
         int r, status = CLI_EXIT_OK;
 
         r = sysfs_parent_list(rootfd, &parents);
+        if (r >= 0) {
+                /* NVIDIA's VFIO framework: its PFs, whose VFs hold the vGPUs */
+                _cleanup_strv_free_ char **pfs = NULL;
+                r = vfio_pf_list(rootfd, &pfs);
+                for (char **pf = pfs; r >= 0 && pf && *pf; pf++)
+                        r = strv_extend(&parents, *pf);
+                if (r >= 0)
+                        strv_sort(parents);
+        }
         if (r < 0) {
                 log_error("%s", error_get(r));
                 return CLI_EXIT_FAILED;
@@ -54,6 +100,16 @@ static int read_host(int rootfd, ParentTypes **ret, size_t *ret_n) {
                 if (!pt->parent)
                         goto oom;
                 error_clear();
+                if (vfio_is_pf(rootfd, *q) > 0) {
+                        r = read_vfio_pf(rootfd, pt);
+                        if (r == -ENOMEM)
+                                goto oom;
+                        if (r < 0) {
+                                log_error("%s", error_get(r));
+                                status = CLI_EXIT_FAILED;
+                        }
+                        continue;
+                }
                 r = sysfs_parent_types(rootfd, *q, &types);
                 if (r < 0) {
                         log_error("%s", error_get(r));

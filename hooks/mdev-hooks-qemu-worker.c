@@ -24,6 +24,7 @@
 #include "ledger.h"
 #include "lock.h"
 #include "log.h"
+#include "vgpu.h"
 #include "util.h"
 #include "worker.h"
 
@@ -120,7 +121,7 @@ static int run(HookOp op, const char *guest, const char *xml, size_t xml_len, Ho
                         return r;
                 log_warning("%s; releasing by the record alone", error_get(r));
                 error_clear();
-        } else if (dom->n_mdevs == 0 && op != HOOK_OP_RELEASE) {
+        } else if (dom->n_mdevs == 0 && !vgpu_dom_may_have(dom) && op != HOOK_OP_RELEASE) {
                 free(pf.probed);
                 return 0; /* the front's scan over-reported */
         }

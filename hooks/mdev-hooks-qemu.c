@@ -80,7 +80,8 @@ static int run_worker(int argc, char **argv, const char *buf, size_t len) {
  * hostdev, or on release when the guest index names the guest (it may hold
  * an mdev its XML no longer shows). Everything else exits 0 here. */
 static bool needs_worker(HookOp op, const char *guest, const char *xml, size_t len) {
-        return domscan_has_mdev(xml, len) || (op == HOOK_OP_RELEASE && guest_is_indexed(guest));
+        return domscan_has_mdev(xml, len) || domscan_has_vgpu(xml, len) ||
+               (op == HOOK_OP_RELEASE && guest_is_indexed(guest));
 }
 
 int main(int argc, char **argv) {

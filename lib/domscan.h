@@ -21,3 +21,9 @@
  * "mdev" (type='mdev' or type="mdev", in any attribute order or spacing).
  * buf need not be NUL-terminated. */
 bool domscan_has_mdev(const char *buf, size_t len);
+/* True if buf may hold a vGPU of NVIDIA's VFIO framework: a <hostdev ...>
+ * start tag with managed='no' (such a VF cannot be managed by libvirt: it
+ * stays bound to nvidia), or a "vgpu" element with a prefix or none
+ * (<mh:vgpu ...>). An ordinary managed PCI passthrough costs nothing more.
+ * buf need not be NUL-terminated. */
+bool domscan_has_vgpu(const char *buf, size_t len);

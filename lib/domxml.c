@@ -147,7 +147,8 @@ static BuildMode build_mode(BuildMode parent, const xmlChar *localname, const xm
         case BUILD_METADATA:
                 return ours && xmlStrEqual(localname, BAD_CAST "mdevs") ? BUILD_MDEVS : BUILD_SKIP;
         case BUILD_MDEVS:
-                return ours && xmlStrEqual(localname, BAD_CAST "mdev") ? BUILD_KEEP : BUILD_SKIP;
+                return ours && (xmlStrEqual(localname, BAD_CAST "mdev") || xmlStrEqual(localname, BAD_CAST "vgpu"))
+                               ? BUILD_KEEP : BUILD_SKIP;
         case BUILD_KEEP:
         default:
                 return BUILD_KEEP;
@@ -461,7 +462,70 @@ static int add_mdev(Domxml *d, size_t *allocated, xmlNode *hostdev) {
         return 0;
 }
 
-static int parse_devices(Domxml *d, xmlNode *devices, size_t *allocated) {
+/* One PCI address part: hex with 0x, or decimal, as libvirt reads it. */
+static int pci_part(const xmlNode *address, const char *name, unsigned long max, unsigned long *ret) {
+        _cleanup_xmlfree_ xmlChar *v = attr_get(address, name);
+        unsigned long x;
+        char *end;
+
+        if (!v) {
+                if (streq(name, "domain")) {
+                        *ret = 0;
+                        return 0;
+                }
+                return -EINVAL;
+        }
+        errno = 0;
+        x = strtoul((const char *) v, &end, 0);
+        if (errno || end == (char *) v || *end || x > max || ((const char *) v)[0] == '-')
+                return -EINVAL;
+        *ret = x;
+        return 0;
+}
+
+static int add_vgpu(Domxml *d, size_t *allocated, xmlNode *hostdev) {
+        _cleanup_xmlfree_ xmlChar *managed = attr_get(hostdev, "managed");
+        unsigned long dom, bus, slot, fn;
+        xmlNode *address = NULL;
+        DomxmlVgpu *v;
+
+        for (xmlNode *s = hostdev->children; s && !address; s = s->next)
+                if (is_element(s, "source"))
+                        for (xmlNode *a = s->children; a; a = a->next)
+                                if (is_element(a, "address")) {
+                                        address = a;
+                                        break;
+                                }
+        if (!address)
+                return 0; /* not a device by address (libvirt would refuse it): not ours */
+        if (pci_part(address, "domain", 0xffff, &dom) < 0 || pci_part(address, "bus", 0xff, &bus) < 0 ||
+            pci_part(address, "slot", 0x1f, &slot) < 0 || pci_part(address, "function", 7, &fn) < 0)
+                return error_set(-EINVAL, "domain XML line %ld: PCI hostdev source address is not a PCI address "
+                                 "(domain, bus, slot, function)", node_line(address));
+        if (d->n_vgpus >= MAX_MDEVS)
+                return error_set(-EINVAL, "domain XML line %ld: more than %u PCI hostdevs, refusing it",
+                                 node_line(hostdev), MAX_MDEVS);
+        if (d->n_vgpus == *allocated) {
+                size_t n = *allocated ? *allocated * 2 : 4;
+                DomxmlVgpu *p = reallocarray(d->vgpus, n, sizeof *p);
+                if (!p)
+                        return -ENOMEM;
+                d->vgpus = p;
+                *allocated = n;
+        }
+        v = &d->vgpus[d->n_vgpus];
+        *v = (DomxmlVgpu) { .address = address, .managed = !streq_ptr((const char *) managed, "no") };
+        snprintf(v->pci, sizeof v->pci, "%04lx:%02lx:%02lx.%lx", dom, bus, slot, fn);
+        memcpy(v->orig_pci, v->pci, sizeof v->pci);
+        for (size_t i = 0; i < d->n_vgpus; i++)
+                if (streq(d->vgpus[i].pci, v->pci))
+                        return error_set(-EINVAL, "domain XML line %ld: PCI device %s is used by two hostdevs (also line %ld)",
+                                         node_line(hostdev), v->pci, node_line(d->vgpus[i].address));
+        d->n_vgpus++;
+        return 0;
+}
+
+static int parse_devices(Domxml *d, xmlNode *devices, size_t *allocated, size_t *vgpus_allocated) {
         for (xmlNode *h = devices->children; h; h = h->next) {
                 _cleanup_xmlfree_ xmlChar *mode = NULL, *type = NULL;
                 int r;
@@ -470,6 +534,12 @@ static int parse_devices(Domxml *d, xmlNode *devices, size_t *allocated) {
                         continue;
                 mode = attr_get(h, "mode");
                 type = attr_get(h, "type");
+                if (streq_ptr((char *) mode, "subsystem") && streq_ptr((char *) type, "pci")) {
+                        r = add_vgpu(d, vgpus_allocated, h);
+                        if (r < 0)
+                                return r;
+                        continue;
+                }
                 if (!streq_ptr((char *) mode, "subsystem") || !streq_ptr((char *) type, "mdev"))
                         continue;
                 r = add_mdev(d, allocated, h);
@@ -481,8 +551,36 @@ static int parse_devices(Domxml *d, xmlNode *devices, size_t *allocated) {
 
 typedef struct MetaEntry {
         xmlNode *node;
-        char uuid[UUID_STRING_MAX];
+        char uuid[UUID_STRING_MAX]; /* <mh:mdev>: the UUID; <mh:vgpu>: the PCI address */
+        bool vgpu;
 } MetaEntry;
+
+/* <mh:vgpu pci= type= class=>. */
+static int parse_vgpu_entry(xmlNode *e, MetaEntry *ret) {
+        _cleanup_xmlfree_ xmlChar *pci = attr_get(e, "pci"), *type = attr_get(e, "type"), *cls = attr_get(e, "class");
+        char a[16];
+        unsigned long dom, bus, slot, fn;
+
+        if (!pci || strlen((const char *) pci) != 12 ||
+            sscanf((const char *) pci, "%4lx:%2lx:%2lx.%1lx", &dom, &bus, &slot, &fn) != 4 || slot > 0x1f || fn > 7)
+                return error_set(-EINVAL, "domain XML line %ld: metadata <vgpu> pci '%s' is not a PCI address such as 0000:41:00.4",
+                                 node_line(e), show((const char *) pci, (char[SHOW_MAX]) { 0 }));
+        for (const char *c = (const char *) pci; *c; c++)
+                if (!isxdigit((unsigned char) *c) && *c != ':' && *c != '.')
+                        return error_set(-EINVAL, "domain XML line %ld: metadata <vgpu> pci '%s' is not a PCI address such as 0000:41:00.4",
+                                         node_line(e), show((const char *) pci, (char[SHOW_MAX]) { 0 }));
+        snprintf(a, sizeof a, "%04lx:%02lx:%02lx.%lx", dom, bus, slot, fn);
+        if (type && !name_is_valid((const char *) type))
+                return error_set(-EINVAL, "domain XML line %ld: metadata <vgpu> type '%s' is not a valid name "
+                                 "(letters, digits and ._:+- only)", node_line(e), show((const char *) type, (char[SHOW_MAX]) { 0 }));
+        if (cls && !class_is_valid((const char *) cls))
+                return error_set(-EINVAL, "domain XML line %ld: metadata <vgpu> class '%s' is not VGPU or CUSTOM_[A-Z0-9_]+",
+                                 node_line(e), show((const char *) cls, (char[SHOW_MAX]) { 0 }));
+        ret->node = e;
+        ret->vgpu = true;
+        snprintf(ret->uuid, sizeof ret->uuid, "%s", a);
+        return 0;
+}
 
 static int parse_meta_entry(xmlNode *e, MetaEntry *ret) {
         static const char *const names[] = { "type", "parent" };
@@ -520,7 +618,7 @@ static int parse_metadata(Domxml *d, xmlNode *metadata, MetaEntry **entries, siz
                 for (xmlNode *e = l->children; e; e = e->next) {
                         int r;
 
-                        if (!is_mh_element(e, "mdev"))
+                        if (!is_mh_element(e, "mdev") && !is_mh_element(e, "vgpu"))
                                 continue;
                         if (*n >= MAX_META_ENTRIES)
                                 return error_set(-EINVAL, "domain XML line %ld: more than %u metadata <mdev> entries, refusing it",
@@ -533,14 +631,16 @@ static int parse_metadata(Domxml *d, xmlNode *metadata, MetaEntry **entries, siz
                                 *entries = p;
                                 *allocated = k;
                         }
-                        r = parse_meta_entry(e, &(*entries)[*n]);
+                        (*entries)[*n] = (MetaEntry) { 0 };
+                        r = is_mh_element(e, "vgpu") ? parse_vgpu_entry(e, &(*entries)[*n])
+                                                     : parse_meta_entry(e, &(*entries)[*n]);
                         if (r < 0)
                                 return r;
                         for (size_t i = 0; i < *n; i++)
                                 if (streq((*entries)[i].uuid, (*entries)[*n].uuid))
-                                        return error_set(-EINVAL, "domain XML line %ld: two metadata <mdev> entries for %s (also line %ld)",
-                                                         node_line(e), (*entries)[*n].uuid,
-                                                         node_line((*entries)[i].node));
+                                        return error_set(-EINVAL, "domain XML line %ld: two metadata <%s> entries for %s (also line %ld)",
+                                                         node_line(e), (*entries)[*n].vgpu ? "vgpu" : "mdev",
+                                                         (*entries)[*n].uuid, node_line((*entries)[i].node));
                         (*n)++;
                 }
         }
@@ -555,7 +655,7 @@ static void copy_attr(const xmlNode *n, const char *name, char *buf, size_t size
 
 static int parse_tree(Domxml *d) {
         _cleanup_free_ MetaEntry *entries = NULL;
-        size_t n_entries = 0, entries_allocated = 0, mdevs_allocated = 0;
+        size_t n_entries = 0, entries_allocated = 0, mdevs_allocated = 0, vgpus_allocated = 0;
         xmlNode *root = xmlDocGetRootElement(d->doc), *name = NULL, *uuid = NULL;
         int r;
 
@@ -574,7 +674,7 @@ static int parse_tree(Domxml *d) {
                                 return error_set(-EINVAL, "domain XML line %ld: a second <uuid>", node_line(c));
                         uuid = c;
                 } else if (is_element(c, "devices")) {
-                        r = parse_devices(d, c, &mdevs_allocated);
+                        r = parse_devices(d, c, &mdevs_allocated, &vgpus_allocated);
                         if (r < 0)
                                 return r;
                 } else if (is_element(c, "metadata")) {
@@ -603,9 +703,22 @@ static int parse_tree(Domxml *d) {
         }
 
         for (size_t i = 0; i < n_entries; i++) {
-                int k = domxml_find_mdev(d, entries[i].uuid);
+                int k;
                 DomxmlMdev *m;
 
+                if (entries[i].vgpu) {
+                        DomxmlVgpu *v;
+
+                        k = domxml_find_vgpu(d, entries[i].uuid);
+                        if (k < 0)
+                                continue; /* an entry for a device this guest does not have */
+                        v = &d->vgpus[k];
+                        v->meta = entries[i].node;
+                        copy_attr(v->meta, "type", v->type, sizeof v->type);
+                        copy_attr(v->meta, "class", v->mdev_class, sizeof v->mdev_class);
+                        continue;
+                }
+                k = domxml_find_mdev(d, entries[i].uuid);
                 if (k < 0)
                         continue; /* an entry for a device this guest does not have */
                 m = &d->mdevs[k];
@@ -669,6 +782,7 @@ void domxml_free(Domxml *d) {
         if (d->doc)
                 xmlFreeDoc(d->doc);
         free(d->mdevs);
+        free(d->vgpus);
         free(p->addr_pos);
         free(p->meta_pos);
         free(p->src_uuid);
@@ -685,6 +799,57 @@ int domxml_find_mdev(const Domxml *d, const char *uuid) {
                 if (streq(d->mdevs[i].uuid, u))
                         return (int) i;
         return -ENOENT;
+}
+
+int domxml_find_vgpu(const Domxml *d, const char *pci) {
+        for (size_t i = 0; i < d->n_vgpus; i++)
+                if (strcasecmp(d->vgpus[i].pci, pci) == 0)
+                        return (int) i;
+        return -ENOENT;
+}
+
+/* Sets the four source address attributes of a PCI hostdev, as libvirt
+ * writes them. */
+static int vgpu_address_set(xmlNode *address, const char *pci) {
+        unsigned dom, bus, slot, fn;
+        char v[16];
+
+        if (sscanf(pci, "%4x:%2x:%2x.%1x", &dom, &bus, &slot, &fn) != 4)
+                return -EINVAL;
+        snprintf(v, sizeof v, "0x%04x", dom);
+        if (!xmlSetProp(address, BAD_CAST "domain", BAD_CAST v))
+                return -ENOMEM;
+        snprintf(v, sizeof v, "0x%02x", bus);
+        if (!xmlSetProp(address, BAD_CAST "bus", BAD_CAST v))
+                return -ENOMEM;
+        snprintf(v, sizeof v, "0x%02x", slot);
+        if (!xmlSetProp(address, BAD_CAST "slot", BAD_CAST v))
+                return -ENOMEM;
+        snprintf(v, sizeof v, "0x%x", fn);
+        if (!xmlSetProp(address, BAD_CAST "function", BAD_CAST v))
+                return -ENOMEM;
+        return 0;
+}
+
+int domxml_set_vgpu_pci(Domxml *d, size_t i, const char *pci) {
+        DomxmlVgpu *v;
+        int k, r;
+
+        if (i >= d->n_vgpus)
+                return -EINVAL;
+        v = &d->vgpus[i];
+        if (strcasecmp(v->pci, pci) == 0)
+                return 0;
+        k = domxml_find_vgpu(d, pci);
+        if (k >= 0)
+                return error_set(-EEXIST, "PCI device %s is already used by another hostdev of the guest", pci);
+        r = vgpu_address_set(v->address, pci);
+        if (r < 0)
+                return r;
+        if (v->meta && !xmlSetProp(v->meta, BAD_CAST "pci", BAD_CAST pci))
+                return -ENOMEM;
+        snprintf(v->pci, sizeof v->pci, "%s", pci);
+        return 0;
 }
 
 int domxml_set_mdev_uuid(Domxml *d, size_t i, const char *uuid) {
@@ -722,6 +887,9 @@ static int splice_pieces(const DomxmlPrivate *p, struct iovec **ret, size_t *ret
         _cleanup_free_ const char **with = NULL;
         size_t n_at = 0, n = 0, o = 0;
 
+        for (size_t i = 0; i < d->n_vgpus; i++)
+                if (!streq(d->vgpus[i].pci, d->vgpus[i].orig_pci))
+                        return -ENOENT; /* four attributes of different lengths: libxml2 writes it */
         for (size_t i = 0; i < d->n_mdevs; i++)
                 if (!streq(d->mdevs[i].uuid, p->src_uuid[i]) &&
                     (p->addr_pos[i] == SIZE_MAX || (d->mdevs[i].meta && p->meta_pos[i] == SIZE_MAX)))
@@ -843,8 +1011,15 @@ static int format_full(const DomxmlPrivate *p, char **ret_buf, size_t *ret_len) 
         r = parse_tree(full);
         if (r < 0)
                 return r;
-        if (full->n_mdevs != p->pub.n_mdevs)
+        if (full->n_mdevs != p->pub.n_mdevs || full->n_vgpus != p->pub.n_vgpus)
                 return error_set(-EIO, "domain XML: the document changed between two parses");
+        for (size_t i = 0; i < full->n_vgpus; i++) {
+                if (streq(p->pub.vgpus[i].pci, full->vgpus[i].pci))
+                        continue;
+                r = domxml_set_vgpu_pci(full, i, p->pub.vgpus[i].pci);
+                if (r < 0)
+                        return r;
+        }
         for (size_t i = 0; i < full->n_mdevs; i++) {
                 if (streq(p->pub.mdevs[i].uuid, full->mdevs[i].uuid))
                         continue;

@@ -36,6 +36,21 @@ typedef struct DomxmlMdev {
         xmlNode *meta;                    /* the <mh:mdev> element, or NULL */
 } DomxmlMdev;
 
+/* A PCI hostdev (<hostdev mode='subsystem' type='pci'>): perhaps a VF of
+ * NVIDIA's vendor-specific VFIO framework carrying a vGPU (vfio.h), with its
+ * metadata entry <mh:vgpu pci="0000:41:00.4" type="nvidia-1150"/> (or
+ * class=) in the same <mh:mdevs>. Whether the device is such a VF is for
+ * the caller to find out (sysfs); an ordinary passthrough device is one too. */
+typedef struct DomxmlVgpu {
+        char pci[16];                     /* source address, "dddd:bb:ss.f" lower case */
+        char orig_pci[16];                /* as parsed (domxml_set_vgpu_pci() changes pci) */
+        char type[NAME_STRING_MAX];       /* metadata type=, "" when absent */
+        char mdev_class[NAME_STRING_MAX]; /* metadata class=, "" when absent */
+        bool managed;                     /* managed='yes' (libvirt's default) */
+        xmlNode *address;                 /* <source><address domain= bus= slot= function=> */
+        xmlNode *meta;                    /* the <mh:vgpu> element, or NULL */
+} DomxmlVgpu;
+
 typedef struct Domxml {
         /* Only what is read here: <name>, <uuid>, every <devices>/<hostdev>
          * and this project's metadata entries (the rest of the document is
@@ -46,6 +61,9 @@ typedef struct Domxml {
         char uuid[UUID_STRING_MAX];       /* "" when the XML has none */
         DomxmlMdev *mdevs;
         size_t n_mdevs;
+        /* Every PCI hostdev (see DomxmlVgpu), in document order. */
+        DomxmlVgpu *vgpus;
+        size_t n_vgpus;
 } Domxml;
 
 /* Parses and validates; buf is not copied and must stay as it is until
@@ -69,6 +87,13 @@ int domxml_find_mdev(const Domxml *d, const char *uuid);
 /* Points hostdev i at another mdev: rewrites source/address/@uuid and, if
  * present, the uuid= of its metadata entry. */
 int domxml_set_mdev_uuid(Domxml *d, size_t i, const char *uuid);
+
+/* Index of the PCI hostdev with this source address, or -ENOENT. */
+int domxml_find_vgpu(const Domxml *d, const char *pci);
+/* Points PCI hostdev i at another device: rewrites its source address
+ * (domain, bus, slot, function) and, if present, the pci= of its metadata
+ * entry. The output is then serialised by libxml2 (domxml_format()). */
+int domxml_set_vgpu_pci(Domxml *d, size_t i, const char *pci);
 
 /* The document with the values domxml_set_mdev_uuid() changed: the input,
  * byte for byte, with those values replaced, or (when a value cannot be

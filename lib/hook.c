@@ -24,6 +24,7 @@
 #include "ledger.h"
 #include "log.h"
 #include "sysfs.h"
+#include "vgpu.h"
 
 _Static_assert(DOMSCAN_MAX_SIZE == DOMXML_MAX_SIZE, "the front and the worker must agree on the size limit");
 
@@ -66,6 +67,7 @@ typedef struct PrepareItem {
 int hook_prepare(HookContext *ctx) {
         const Domxml *dom = ctx->dom;
         _cleanup_free_ PrepareItem *items = NULL;
+        VgpuPlan vplan = { 0 };
         AllocWant *wants = NULL;
         bool written = false;
         Alloc a;
@@ -108,6 +110,11 @@ int hook_prepare(HookContext *ctx) {
                 }
         }
 
+        /* vGPUs of NVIDIA's VFIO framework (vgpu.h): checked, read only. */
+        r = vgpu_prepare_check(ctx, &vplan, LEDGER_ASSIGNED);
+        if (r < 0)
+                goto out;
+
         /* Second pass: claim or create, all or nothing. */
         written = true;
         for (size_t i = 0; i < dom->n_mdevs; i++) {
@@ -124,6 +131,9 @@ int hook_prepare(HookContext *ctx) {
                          items[i].exists ? (e.origin == LEDGER_BORROWED ? "borrowed" : "reused") : "created");
                 CRASHPOINT("prepare-after-record");
         }
+        r = vgpu_prepare_apply(ctx, &vplan, LEDGER_ASSIGNED); /* undoes its own on failure */
+        if (r < 0)
+                goto rollback;
         /* Durable before the commit: a sync that fails rolls the start back too. */
         r = ledger_sync(ctx->ledgerfd);
         if (r < 0)
@@ -135,13 +145,16 @@ int hook_prepare(HookContext *ctx) {
 rollback: {
         /* Keep the reason: rollback may set messages of its own. */
         _cleanup_free_ char *reason = strdup(error_get(r));
-        int k = alloc_rollback(&a);
+        int k = vgpu_rollback(ctx, &vplan), k2 = alloc_rollback(&a);
 
+        if (k2 < 0 && k >= 0)
+                k = k2;
         if (k < 0)
                 log_warning("rollback left something behind: %s", error_get(k));
         error_set(r, "%s", reason ? reason : strerror(-r));
 }
 out:
+        vgpu_plan_done(&vplan);
         alloc_done(&a);
         alloc_wants_free(wants, dom->n_mdevs);
         return written ? hook_sync(ctx, r) : r; /* what a rollback wrote */
@@ -152,6 +165,8 @@ static int release_one(HookContext *ctx, LedgerEntry *e) {
         SysfsMdev m;
         int r;
 
+        if (ledger_key_is_vf(e->uuid)) /* a VFIO-framework vGPU (vgpu.h) */
+                return vgpu_release_one(ctx, e, RELEASE_REMOVE_MSEC);
         /* A record of an earlier boot, or whose mdev is gone: nothing to remove. */
         r = streq(e->boot_id, ctx->boot_id) ? sysfs_mdev_get(ctx->rootfd, e->uuid, &m) : -ENOENT;
         if (r == -ENOENT) {
@@ -293,7 +308,14 @@ int hook_reconnect(HookContext *ctx) {
         }
         alloc_commit(&a); /* partial is better than nothing here */
         alloc_done(&a);
+        if (vgpu_dom_may_have(dom)) {
+                int r = vgpu_reconnect(ctx); /* vGPUs of NVIDIA's VFIO framework */
+                if (r < 0) {
+                        log_warning("cannot re-assert the guest's vGPUs: %s", error_get(r));
+                        ret = ret ? ret : r;
+                }
+        }
         if (ret < 0)
                 error_set(ret, "some mdevs could not be re-asserted; see the messages above");
-        return dom->n_mdevs > 0 ? hook_sync(ctx, ret) : ret;
+        return dom->n_mdevs > 0 || vgpu_dom_may_have(dom) ? hook_sync(ctx, ret) : ret;
 }

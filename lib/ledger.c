@@ -15,6 +15,7 @@
  * same directory, fsync, renameat over the record, fsync of the directory
  * (for a batch, once at its end: ledger_sync()).
  */
+#include <ctype.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -265,8 +266,8 @@ static int ledger_handler(void *user, const char *section, const char *name, con
 
         switch (bit) {
         case SEEN_UUID:
-                if (!uuid_is_valid(value))
-                        return parse_fail(p, "uuid is not a UUID");
+                if (!ledger_key_is_valid(value))
+                        return parse_fail(p, "uuid is not a UUID (nor a VF's PCI address)");
                 uuid_normalize(value, e->uuid);
                 return 1;
         case SEEN_PARENT:
@@ -385,11 +386,33 @@ static int ledger_parse(const char *uuid, const char *text, LedgerEntry *ret) {
         return 0;
 }
 
+bool ledger_key_is_vf(const char *s) {
+        /* dddd:bb:ss.f, lower-case hex: a file name, compared as is */
+        if (!s || strlen(s) != 12)
+                return false;
+        for (int i = 0; i < 12; i++) {
+                char c = s[i];
+                if (i == 4 || i == 7) {
+                        if (c != ':')
+                                return false;
+                } else if (i == 10) {
+                        if (c != '.' || s[11] > '7')
+                                return false;
+                } else if (!isdigit((unsigned char) c) && !(c >= 'a' && c <= 'f'))
+                        return false;
+        }
+        return true;
+}
+
+bool ledger_key_is_valid(const char *s) {
+        return uuid_is_valid(s) || ledger_key_is_vf(s);
+}
+
 int ledger_read(int dirfd, const char *uuid, LedgerEntry *ret) {
         char buf[LEDGER_FILE_MAX];
         int r;
 
-        if (!uuid_is_valid(uuid))
+        if (!ledger_key_is_valid(uuid))
                 return error_set(-EINVAL, "'%s' is not a UUID", uuid);
         r = ledger_load(dirfd, uuid, buf);
         if (r < 0)
@@ -503,7 +526,7 @@ static int index_fill(int dirfd, const char *root, const char *(*key)(const Ledg
                 const char *k;
                 LedgerEntry e;
 
-                if (!uuid_is_valid(*name))
+                if (!ledger_key_is_valid(*name))
                         continue;
                 if (ledger_load(dirfd, *name, text) < 0 || ledger_parse(*name, text, &e) < 0)
                         continue; /* not indexed: found only by reading every record */
@@ -713,7 +736,7 @@ static int ledger_format(const LedgerEntry *e, char **ret) {
         char guest[GUEST_NAME_MAX * 3 + GUEST_NAME_MAX * 4 / GUEST_CHUNK + 16];
         size_t len, o = 0;
 
-        if (!uuid_is_valid(e->uuid) || !name_is_valid(e->parent) || !name_is_valid(e->type) ||
+        if (!ledger_key_is_valid(e->uuid) || !name_is_valid(e->parent) || !name_is_valid(e->type) ||
             !ledger_state_to_string(e->state) || !ledger_origin_to_string(e->origin) ||
             !uuid_is_valid(e->boot_id) ||
             (e->guest_uuid[0] && !uuid_is_valid(e->guest_uuid)) ||
@@ -973,7 +996,7 @@ static int ledger_remove_full(int dirfd, const char *uuid, bool sync_dir) {
         char text[LEDGER_FILE_MAX];
         LedgerEntry e = { .guest = "", .parent = "" };
 
-        if (!uuid_is_valid(uuid))
+        if (!ledger_key_is_valid(uuid))
                 return error_set(-EINVAL, "'%s' is not a UUID", uuid);
         /* Whose it was: to drop the indexes' entries afterwards. */
         if (ledger_load(dirfd, uuid, text) < 0 || ledger_parse(uuid, text, &e) < 0)
@@ -1048,7 +1071,7 @@ static int ledger_list_filtered(int dirfd, const char *guest, const char *parent
                 char text[LEDGER_FILE_MAX];
                 LedgerEntry e;
 
-                if (!uuid_is_valid(*name))
+                if (!ledger_key_is_valid(*name))
                         continue; /* temporary files, anything else */
                 r = ledger_load(dirfd, *name, text);
                 if (r == -ENOENT)
@@ -1150,7 +1173,7 @@ static int index_read(int dirfd, const char *dir, char * const *names,
                 LedgerEntry e;
                 int r;
 
-                if (!uuid_is_valid(*name))
+                if (!ledger_key_is_valid(*name))
                         continue;
                 snprintf(entry, sizeof entry, "%s/%s", dir, *name);
                 r = ledger_read(dirfd, *name, &e);
@@ -1184,7 +1207,7 @@ int ledger_list_parent(int dirfd, const char *parent, LedgerEntry **ret, size_t 
                 return -ENOMEM;
         /* Sorted by UUID, as dir_list_at sorts. */
         for (char **name = names; *name; name++) {
-                if (!uuid_is_valid(*name))
+                if (!ledger_key_is_valid(*name))
                         continue;
                 r = pindex_entry_check(dirfd, parent, *name, &list[n]);
                 if (r > 0)

@@ -59,6 +59,13 @@ typedef struct LedgerEntry {
         bool remove_pending;
 } LedgerEntry;
 
+/* A record's key (LedgerEntry.uuid, the file name): an mdev's UUID, or for
+ * a vGPU of NVIDIA's vendor-specific VFIO framework the VF's PCI address
+ * in lower case ("0000:41:00.4"; its parent is then the PF). */
+bool ledger_key_is_valid(const char *s);
+/* Whether a key names a VF (a PCI address), not an mdev. */
+bool ledger_key_is_vf(const char *s);
+
 const char *ledger_state_to_string(LedgerState s);
 LedgerState ledger_state_from_string(const char *s);
 const char *ledger_origin_to_string(LedgerOrigin o);

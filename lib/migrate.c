@@ -40,6 +40,7 @@
 #include "ledger.h"
 #include "log.h"
 #include "sysfs.h"
+#include "vgpu.h"
 
 typedef enum MigrateChoice {
         MIGRATE_UNDECIDED,
@@ -365,17 +366,18 @@ int migrate_run(HookContext *ctx, HookOp op) {
         _cleanup_free_ char (*incoming)[UUID_STRING_MAX] = NULL;
         MigrateItem *items = NULL;
         KeptList kept = { .loaded = false };
+        VgpuPlan vplan = { 0 };
         bool written = false;
         Alloc a;
         int r = 0;
 
         if (op != HOOK_OP_MIGRATE && op != HOOK_OP_RESTORE)
                 return -EINVAL;
-        if (dom->n_mdevs == 0)
+        if (dom->n_mdevs == 0 && !vgpu_dom_may_have(dom))
                 return 0;
 
-        items = calloc(dom->n_mdevs, sizeof *items);
-        incoming = calloc(dom->n_mdevs, sizeof *incoming);
+        items = calloc(dom->n_mdevs + 1, sizeof *items);
+        incoming = calloc(dom->n_mdevs + 1, sizeof *incoming);
         if (!items || !incoming) {
                 free(items);
                 return -ENOMEM;
@@ -429,6 +431,10 @@ int migrate_run(HookContext *ctx, HookOp op) {
         r = rewrite(ctx, items);
         if (r < 0)
                 goto fail;
+        /* vGPUs of NVIDIA's VFIO framework (vgpu.h): undoes its own on failure */
+        r = vgpu_migrate(ctx, &vplan);
+        if (r < 0)
+                goto fail;
         /* Durable before the commit: a sync that fails rolls it back too. */
         r = ledger_sync(ctx->ledgerfd);
         if (r < 0)
@@ -447,12 +453,16 @@ fail: {
         int k;
 
         ctx->rewritten = false;
+        k = vgpu_rollback(ctx, &vplan);
+        if (k < 0)
+                log_warning("rollback left something behind: %s", error_get(k));
         k = alloc_rollback(&a);
         if (k < 0)
                 log_warning("rollback left something behind: %s", error_get(k));
         error_set(r, "%s", reason ? reason : strerror(-r));
 }
 out:
+        vgpu_plan_done(&vplan);
         free(kept.own);
         free(kept.free);
         alloc_done(&a);

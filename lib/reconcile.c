@@ -57,6 +57,8 @@
 #include "log.h"
 #include "reconcile.h"
 #include "sysfs.h"
+#include "vfio.h"
+#include "vgpu.h"
 
 static const char *const action_table[_RECONCILE_ACTION_MAX] = {
         [RECONCILE_ACTION_NONE] = "none",
@@ -120,6 +122,19 @@ static int guest_mdevs_from_xml(const char *xml, char ***ret) {
                 return r;
         for (size_t i = 0; i < d->n_mdevs; i++) {
                 r = strv_extend(&l, d->mdevs[i].uuid);
+                if (r < 0)
+                        return r;
+        }
+        /* vGPUs of NVIDIA's VFIO framework, by their VF's address (vgpu.h):
+         * with an <mh:vgpu> entry, or managed='no' on such a VF here */
+        for (size_t i = 0; i < d->n_vgpus; i++) {
+                if (!d->vgpus[i].meta) {
+                        _cleanup_close_ int rootfd = -1;
+
+                        if (d->vgpus[i].managed || root_open(&rootfd) < 0 || vfio_is_vf(rootfd, d->vgpus[i].pci) <= 0)
+                                continue;
+                }
+                r = strv_extend(&l, d->vgpus[i].pci);
                 if (r < 0)
                         return r;
         }
@@ -681,7 +696,9 @@ static int apply_one(ReconcileFinding *f, int rootfd, int ledgerfd) {
                         return error_wrap(r, "cannot write the record");
                 return 0;
         case RECONCILE_ACTION_REMOVE:
-                r = sysfs_mdev_remove(rootfd, f->uuid);
+                r = ledger_key_is_vf(f->uuid) ? vgpu_clear(rootfd, f->uuid, 0) : sysfs_mdev_remove(rootfd, f->uuid);
+                if (r == -EPERM && ledger_key_is_vf(f->uuid))
+                        r = -EBUSY; /* nvidia: a guest still has the VF open */
                 if (r == -EBUSY) {
                         LedgerEntry e = f->entry;
                         int k;
@@ -918,6 +935,8 @@ static int host_state_read(int rootfd, HostState *ret) {
         }
         error_clear();
         r = sysfs_mdev_list(rootfd, &h.mdevs, &h.n_mdevs);
+        if (r >= 0) /* and the programmed VFs of NVIDIA's VFIO framework */
+                r = vfio_vgpus_append(rootfd, &h.mdevs, &h.n_mdevs);
         if (r < 0) {
                 log_error("cannot list the mdevs in sysfs: %s", error_get(r));
                 host_state_done(&h);

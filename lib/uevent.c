@@ -23,6 +23,7 @@
 #include "pciaddr.h"
 #include "sriov.h"
 #include "sysfs.h"
+#include "vfio.h"
 #include "uevent.h"
 
 /* How long an mdev may look half made (bus link present, mdev_type link not
@@ -349,11 +350,47 @@ static int mdev_make(UeventContext *c, const LedgerEntry *e) {
  *
  * "Borrowed": an mdev with the guest's UUID that someone else made (mdevctl,
  * an operator); mdev-hooks uses it for the guest but never removes it. */
+/* record_refresh() for a vGPU of NVIDIA's VFIO framework (the record's key
+ * is its VF, vgpu.h): true while the VF carries the recorded type in this
+ * boot; otherwise a guest's record is marked lost (its next start programs
+ * the VF again; recreate = eager does not apply) and a free one dropped. */
+static int vf_record_refresh(UeventContext *c, LedgerEntry *e, bool apply) {
+        bool this_boot = streq(e->boot_id, c->boot_id);
+        char type[NAME_STRING_MAX] = "", boot[UUID_STRING_MAX];
+        unsigned cur = 0;
+        int r;
+
+        if (vfio_vf_current(c->rootfd, e->uuid, &cur) < 0)
+                error_clear(); /* no such VF (now): no vGPU */
+        if (cur)
+                snprintf(type, sizeof type, VFIO_TYPE_PREFIX "%u", cur);
+        if ((this_boot && streq(type, e->type)) || e->state == LEDGER_LOST)
+                return 0; /* true as it stands, or lost already */
+        if (!apply)
+                return 1;
+        if (e->state == LEDGER_FREE) {
+                r = record_drop(c, e, this_boot ? "is gone" : "is from an earlier boot", !this_boot);
+                return r < 0 ? r : 1;
+        }
+        memcpy(boot, e->boot_id, sizeof boot); /* kept: a VF made again is not mdev-hooks' */
+        r = record_set(c, e, LEDGER_LOST, e->origin, boot);
+        if (r < 0)
+                return r;
+        if (!this_boot && record_summarize(c, e))
+                return 1;
+        note(c, LOG_NOTICE, "vGPU %s of guest '%s' (%s on '%s') is gone: marked lost; the guest's next start programs its VF again",
+             e->uuid, e->guest, e->type, e->parent);
+        return 1;
+}
+
 static int record_refresh(UeventContext *c, LedgerEntry *e, bool recreate, bool apply) {
         bool this_boot = streq(e->boot_id, c->boot_id);
         SysfsMdev m = { .parent = "" };
         bool found, exists;
         int r;
+
+        if (ledger_key_is_vf(e->uuid))
+                return vf_record_refresh(c, e, apply);
 
         r = mdev_lookup(c->rootfd, e->uuid, &m);
         if (r < 0)
@@ -844,8 +881,69 @@ static void sriov_note(int level, const char *message, void *userdata) {
         note(userdata, level, "%s", message);
 }
 
+/* A VF of NVIDIA's VFIO framework appeared or bound (after sriov-manage -e,
+ * or at boot): it has no vGPU now. A record of it (vgpu.h) that says
+ * otherwise is from before: a guest's becomes lost (its next start
+ * programs the VF again), a free one is dropped. */
+static int vf_appeared(UeventContext *c) {
+        const char *vf = c->ev->name;
+        LedgerEntry e;
+        unsigned cur = 0;
+        char type[NAME_STRING_MAX] = "";
+        int r;
+
+        r = context_open_ledger(c);
+        if (r <= 0)
+                return r;
+        r = ledger_read(c->ledgerfd, vf, &e); /* most VFs: none, and no lock taken */
+        if (r == -ENOENT) {
+                error_clear();
+                return 0;
+        }
+        if (r < 0)
+                return r;
+        r = context_lock(c);
+        if (r < 0)
+                return r;
+        r = ledger_read(c->ledgerfd, vf, &e);
+        if (r == -ENOENT) {
+                error_clear();
+                return 0;
+        }
+        if (r < 0)
+                return r;
+        r = boot_id_read(c->rootfd, c->boot_id);
+        if (r < 0)
+                return r;
+        if (vfio_vf_current(c->rootfd, vf, &cur) < 0)
+                error_clear();
+        if (cur)
+                snprintf(type, sizeof type, VFIO_TYPE_PREFIX "%u", cur);
+        if (streq(e.boot_id, c->boot_id) && streq(type, e.type)) {
+                note(c, LOG_DEBUG, "the record of vGPU %s agrees with the VF", vf);
+                return 0;
+        }
+        if (e.state == LEDGER_ASSIGNED || e.state == LEDGER_INCOMING) {
+                char boot[UUID_STRING_MAX];
+
+                memcpy(boot, e.boot_id, sizeof boot);
+                r = record_set(c, &e, LEDGER_LOST, e.origin, boot);
+                if (r < 0)
+                        return r;
+                note(c, LOG_NOTICE, "vGPU %s (%s) of guest '%s' is gone: its VF came back without it; the guest's next start programs it again",
+                     vf, e.type, e.guest);
+                return 0;
+        }
+        if (e.state == LEDGER_FREE)
+                return record_drop(c, &e, "is gone: its VF came back without it", false);
+        return 0;
+}
+
 static int pci_appeared(UeventContext *c) {
         int r;
+
+        if (vfio_is_vf(c->rootfd, c->ev->name) > 0) /* NVIDIA's VFIO framework (vgpu.h) */
+                return vf_appeared(c);
 
         /* Most PCI devices: not in the config at all. */
         r = sriov_config_mentions(c->rootfd, c->ev->name);

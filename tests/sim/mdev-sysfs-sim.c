@@ -162,6 +162,9 @@ typedef enum NodeKind {
         K_CTL,      /* .sim/ctl */
         K_COUNTERS, /* .sim/counters */
         K_STATE,    /* .sim/state */
+        K_CREATABLE, /* nvidia/creatable_vgpu_types of a Vf */
+        K_CURRENT,   /* nvidia/current_vgpu_type of a Vf */
+        K_VFINFO,    /* nvidia/gpu_instance_id, placement_id, vgpu_params of a Vf (ENXIO without a vGPU) */
 } NodeKind;
 
 typedef struct Node Node;
@@ -444,6 +447,7 @@ typedef struct TypeDef {
         char *device_api;
         unsigned instances; /* 0: limited by the pool only */
         unsigned ports;     /* cost against the parent's pool */
+        unsigned fb;        /* VFIO vGPU types: framebuffer in MiB (framebuffer=) */
 } TypeDef;
 
 typedef struct TypeSet {
@@ -454,6 +458,7 @@ typedef struct TypeSet {
 
 typedef struct Parent Parent;
 typedef struct Pf Pf;
+typedef struct Vf Vf;
 
 typedef struct Type {
         const TypeDef *def;
@@ -487,7 +492,22 @@ struct Pf {
         const TypeSet *vf_set;
         int vf_errno;
         bool vf_onetype;
-        Parent **vfs; /* num entries */
+        Parent **vfs; /* num entries (mdev VFs) */
+        /* NVIDIA's vendor-specific VFIO framework (a "vfio" statement): the
+         * VFs are no mdev parents but carry nvidia/ with current_vgpu_type. */
+        bool vfio;
+        unsigned fb; /* the GPU's framebuffer in MiB */
+        Vf **vvfs;   /* num entries */
+};
+
+/* A VF of a vfio PF: one vGPU at most, programmed through current_vgpu_type. */
+struct Vf {
+        char *name;
+        Pf *pf;
+        Node *dev;
+        unsigned index;      /* N of virtfnN */
+        const TypeDef *cur;  /* the vGPU type it carries, NULL: none */
+        bool open;           /* a guest (QEMU) holds it open: "vf-open" */
 };
 
 typedef struct Mdev {
@@ -506,6 +526,8 @@ static struct {
         size_t n_pfs;
         Node *class_mdev_bus, *bus_mdev_devices, *bus_pci_devices, *devices;
         unsigned n_mdevs;
+        bool no_mdev_bus;   /* "mdev_bus absent": no class/mdev_bus, no bus/mdev */
+        unsigned n_vfio_dev; /* vfio-dev/vfioN numbers handed out */
 } model;
 
 /* Faults, guarded by the model lock. */
@@ -730,7 +752,162 @@ static char *vf_address(const Pf *pf, unsigned i) {
         return xasprintf("%04x:%02x:%02x.%x", dom, bus & 0xff, devfn >> 3, devfn & 7);
 }
 
+/* ------------------------------------------------ NVIDIA VFIO framework */
+
+/* Framebuffer used on a vfio PF's GPU, and the size of its vGPUs (0: none).
+ * A time-sliced GPU holds vGPUs of one framebuffer size only. */
+static unsigned pf_fb_used(const Pf *pf, unsigned *ret_size) {
+        unsigned used = 0, size = 0;
+        for (unsigned i = 0; i < pf->num; i++)
+                if (pf->vvfs[i]->cur) {
+                        used += pf->vvfs[i]->cur->fb;
+                        size = pf->vvfs[i]->cur->fb;
+                }
+        *ret_size = size;
+        return used;
+}
+
+/* Whether the VF can take a vGPU of this type now. */
+static bool vf_can_create(const Vf *v, const TypeDef *d) {
+        unsigned size;
+        unsigned used = pf_fb_used(v->pf, &size);
+        if (v->cur)
+                return false;
+        if (size && d->fb != size)
+                return false;
+        return used + d->fb <= v->pf->fb;
+}
+
+/* creatable_vgpu_types as the shipped driver prints it: a header, then
+ * "%-5d : %s" per type this VF can create now; only the header otherwise. */
+static char *vf_creatable_text(const Vf *v) {
+        char *buf = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&buf, &size);
+        if (!f)
+                return xstrdup("");
+        fprintf(f, "ID    : vGPU Name\n");
+        for (size_t i = 0; i < v->pf->vf_set->n; i++) {
+                const TypeDef *d = &v->pf->vf_set->types[i];
+                if (vf_can_create(v, d))
+                        fprintf(f, "%-5d : %s\n", atoi(d->id), d->name ? d->name : d->id);
+        }
+        fclose(f);
+        return buf;
+}
+
+static char *vf_info_text(const Node *n) {
+        const Vf *v = n->obj;
+        if (!v->cur)
+                return NULL;
+        if (streq(n->name, "vgpu_params"))
+                return xasprintf("frame_rate_limiter=1\n");
+        if (streq(n->name, "placement_id"))
+                return xasprintf("%u\n", v->index);
+        return xasprintf("%u\n", 0u); /* gpu_instance_id: time-sliced */
+}
+
+/* current_vgpu_type's store, with the shipped driver's errnos
+ * (VENDOR-VFIO: EINVAL not a number; EPERM an ID on a VF with a vGPU, 0 on a
+ * VF without one, 0 while a guest has it open; EIO not creatable now). */
+static int vf_write_current(Vf *v, const char *buf, size_t len) {
+        char tmp[32];
+        if (len == 0 || len >= sizeof(tmp))
+                return -EINVAL;
+        memcpy(tmp, buf, len);
+        tmp[len] = 0;
+        if (tmp[len - 1] == '\n')
+                tmp[len - 1] = 0;
+        char *end;
+        errno = 0;
+        long id = strtol(tmp, &end, 10);
+        if (errno || end == tmp || *end || !isdigit((unsigned char) tmp[0]) || id > INT_MAX)
+                return -EINVAL;
+        if (id == 0) {
+                if (!v->cur || v->open)
+                        return -EPERM;
+                v->cur = NULL;
+                return 0;
+        }
+        if (v->cur)
+                return -EPERM;
+        if (fault.create_count > 0 && (!fault.create_parent || streq(fault.create_parent, v->name))) {
+                fault.create_count--;
+                return -fault.create_errno;
+        }
+        for (size_t i = 0; i < v->pf->vf_set->n; i++) {
+                const TypeDef *d = &v->pf->vf_set->types[i];
+                if (atoi(d->id) == id) {
+                        if (!vf_can_create(v, d))
+                                return -EIO;
+                        v->cur = d;
+                        return 0;
+                }
+        }
+        return -EIO; /* unknown to this GPU */
+}
+
+/* "../" times the depth of devices/<devpath>, to reach the root. */
+static char *up_to_root(const char *devpath) {
+        size_t depth = 2; /* devices/ and the device's own directory */
+        for (const char *c = devpath; *c; c++)
+                depth += *c == '/';
+        char *s = xmalloc(depth * 3 + 1);
+        for (size_t i = 0; i < depth; i++)
+                memcpy(s + 3 * i, "../", 3);
+        s[depth * 3] = 0;
+        return s;
+}
+
+static void vfio_vf_add(Pf *pf, unsigned i, const char *addr, const char *devpath) {
+        Vf *v = xcalloc(1, sizeof(Vf));
+        _cleanup_free_ char *up = up_to_root(devpath);
+        _cleanup_free_ char *vfio = xasprintf("vfio%u", model.n_vfio_dev++);
+        v->name = xstrdup(addr);
+        v->pf = pf;
+        v->index = i;
+        v->dev = device_add(addr, devpath);
+        node_link(v->dev, "physfn", xasprintf("../%s", pf->name));
+        node_link(v->dev, "driver", xasprintf("%sbus/pci/drivers/nvidia", up));
+        node_link(v->dev, "iommu_group", xasprintf("%skernel/iommu_groups/%u", up, 100 + model.n_vfio_dev));
+        node_text(v->dev, "vendor", "0x10de");
+        node_dir(node_dir(v->dev, "vfio-dev"), vfio);
+        Node *nv = node_dir(v->dev, "nvidia");
+        node_attr(nv, "creatable_vgpu_types", K_CREATABLE, 0444, v);
+        node_attr(nv, "current_vgpu_type", K_CURRENT, 0644, v);
+        node_attr(nv, "gpu_instance_id", K_VFINFO, 0444, v);
+        node_attr(nv, "placement_id", K_VFINFO, 0444, v);
+        node_attr(nv, "vgpu_params", K_VFINFO, 0444, v);
+        node_text(nv, "warm_update", "0");
+        pf->vvfs[i] = v;
+}
+
+static Vf *vf_find(const char *name) {
+        for (size_t i = 0; i < model.n_pfs; i++) {
+                Pf *pf = model.pfs[i];
+                for (unsigned j = 0; pf->vfio && j < pf->num; j++)
+                        if (streq(pf->vvfs[j]->name, name))
+                                return pf->vvfs[j];
+        }
+        return NULL;
+}
+
 static void pf_enable(Pf *pf, unsigned n) {
+        if (pf->vfio) {
+                char *pfdir = strrchr(pf->devpath, '/');
+                size_t prefix = pfdir ? (size_t) (pfdir - pf->devpath) : 0;
+                pf->vvfs = xcalloc(n, sizeof(Vf *));
+                for (unsigned i = 0; i < n; i++) {
+                        _cleanup_free_ char *addr = vf_address(pf, i);
+                        _cleanup_free_ char *devpath = prefix ? xasprintf("%.*s/%s", (int) prefix, pf->devpath, addr)
+                                                              : xstrdup(addr);
+                        _cleanup_free_ char *virtfn = xasprintf("virtfn%u", i);
+                        vfio_vf_add(pf, i, addr, devpath);
+                        node_link(pf->dev, virtfn, xasprintf("../%s", addr));
+                }
+                pf->num = n;
+                return;
+        }
         pf->vfs = xcalloc(n, sizeof(Parent *));
         char *pfdir = strrchr(pf->devpath, '/');
         size_t prefix = pfdir ? (size_t) (pfdir - pf->devpath) : 0;
@@ -752,7 +929,25 @@ static void pf_enable(Pf *pf, unsigned n) {
         pf->num = n;
 }
 
+static void vf_free(Vf *v) {
+        free(v->name);
+        free(v);
+}
+
 static void pf_disable(Pf *pf) {
+        if (pf->vfio) {
+                for (unsigned i = 0; i < pf->num; i++) {
+                        Vf *v = pf->vvfs[i];
+                        _cleanup_free_ char *virtfn = xasprintf("virtfn%u", i);
+                        node_free(node_child(pf->dev, virtfn, strlen(virtfn)));
+                        device_del(v->name, v->dev);
+                        vf_free(v);
+                }
+                free(pf->vvfs);
+                pf->vvfs = NULL;
+                pf->num = 0;
+                return;
+        }
         for (unsigned i = 0; i < pf->num; i++) {
                 Parent *p = pf->vfs[i];
                 _cleanup_free_ char *virtfn = xasprintf("virtfn%u", i);
@@ -778,6 +973,9 @@ static int pf_write_numvfs(Pf *pf, const char *buf) {
         if (n == pf->num)
                 return 0;
         if (n == 0) {
+                for (unsigned i = 0; pf->vfio && i < pf->num; i++)
+                        if (pf->vvfs[i]->cur)
+                                return -EBUSY; /* a VF carries a vGPU */
                 pf_disable(pf);
                 return 0;
         }
@@ -1053,6 +1251,14 @@ static int ctl_one(char *line) {
                 parent_register(p);
                 return 0;
         }
+        if ((streq(w[0], "vf-open") || streq(w[0], "vf-close")) && n == 2) {
+                /* a guest (QEMU) opens or closes a VF of the VFIO framework */
+                Vf *v = vf_find(w[1]);
+                if (!v)
+                        return -ENOENT;
+                v->open = streq(w[0], "vf-open");
+                return 0;
+        }
         if (streq(w[0], "counters-reset") && n == 1) {
                 counters_reset();
                 return 0;
@@ -1098,6 +1304,14 @@ static char *state_text(void) {
                         fprintf(f, " pool=%u/%u", p->pool_used, p->pool);
                 fputc('\n', f);
         }
+        for (size_t i = 0; i < model.n_pfs; i++) {
+                const Pf *pf = model.pfs[i];
+                for (unsigned j = 0; pf->vfio && j < pf->num; j++) {
+                        const Vf *v = pf->vvfs[j];
+                        fprintf(f, "vf %s pf=%s type=%s open=%d\n", v->name, pf->name, v->cur ? v->cur->id : "0",
+                                v->open);
+                }
+        }
         fprintf(f, "fault create-fail count=%u errno=%d parent=%s\n", fault.create_count, fault.create_errno,
                 strna(fault.create_parent));
         fprintf(f, "fault remove-block ms=%u uuid=%s\n", fault.remove_block_ms, strna(fault.remove_block_uuid));
@@ -1119,6 +1333,14 @@ static char *node_content(const Node *n) {
                 return xasprintf("%u\n", ((const Pf *) n->obj)->num);
         case K_STATE:
                 return state_text();
+        case K_CREATABLE:
+                return vf_creatable_text(n->obj);
+        case K_CURRENT: {
+                const Vf *v = n->obj;
+                return xasprintf("%d\n", v->cur ? atoi(v->cur->id) : 0);
+        }
+        case K_VFINFO:
+                return vf_info_text(n);
         case K_COUNTERS:
                 return counters_text();
         default:
@@ -1128,11 +1350,12 @@ static char *node_content(const Node *n) {
 
 static bool node_readable(const Node *n) {
         return n->kind == K_TEXT || n->kind == K_AVAIL || n->kind == K_NUMVFS || n->kind == K_STATE ||
-               n->kind == K_COUNTERS;
+               n->kind == K_COUNTERS || n->kind == K_CREATABLE || n->kind == K_CURRENT || n->kind == K_VFINFO;
 }
 
 static bool node_writable(const Node *n) {
-        return n->kind == K_CREATE || n->kind == K_REMOVE || n->kind == K_NUMVFS || n->kind == K_CTL;
+        return n->kind == K_CREATE || n->kind == K_REMOVE || n->kind == K_NUMVFS || n->kind == K_CTL ||
+               n->kind == K_CURRENT;
 }
 
 /* mdev_sysfs.c remove_store(): kstrtoul(buf, 0): "1" removes, "0" does
@@ -1666,7 +1889,7 @@ static void sim_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, str
                 else if (!node_readable(n))
                         r = EACCES; /* -c: the open did not ask */
                 else if (!(text = node_content(n)))
-                        r = EIO;
+                        r = n->kind == K_VFINFO ? ENXIO : EIO; /* nvidia: no vGPU on the VF */
                 else if (cache_content && n->kind == K_AVAIL && !n->dynamic)
                         content_cache_note(ino, ((const Type *) n->obj)->parent);
                 pthread_rwlock_unlock(&model_lock);
@@ -1729,6 +1952,8 @@ static void sim_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t si
                 r = mdev_create(n->obj, buf, size);
         else if (n->kind == K_REMOVE)
                 r = mdev_write_remove(n->obj, buf, size);
+        else if (n->kind == K_CURRENT)
+                r = vf_write_current(n->obj, buf, size);
         else if (n->kind == K_NUMVFS) {
                 char tmp[32];
                 if (size >= sizeof(tmp))
@@ -1895,7 +2120,7 @@ static int topo_load(const char *file) {
                         cur = NULL;
                 } else if (streq(w[0], "type")) {
                         static const char *const keys[] = { "instances", "ports", "device_api", "name",
-                                                            "description", NULL };
+                                                            "description", "framebuffer", NULL };
                         if (!cur || n < 2 || !name_ok(w[1]))
                                 return topo_fail(file, lineno, "expected: type ID key=value... inside a types block");
                         if (!words_known(w, n, 2, keys))
@@ -1914,6 +2139,9 @@ static int topo_load(const char *file) {
                         const char *v = word_opt(w, n, 2, "instances");
                         if (v && parse_uint(v, &d->instances) < 0)
                                 return topo_fail(file, lineno, "instances: not a number");
+                        v = word_opt(w, n, 2, "framebuffer");
+                        if (v && (parse_uint(v, &d->fb) < 0 || d->fb == 0))
+                                return topo_fail(file, lineno, "framebuffer: MiB, a positive number");
                         d->ports = 1;
                         v = word_opt(w, n, 2, "ports");
                         if (v && (parse_uint(v, &d->ports) < 0 || d->ports == 0))
@@ -1988,13 +2216,58 @@ static int topo_load(const char *file) {
                                 return topo_fail(file, lineno, "onetype: 0 or 1");
                         if (v)
                                 pf->vf_onetype = u;
+                } else if (streq(w[0], "vfio")) {
+                        /* vfio PF-ADDRESS totalvfs=N [numvfs=N] types=SET framebuffer=MiB [devpath=] */
+                        static const char *const keys[] = { "types", "devpath", "totalvfs", "numvfs",
+                                                            "framebuffer", NULL };
+                        if (cur || n < 2 || !name_is_pci(w[1]))
+                                return topo_fail(file, lineno, "expected: vfio PCI-ADDRESS totalvfs=N types=SET framebuffer=MiB ...");
+                        if (!words_known(w, n, 2, keys))
+                                return topo_fail(file, lineno, "unknown key for vfio");
+                        const char *sn = word_opt(w, n, 2, "types");
+                        const TypeSet *set = sn ? set_find(sn) : NULL;
+                        if (!set)
+                                return topo_fail(file, lineno, "types=SET names no types block defined above");
+                        for (size_t i = 0; i < set->n; i++) {
+                                const char *id = set->types[i].id;
+                                if (set->types[i].fb == 0 || strspn(id, "0123456789") != strlen(id) || atoi(id) <= 0)
+                                        return topo_fail(file, lineno, "vfio: every type needs a numeric ID and framebuffer=");
+                        }
+                        Pf *pf = xcalloc(1, sizeof(Pf));
+                        model.pfs = xrealloc(model.pfs, (model.n_pfs + 1) * sizeof(Pf *));
+                        model.pfs[model.n_pfs++] = pf;
+                        pf->name = xstrdup(w[1]);
+                        pf->vfio = true;
+                        const char *devpath = word_opt(w, n, 2, "devpath");
+                        pf->devpath = devpath ? xstrdup(devpath) : pci_devpath(w[1]);
+                        pf->vf_set = set;
+                        const char *v = word_opt(w, n, 2, "totalvfs");
+                        if (!v || parse_uint(v, &pf->total) < 0 || pf->total == 0 || pf->total > 252)
+                                return topo_fail(file, lineno, "totalvfs: 1..252 required");
+                        v = word_opt(w, n, 2, "numvfs");
+                        if (v && (parse_uint(v, &u) < 0 || u > pf->total))
+                                return topo_fail(file, lineno, "numvfs: 0..totalvfs");
+                        pf->start_num = v ? u : 0;
+                        v = word_opt(w, n, 2, "framebuffer");
+                        if (!v || parse_uint(v, &pf->fb) < 0 || pf->fb == 0)
+                                return topo_fail(file, lineno, "framebuffer: the GPU's MiB, required");
+                } else if (streq(w[0], "mdev_bus")) {
+                        /* mdev_bus absent: no class/mdev_bus and no bus/mdev (a VFIO-only host) */
+                        if (n != 2 || !streq(w[1], "absent"))
+                                return topo_fail(file, lineno, "expected: mdev_bus absent");
+                        model.no_mdev_bus = true;
                 } else
-                        return topo_fail(file, lineno, "unknown statement (types, type, end, parent, sriov)");
+                        return topo_fail(file, lineno, "unknown statement (types, type, end, parent, sriov, vfio, mdev_bus)");
         }
         if (cur)
                 return topo_fail(file, lineno, "types block without 'end'");
         if (model.n_parents == 0 && model.n_pfs == 0)
                 return topo_fail(file, lineno, "no parent and no sriov statement");
+        if (model.no_mdev_bus && model.n_parents > 0)
+                return topo_fail(file, lineno, "mdev_bus absent, but the topology has mdev parents");
+        for (size_t i = 0; i < model.n_pfs; i++)
+                if (model.no_mdev_bus && !model.pfs[i]->vfio)
+                        return topo_fail(file, lineno, "mdev_bus absent, but an sriov PF has mdev VFs");
         return 0;
 }
 
@@ -2003,8 +2276,10 @@ static void topo_build(void) {
         tree.buckets = xcalloc(tree.size, sizeof(Node *));
         tree.root = node_add(NULL, "", K_DIR, S_IFDIR | 0755);
         model.devices = node_dir(tree.root, "devices");
-        model.class_mdev_bus = node_mkdir_p(tree.root, "class/mdev_bus");
-        model.bus_mdev_devices = node_mkdir_p(tree.root, "bus/mdev/devices");
+        if (!model.no_mdev_bus) {
+                model.class_mdev_bus = node_mkdir_p(tree.root, "class/mdev_bus");
+                model.bus_mdev_devices = node_mkdir_p(tree.root, "bus/mdev/devices");
+        }
         model.bus_pci_devices = node_mkdir_p(tree.root, "bus/pci/devices");
         Node *ctl = node_dir(tree.root, ".sim");
         ctl->hidden = true;
@@ -2023,6 +2298,12 @@ static void topo_build(void) {
         for (size_t i = 0; i < model.n_pfs; i++) {
                 Pf *pf = model.pfs[i];
                 pf->dev = device_add(pf->name, pf->devpath);
+                if (pf->vfio) {
+                        _cleanup_free_ char *up = up_to_root(pf->devpath);
+                        node_mkdir_p(tree.root, "bus/pci/drivers/nvidia");
+                        node_link(pf->dev, "driver", xasprintf("%sbus/pci/drivers/nvidia", up));
+                        node_text(pf->dev, "vendor", "0x10de");
+                }
                 _cleanup_free_ char *total = xasprintf("%u", pf->total);
                 node_text(pf->dev, "sriov_totalvfs", total);
                 node_attr(pf->dev, "sriov_numvfs", K_NUMVFS, 0644, pf);
@@ -2034,6 +2315,9 @@ static void topo_build(void) {
 static void model_free(void) {
         for (size_t i = 0; i < model.n_pfs; i++) {
                 Pf *pf = model.pfs[i];
+                for (unsigned j = 0; pf->vfio && j < pf->num; j++)
+                        vf_free(pf->vvfs[j]);
+                free(pf->vvfs);
                 free(pf->vfs);
                 free(pf->name);
                 free(pf->devpath);

@@ -223,3 +223,26 @@ sim_remove() {
 sim_mdevs() {
         ls "$SIM_SYS/bus/mdev/devices" | sort
 }
+
+# NVIDIA's vendor-specific VFIO framework (a "vfio" topology statement).
+# sim_vf_open VF / sim_vf_close VF: a guest (QEMU) opens or closes the VF;
+# while open, writing 0 to its current_vgpu_type fails with EPERM.
+sim_vf_open() {
+        sim_ctl "vf-open $1"
+}
+sim_vf_close() {
+        sim_ctl "vf-close $1"
+}
+# sim_vf_type VF: prints the VF's current_vgpu_type (0: none).
+sim_vf_type() {
+        cat "$SIM_SYS/bus/pci/devices/$1/nvidia/current_vgpu_type"
+}
+# sim_vf_program VF ID: writes ID (0 clears) to current_vgpu_type, as an
+# operator would by hand.
+sim_vf_program() {
+        printf '%s\n' "$2" > "$SIM_SYS/bus/pci/devices/$1/nvidia/current_vgpu_type"
+}
+# sim_vf_creatable VF: the IDs in the VF's creatable_vgpu_types, one a line.
+sim_vf_creatable() {
+        sed -n 's/^\([0-9][0-9]*\) *: .*/\1/p' "$SIM_SYS/bus/pci/devices/$1/nvidia/creatable_vgpu_types"
+}

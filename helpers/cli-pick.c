@@ -1,0 +1,172 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * `mdev-hooks pick TYPE [--xml]` (DESIGN.md §3): a guest with a vGPU of
+ * NVIDIA's VFIO framework names a fixed VF in its XML before prepare runs,
+ * so the operator needs a VF to name: a free one that can take the type,
+ * chosen as migrate chooses on the destination (vgpu_choose(): config,
+ * placement, max_instances, what the VFs can create now). Nothing is
+ * reserved: the VF is taken when the guest starts.
+ */
+#include <getopt.h>
+
+#include <libxml/tree.h>
+
+#include "cli.h"
+#include "domxml.h"
+#include "ledger.h"
+#include "log.h"
+#include "vgpu.h"
+
+static const char help[] =
+        "Usage: mdev-hooks pick TYPE [--xml]\n"
+        "\n"
+        "Prints the PCI address of a free VF that can take a vGPU of TYPE\n"
+        "(nvidia-<ID>, NVIDIA's vendor-specific VFIO framework, vGPU 17+), chosen\n"
+        "as the hook chooses on a migration's destination: the GPUs the config\n"
+        "gives TYPE ([mdev_TYPE] device_addresses names PFs), [hooks] placement,\n"
+        "max_instances, and what each VF can create now. Nothing is reserved:\n"
+        "the VF is taken when the guest starts.\n"
+        "\n"
+        "  --xml      print the <hostdev> to put under <devices> and the metadata\n"
+        "             entry to put under <metadata> (virsh edit)\n"
+        "  --help     show this help\n";
+
+static int print_xml(const VgpuChoice *ch) {
+        unsigned dom, bus, slot, fn;
+        char v[16];
+        xmlNode *hostdev, *source, *address, *mdevs, *vgpu;
+        xmlNs *ns;
+        xmlBuffer *b;
+        int r = 0;
+
+        if (sscanf(ch->vf, "%4x:%2x:%2x.%1x", &dom, &bus, &slot, &fn) != 4)
+                return -EINVAL;
+        hostdev = xmlNewNode(NULL, BAD_CAST "hostdev");
+        mdevs = xmlNewNode(NULL, BAD_CAST "mdevs");
+        b = xmlBufferCreate();
+        if (!hostdev || !mdevs || !b) {
+                r = -ENOMEM;
+                goto out;
+        }
+        xmlNewProp(hostdev, BAD_CAST "mode", BAD_CAST "subsystem");
+        xmlNewProp(hostdev, BAD_CAST "type", BAD_CAST "pci");
+        xmlNewProp(hostdev, BAD_CAST "managed", BAD_CAST "no");
+        source = xmlNewChild(hostdev, NULL, BAD_CAST "source", NULL);
+        address = source ? xmlNewChild(source, NULL, BAD_CAST "address", NULL) : NULL;
+        if (!address) {
+                r = -ENOMEM;
+                goto out;
+        }
+        snprintf(v, sizeof v, "0x%04x", dom);
+        xmlNewProp(address, BAD_CAST "domain", BAD_CAST v);
+        snprintf(v, sizeof v, "0x%02x", bus);
+        xmlNewProp(address, BAD_CAST "bus", BAD_CAST v);
+        snprintf(v, sizeof v, "0x%02x", slot);
+        xmlNewProp(address, BAD_CAST "slot", BAD_CAST v);
+        snprintf(v, sizeof v, "0x%x", fn);
+        xmlNewProp(address, BAD_CAST "function", BAD_CAST v);
+
+        ns = xmlNewNs(mdevs, BAD_CAST DOMXML_NAMESPACE, BAD_CAST "mh");
+        xmlSetNs(mdevs, ns);
+        vgpu = xmlNewChild(mdevs, ns, BAD_CAST "vgpu", NULL);
+        if (!ns || !vgpu) {
+                r = -ENOMEM;
+                goto out;
+        }
+        xmlNewProp(vgpu, BAD_CAST "pci", BAD_CAST ch->vf);
+        xmlNewProp(vgpu, BAD_CAST "type", BAD_CAST ch->type);
+
+        printf("<!-- under <devices>: -->\n");
+        if (xmlNodeDump(b, NULL, hostdev, 0, 1) < 0) {
+                r = -ENOMEM;
+                goto out;
+        }
+        printf("%s\n", (const char *) xmlBufferContent(b));
+        xmlBufferEmpty(b);
+        printf("<!-- under <metadata> (or add the mh:vgpu line to an existing mh:mdevs): -->\n");
+        if (xmlNodeDump(b, NULL, mdevs, 0, 1) < 0) {
+                r = -ENOMEM;
+                goto out;
+        }
+        printf("%s\n", (const char *) xmlBufferContent(b));
+out:
+        if (b)
+                xmlBufferFree(b);
+        if (hostdev)
+                xmlFreeNode(hostdev);
+        if (mdevs)
+                xmlFreeNode(mdevs);
+        return r;
+}
+
+int cli_pick_main(int argc, char *argv[], const char *config_path) {
+        static const struct option options[] = {
+                { "xml", no_argument, NULL, 'x' },
+                { "help", no_argument, NULL, 'h' },
+                { 0 }
+        };
+        _cleanup_close_ int rootfd = -1, ledgerfd = -1;
+        _cleanup_config_free_ Config *config = NULL;
+        char boot_id[UUID_STRING_MAX] = "";
+        char *types[2] = { NULL, NULL };
+        bool xml = false;
+        VgpuChoice ch;
+        unsigned id;
+        int c, r;
+
+        optind = 1;
+        opterr = 0;
+        while ((c = getopt_long(argc, argv, "+h", options, NULL)) >= 0)
+                switch (c) {
+                case 'x':
+                        xml = true;
+                        break;
+                case 'h':
+                        fputs(help, stdout);
+                        return CLI_EXIT_OK;
+                default:
+                        log_error("unknown option or missing argument '%s'; see 'mdev-hooks pick --help'", argv[optind - 1]);
+                        return CLI_EXIT_USAGE;
+                }
+        if (optind + 1 != argc) {
+                fputs(help, stderr);
+                return CLI_EXIT_USAGE;
+        }
+        types[0] = argv[optind];
+        if (vfio_type_id(types[0], &id) < 0) {
+                log_error("'%s' is not a vGPU type of NVIDIA's VFIO framework (nvidia-<ID>); an mdev's parent is chosen by the hook when the guest starts",
+                          types[0]);
+                return CLI_EXIT_USAGE;
+        }
+        r = cli_open_root(&rootfd);
+        if (r > 0)
+                return r;
+        r = cli_load_config(rootfd, config_path, stderr, &config);
+        if (r > 0)
+                return r;
+        if (!config_find_type(config, types[0])) {
+                char enabled[512];
+                config_enabled_types_string(config, enabled, sizeof enabled);
+                log_error("type %s is not enabled in the config (enabled: %s)", types[0], enabled);
+                return CLI_EXIT_FAILED;
+        }
+        if (boot_id_read(rootfd, boot_id) < 0)
+                boot_id[0] = '\0';
+        r = ledger_open_existing(rootfd, &ledgerfd);
+        if (r < 0)
+                ledgerfd = -1;
+        error_clear();
+        r = vgpu_choose(rootfd, ledgerfd, config, boot_id, NULL, types, NULL, NULL, 0, &ch);
+        if (r < 0) {
+                log_error("%s", error_get(r));
+                return CLI_EXIT_FAILED;
+        }
+        if (!xml) {
+                printf("%s\n", ch.vf);
+                return CLI_EXIT_OK;
+        }
+        r = print_xml(&ch);
+        if (r < 0)
+                return cli_oom();
+        return CLI_EXIT_OK;
+}

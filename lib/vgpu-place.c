@@ -1,0 +1,344 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Choosing a VF for a vGPU type (vgpu.h): migrate/restore on the destination
+ * and `mdev-hooks pick`. Only here are several PFs and their VFs read: a
+ * prepare has its VF fixed by the domain XML.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "vgpu.h"
+
+typedef struct PfStat {
+        char pf[PCI_ADDRESS_MAX];
+        const char *type;            /* the type it is a candidate for */
+        unsigned order;              /* of that type in the wanted list */
+        unsigned of_type;            /* VFs carrying the type */
+        unsigned other;              /* VFs carrying another type */
+        unsigned nvfs;
+        char free_vf[PCI_ADDRESS_MAX]; /* first unprogrammed VF nobody holds, "" none */
+        char why[160];               /* when it cannot take one */
+} PfStat;
+
+static bool taken_has(char (*taken)[PCI_ADDRESS_MAX], size_t n, const char *vf) {
+        for (size_t i = 0; i < n; i++)
+                if (streq(taken[i], vf))
+                        return true;
+        return false;
+}
+
+/* 1 when a record says another guest holds the VF in this boot (or a clear
+ * is pending on it), 0 when free for guest. */
+static int vf_held(int ledgerfd, const char *boot_id, const char *guest, const char *vf, LedgerEntry *ret) {
+        LedgerEntry e;
+        int r;
+
+        if (ledgerfd < 0)
+                return 0;
+        r = ledger_read(ledgerfd, vf, &e);
+        if (r == -ENOENT) {
+                error_clear();
+                return 0;
+        }
+        if (r < 0)
+                return r;
+        if (ret)
+                *ret = e;
+        if (!streq(e.boot_id, boot_id))
+                return 0;
+        if (e.remove_pending)
+                return 1;
+        if ((e.state == LEDGER_ASSIGNED || e.state == LEDGER_INCOMING) && !(guest && streq(e.guest, guest)))
+                return 1;
+        return 0;
+}
+
+static bool types_have_id(char *const *types, unsigned id, const char **ret) {
+        char name[NAME_STRING_MAX];
+
+        snprintf(name, sizeof name, VFIO_TYPE_PREFIX "%u", id);
+        for (char *const *t = types; *t; t++)
+                if (streq(*t, name)) {
+                        *ret = *t;
+                        return true;
+                }
+        return false;
+}
+
+/* Can prefer have one of types? 1 and *ret filled, 0 not. */
+static int try_prefer(int rootfd, int ledgerfd, const char *boot_id, const char *guest, char *const *types,
+                      const char *prefer, VgpuChoice *ret) {
+        _cleanup_free_ VfioType *cr = NULL;
+        size_t n_cr = 0;
+        unsigned current;
+        const char *t;
+        int r;
+
+        if (!prefer || !prefer[0] || vfio_is_vf(rootfd, prefer) <= 0)
+                return 0;
+        r = vf_held(ledgerfd, boot_id, guest, prefer, NULL);
+        if (r != 0)
+                return r < 0 ? r : 0;
+        if (vfio_vf_current(rootfd, prefer, &current) < 0)
+                return 0;
+        *ret = (VgpuChoice) { .program = current == 0 };
+        snprintf(ret->vf, sizeof ret->vf, "%s", prefer);
+        if (vfio_vf_pf(rootfd, prefer, ret->pf) < 0)
+                return 0;
+        if (current) {
+                if (!types_have_id(types, current, &t))
+                        return 0;
+                ret->id = current;
+                snprintf(ret->type, sizeof ret->type, "%s", t);
+                return 1;
+        }
+        if (vfio_vf_creatable(rootfd, prefer, &cr, &n_cr) < 0)
+                return 0;
+        for (char *const *w = types; *w; w++)
+                for (size_t k = 0; k < n_cr; k++)
+                        if (streq(cr[k].type, *w)) {
+                                ret->id = cr[k].id;
+                                snprintf(ret->type, sizeof ret->type, "%s", *w);
+                                return 1;
+                        }
+        return 0;
+}
+
+/* The PFs of one type: device_addresses, or for the default type every VFIO
+ * PF that no other type names. */
+static int type_pfs(int rootfd, const Config *c, const char *type, char ***ret) {
+        const ConfigType *t = config_find_type(c, type);
+        _cleanup_strv_free_ char **all = NULL, **l = NULL;
+        int r;
+
+        if (t && t->addresses && t->addresses[0]) {
+                for (char **a = t->addresses; *a; a++) {
+                        r = strv_extend(&l, *a);
+                        if (r < 0)
+                                return r;
+                }
+        } else if (t && c->default_type == t) {
+                r = vfio_pf_list(rootfd, &all);
+                if (r < 0)
+                        return r;
+                for (char **a = all; *a; a++)
+                        if (!config_parent_is_listed(c, *a)) {
+                                r = strv_extend(&l, *a);
+                                if (r < 0)
+                                        return r;
+                        }
+        }
+        *ret = steal_pointer(&l);
+        return 0;
+}
+
+static void sort_stats(PfStat *s, size_t n, ConfigPlacement placement) {
+        for (size_t i = 1; i < n; i++)
+                for (size_t j = i; j > 0; j--) {
+                        PfStat *a = &s[j - 1], *b = &s[j];
+                        int d;
+                        if (a->order != b->order)
+                                d = a->order > b->order ? 1 : -1;
+                        else if (a->of_type != b->of_type)
+                                d = placement == CONFIG_PLACEMENT_SPREAD ? (a->of_type > b->of_type ? 1 : -1)
+                                                                         : (a->of_type < b->of_type ? 1 : -1);
+                        else
+                                d = strcmp(a->pf, b->pf);
+                        if (d <= 0)
+                                break;
+                        PfStat t = *a;
+                        *a = *b;
+                        *b = t;
+                }
+}
+
+int vgpu_choose(int rootfd, int ledgerfd, const Config *c, const char *boot_id, const char *guest,
+                char *const *types, const char *prefer, char (*taken)[PCI_ADDRESS_MAX], size_t n_taken,
+                VgpuChoice *ret) {
+        _cleanup_free_ PfStat *st = NULL;
+        size_t n_st = 0, allocated = 0;
+        char why[2048] = "";
+        size_t o = 0;
+        int r;
+
+        r = try_prefer(rootfd, ledgerfd, boot_id, guest, types, prefer, ret);
+        if (r != 0 && !(r > 0 && taken_has(taken, n_taken, ret->vf)))
+                return r < 0 ? r : 0;
+
+        for (unsigned order = 0; types[order]; order++) {
+                const char *type = types[order];
+                const ConfigType *ct = config_find_type(c, type);
+                _cleanup_strv_free_ char **pfs = NULL;
+                unsigned id, host_count = 0;
+                size_t first = n_st;
+
+                if (vfio_type_id(type, &id) < 0)
+                        continue;
+                r = type_pfs(rootfd, c, type, &pfs);
+                if (r < 0)
+                        return r;
+                for (char **pf = pfs; pf && *pf; pf++) {
+                        _cleanup_strv_free_ char **vfs = NULL;
+                        PfStat *s;
+
+                        if (n_st == allocated) {
+                                size_t k = allocated ? allocated * 2 : 8;
+                                PfStat *t = reallocarray(st, k, sizeof *t);
+                                if (!t)
+                                        return -ENOMEM;
+                                st = t;
+                                allocated = k;
+                        }
+                        s = &st[n_st++];
+                        *s = (PfStat) { .type = type, .order = order };
+                        snprintf(s->pf, sizeof s->pf, "%.12s", *pf);
+                        r = vfio_pf_vfs(rootfd, *pf, &vfs);
+                        if (r < 0) {
+                                error_clear();
+                                snprintf(s->why, sizeof s->why, "%s has no VFs of NVIDIA's vGPU (run sriov-manage -e %s)", *pf, *pf);
+                                continue;
+                        }
+                        for (char **vf = vfs; *vf; vf++) {
+                                unsigned cur;
+                                LedgerEntry e = { .state = LEDGER_LOST };
+                                int held;
+
+                                s->nvfs++;
+                                if (vfio_vf_current(rootfd, *vf, &cur) < 0) {
+                                        error_clear();
+                                        continue;
+                                }
+                                if (cur == id)
+                                        s->of_type++;
+                                else if (cur)
+                                        s->other++;
+                                held = vf_held(ledgerfd, boot_id, guest, *vf, &e);
+                                if (held < 0)
+                                        return held;
+                                if (held || taken_has(taken, n_taken, *vf))
+                                        continue;
+                                /* a VF mdev-hooks kept programmed and free: first choice */
+                                if (cur == id && ledgerfd >= 0 && e.state == LEDGER_FREE && e.origin == LEDGER_CREATED &&
+                                    streq(e.boot_id, boot_id) && streq(e.uuid, *vf) && !ret->kept) {
+                                        *ret = (VgpuChoice) { .id = id, .program = false, .kept = true };
+                                        snprintf(ret->vf, sizeof ret->vf, "%s", *vf);
+                                        snprintf(ret->pf, sizeof ret->pf, "%.12s", *pf);
+                                        snprintf(ret->type, sizeof ret->type, "%s", type);
+                                        return 0;
+                                }
+                                if (cur == 0 && !s->free_vf[0])
+                                        snprintf(s->free_vf, sizeof s->free_vf, "%s", *vf);
+                        }
+                        host_count += s->of_type;
+                }
+                /* VFs this call chose and has not programmed yet count as
+                 * taken (conservatively, whatever their type). */
+                host_count += (unsigned) n_taken;
+                if (ct && ct->max_instances && host_count >= ct->max_instances)
+                        for (size_t i = first; i < n_st; i++)
+                                if (!st[i].why[0])
+                                        snprintf(st[i].why, sizeof st[i].why, "%s: %s has reached max_instances = %u on this host",
+                                                 st[i].pf, type, ct->max_instances);
+        }
+        sort_stats(st, n_st, c->placement);
+        for (size_t i = 0; i < n_st; i++) {
+                PfStat *s = &st[i];
+                _cleanup_free_ VfioType *cr = NULL;
+                size_t n_cr = 0;
+
+                if (!s->why[0] && !s->free_vf[0])
+                        snprintf(s->why, sizeof s->why, "%s has no free VF (%u of %u carry a vGPU)", s->pf,
+                                 s->of_type + s->other, s->nvfs);
+                if (!s->why[0] && vfio_vf_creatable(rootfd, s->free_vf, &cr, &n_cr) >= 0) {
+                        for (size_t k = 0; k < n_cr; k++)
+                                if (streq(cr[k].type, s->type)) {
+                                        *ret = (VgpuChoice) { .id = cr[k].id, .program = true };
+                                        snprintf(ret->vf, sizeof ret->vf, "%s", s->free_vf);
+                                        snprintf(ret->pf, sizeof ret->pf, "%s", s->pf);
+                                        snprintf(ret->type, sizeof ret->type, "%s", s->type);
+                                        return 0;
+                                }
+                        if (s->other)
+                                snprintf(s->why, sizeof s->why, "%s cannot take %s (it holds vGPUs of another size, or is full)",
+                                         s->pf, s->type);
+                        else
+                                snprintf(s->why, sizeof s->why, "%s cannot take %s now (full)", s->pf, s->type);
+                }
+                error_clear();
+                if (o < sizeof why) {
+                        int k = snprintf(why + o, sizeof why - o, "%s%s", o ? ", " : "", s->why[0] ? s->why : s->pf);
+                        if (k > 0)
+                                o += (size_t) k;
+                }
+        }
+        if (n_st == 0)
+                return error_set(-ENOSPC, "no GPU is configured for %s here (name its PFs in [mdev_%s] device_addresses)",
+                                 types[0], types[0]);
+        return error_set(-ENOSPC, "no VF for %s: %s", types[0], why);
+}
+
+int vgpu_migrate(HookContext *ctx, VgpuPlan *p) {
+        Domxml *dom = ctx->dom;
+        _cleanup_free_ char (*taken)[PCI_ADDRESS_MAX] = NULL;
+        int r;
+
+        p->items = calloc(dom->n_vgpus + 1, sizeof *p->items);
+        taken = calloc(dom->n_vgpus + 1, sizeof *taken);
+        if (!p->items || !taken)
+                return -ENOMEM;
+        p->n = 0;
+        for (size_t i = 0; i < dom->n_vgpus; i++) {
+                const DomxmlVgpu *v = &dom->vgpus[i];
+                _cleanup_strv_free_ char **types = NULL;
+                VgpuItem *it = &p->items[p->n];
+                VgpuChoice ch = { .kept = false };
+                char pf[PCI_ADDRESS_MAX] = "";
+                unsigned current = 0;
+                int is_vf;
+
+                is_vf = vfio_is_vf(ctx->rootfd, v->pci);
+                if (is_vf < 0)
+                        return is_vf;
+                if (!v->meta && (v->managed || !is_vf))
+                        continue; /* an ordinary PCI device (or one we cannot tell): left as it is */
+                if (is_vf && vfio_vf_pf(ctx->rootfd, v->pci, pf) < 0)
+                        pf[0] = '\0';
+                r = vgpu_want_types(ctx->config, v, pf[0] ? pf : NULL, current, &types);
+                if (r < 0)
+                        return r;
+                r = vgpu_choose(ctx->rootfd, ctx->ledgerfd, ctx->config, ctx->boot_id, ctx->guest, types, v->pci,
+                                taken, p->n, &ch);
+                if (r < 0) {
+                        _cleanup_free_ char *why = strdup(error_get(r)); /* error_set() reuses its buffer */
+                        return error_set(r, "vGPU %s: %s", v->pci, why ? why : strerror(-r));
+                }
+                *it = (VgpuItem) { .index = i, .id = ch.id, .program = ch.program };
+                memcpy(it->vf, ch.vf, sizeof it->vf);
+                memcpy(it->pf, ch.pf, sizeof it->pf);
+                snprintf(it->type, sizeof it->type, "%s", ch.type);
+                memcpy(taken[p->n], ch.vf, sizeof taken[p->n]);
+                p->n++;
+        }
+        if (p->n == 0)
+                return 0;
+        r = vgpu_prepare_apply(ctx, p, LEDGER_INCOMING);
+        if (r < 0)
+                return r;
+        for (size_t k = 0; k < p->n; k++) {
+                const VgpuItem *it = &p->items[k];
+                if (streq(dom->vgpus[it->index].pci, it->vf))
+                        continue;
+                log_info("vGPU %s -> %s (%s on %s)", dom->vgpus[it->index].pci, it->vf, it->type, it->pf);
+                r = domxml_set_vgpu_pci(dom, it->index, it->vf);
+                if (r < 0) {
+                        int k2 = vgpu_rollback(ctx, p);
+                        if (k2 < 0)
+                                log_warning("rollback left something behind: %s", error_get(k2));
+                        return r;
+                }
+                ctx->rewritten = true;
+        }
+        return 0;
+}
