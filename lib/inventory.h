@@ -5,9 +5,17 @@
  *
  * For each parent serving a type: total = existing mdevs of that type on it +
  * the type's available_instances; used = those existing mdevs. A type's
- * max_instances caps the host's total of that type: parents are taken in
- * sorted order, and a parent whose total would take the sum past the cap
- * reports total 0 (Nova 28+); a later, smaller parent may still fit.
+ * max_instances caps the host's total of that type as Nova's
+ * _get_gpu_inventories() does: the mdevs that exist on every parent of the
+ * type are counted first; then, parents taken in sorted order, a parent gets
+ * all of its available_instances if they fit under the cap, or none (capped;
+ * a later, smaller parent may still fit). Unlike Nova, a capped parent keeps
+ * the mdevs it holds in its total (Nova reports 0 and loses them from the
+ * usages), so total >= used while the cap allows the mdevs that exist, and
+ * the sum of the totals never passes the cap, whatever the order.
+ *
+ * The hook places by the same rule (alloc.c): a parent has room for a new
+ * mdev only where this inventory shows it free capacity.
  */
 #pragma once
 
@@ -18,7 +26,7 @@ typedef enum InventoryReason {
         INVENTORY_OK,
         INVENTORY_NO_TYPE,     /* no type configured for this parent */
         INVENTORY_NOT_OFFERED, /* the parent does not offer its configured type */
-        INVENTORY_CAPPED,      /* counted as 0: it would take the type past max_instances */
+        INVENTORY_CAPPED,      /* no free capacity: its available_instances would take the type past max_instances */
         _INVENTORY_REASON_MAX,
 } InventoryReason;
 

@@ -143,6 +143,23 @@ golden() {
         golden inventory/nvidia-json
 }
 
+@test "inventory counts every parent's existing mdevs before it caps, and a capped parent keeps them" {
+        fixture_root nvidia
+        # 0000:84:00.0 and 0000:85:00.0 hold one nvidia-35 each, 15 more fit on each.
+        sed -i 's/^max_instances = 32$/max_instances = 17/' "$MDEV_HOOKS_ROOT/etc/mdev-hooks/mdev-hooks.conf"
+        run "$MH_CLI" inventory --json
+        [ "$status" -eq 0 ]
+        # 2 exist, 15 fit: 84 gets its 15, 85 none (it keeps its 1), 87 none; 17 in all.
+        [ "$(jq -c '[.parents[] | select(.type == "nvidia-35") | [.parent, .total, .used, .free, .status]]' <<<"$output")" == \
+          '[["0000:84:00.0",16,1,15,"ok"],["0000:85:00.0",1,1,0,"capped"],["0000:87:00.0",0,0,0,"capped"]]' ]
+        run "$MH_CLI" inventory --placement --hostname h
+        [ "$status" -eq 0 ]
+        # Nova deletes a provider without inventory: 87 has none; 85 keeps its used one.
+        [ "$(jq -c '[.resource_providers[] | [.name, .inventories.CUSTOM_NVIDIA_35.total, .usages.CUSTOM_NVIDIA_35]] | .[0:3]' <<<"$output")" == \
+          '[["h_pci_0000_84_00_0",16,1],["h_pci_0000_85_00_0",1,1],["h_pci_0000_86_00_0",null,null]]' ]
+        [[ "$output" != *h_pci_0000_87_00_0* ]]
+}
+
 @test "inventory --placement prints Nova's resource providers" {
         fixture_root nvidia
         run "$MH_CLI" inventory --placement --hostname compute1
