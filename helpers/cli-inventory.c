@@ -164,7 +164,7 @@ static int print_json(const Config *c, const InventoryParent *p, size_t n) {
  * provider of such a parent, and Placement refuses a total below 1. A capped
  * parent that holds mdevs keeps its provider, with total = used (its mdevs
  * stay in the usages) and so nothing free. */
-static int print_placement(const Config *c, const InventoryParent *p, size_t n, const char *host) {
+static int print_placement(int rootfd, const Config *c, const InventoryParent *p, size_t n, const char *host) {
         _cleanup_json_ json_object *root = json_object_new_object();
         json_object *a = json_object_new_array();
 
@@ -173,13 +173,16 @@ static int print_placement(const Config *c, const InventoryParent *p, size_t n, 
                 const ConfigType *ct;
                 _cleanup_free_ char *node = NULL, *name = NULL, *trait = NULL;
                 json_object *o, *inventories, *inv, *usages, *traits;
+                int r;
 
                 if ((p[i].reason != INVENTORY_OK && p[i].reason != INVENTORY_CAPPED) || p[i].total == 0)
                         continue;
                 ct = config_find_type(c, p[i].type);
-                node = inventory_nodedev_name(p[i].parent);
+                r = sysfs_parent_nodedev_name(rootfd, p[i].parent, &node);
+                if (r < 0)
+                        return r;
                 trait = inventory_type_trait(p[i].type);
-                if (!ct || !node || !trait)
+                if (!ct || !trait)
                         return -ENOMEM;
                 name = strdup_printf("%s_%s", host, node);
                 if (!name)
@@ -255,13 +258,17 @@ int cli_inventory_main(int argc, char *argv[], const char *config_path) {
                 return CLI_EXIT_FAILED;
         }
         if (o.placement)
-                r = print_placement(c, p, n, host);
+                r = print_placement(rootfd, c, p, n, host);
         else if (o.json)
                 r = print_json(c, p, n);
         else
                 r = print_text(c, p, n);
         parents_free(p, n);
-        if (r < 0)
+        if (r == -ENOMEM)
                 return cli_oom();
+        if (r < 0) {
+                log_error("%s", error_get(r));
+                return CLI_EXIT_FAILED;
+        }
         return CLI_EXIT_OK;
 }

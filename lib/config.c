@@ -25,6 +25,7 @@
 #include <ini.h>
 
 #include "config.h"
+#include "nodedev.h"
 
 #define CONFIG_DEFAULT_DISPLAY "/" CONFIG_DEFAULT_PATH
 /* inih splits "key = value" at the first '=' or ':', so "0000:41:00.0 = 4"
@@ -242,10 +243,21 @@ static TypeSection *parser_type_section(Parser *p, const char *type) {
 }
 
 /* A parent name: a PCI address (normalised to lower case) or a virtual
- * parent's name such as "mtty". Anything with a ':' must be a PCI address. */
-static int parse_parent_name(const char *s, char **ret) {
+ * parent's name such as "mtty", by its sysfs name or by its libvirt
+ * node-device name as Nova's own configs write it ("pci_0000_84_00_0",
+ * "mtty_mtty", "css_0_0_0052", "ap_matrix": nodedev.h), which becomes the
+ * sysfs name. Anything with a ':' must be a PCI address. */
+static int parse_parent_name(const char *given, char **ret) {
+        _cleanup_free_ char *sysname = NULL;
+        const char *s = given;
         char *n;
+        int r;
 
+        r = nodedev_to_parent(given, &sysname);
+        if (r < 0)
+                return r;
+        if (r > 0)
+                s = sysname;
         if (strchr(s, ':')) {
                 if (!config_pci_address_is_valid(s))
                         return -EINVAL;

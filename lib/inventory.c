@@ -3,8 +3,8 @@
 #include <ctype.h>
 #include <limits.h>
 
-#include "config.h"
 #include "inventory.h"
+#include "util.h"
 
 static const char * const reason_table[_INVENTORY_REASON_MAX] = {
         [INVENTORY_OK] = "ok",
@@ -107,24 +107,6 @@ static char *underscored(const char *prefix, const char *s, bool upper) {
                         *c = (char) toupper((unsigned char) *c);
         }
         return r;
-}
-
-char *inventory_nodedev_name(const char *parent) {
-        if (config_pci_address_is_valid(parent)) {
-                char *r = underscored("pci_", parent, false);
-
-                if (r)
-                        for (char *c = r; *c; c++)
-                                *c = (char) tolower((unsigned char) *c);
-                return r;
-        }
-        /* vfio-ccw subchannels "0.0.0023" and vfio-ap's "matrix", as libvirt names them. */
-        if (strlen(parent) == 8 && parent[1] == '.' && parent[3] == '.' &&
-            strspn(parent, "0123456789abcdef.") == 8)
-                return underscored("css_", parent, false);
-        if (streq(parent, "matrix"))
-                return strdup("ap_matrix");
-        return underscored("", parent, false);
 }
 
 char *inventory_type_trait(const char *type) {

@@ -52,12 +52,5 @@ void inventory_compute(InventoryParent *parents, size_t n);
 /* "ok", "no type configured", ... for text and JSON. */
 const char *inventory_reason_to_string(InventoryReason r);
 
-/* The node-device name libvirt gives a parent, which Nova puts after the host
- * name in a resource provider's name: "pci_0000_84_00_0" for a PCI address,
- * "css_0_0_0023" for a vfio-ccw subchannel, "ap_matrix" for vfio-ap; else the
- * name with every character other than [A-Za-z0-9] as '_'. Returns a new
- * string or NULL on allocation failure. */
-char *inventory_nodedev_name(const char *parent);
-
 /* "CUSTOM_MDEV_" + the type in upper case, other characters as '_'. */
 char *inventory_type_trait(const char *type);

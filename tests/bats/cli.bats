@@ -169,6 +169,19 @@ golden() {
         [[ "$output" == *'"CUSTOM_MDEV_NVIDIA_36"'* ]]
 }
 
+@test "inventory --placement names a parent <host>_<subsystem>_<name> from its device's subsystem link, as libvirt" {
+        fixture_root mtty
+        local dev="$MDEV_HOOKS_ROOT/sys/devices/virtual/mtty/mtty"
+        # Without the link (this fixture): from the name's kind, mtty_mtty.
+        run "$MH_CLI" inventory --placement --hostname h
+        [[ "$output" == *'"name": "h_mtty_mtty"'* ]]
+        # The kernel's link is read: another class gives another name.
+        ln -s ../../../../class/mdpy "$dev/subsystem"
+        run "$MH_CLI" inventory --placement --hostname h
+        [ "$status" -eq 0 ]
+        [[ "$output" == *'"name": "h_mdpy_mtty"'* ]]
+}
+
 @test "inventory on 16 SR-IOV VFs with max_instances 12 reports 0 for the last 4" {
         fixture_root sriov
         run "$MH_CLI" inventory
@@ -236,6 +249,26 @@ golden() {
                 [ "$status" -eq 0 ]
                 [ "$output" = "/etc/mdev-hooks/mdev-hooks.conf: ok" ]
         done
+}
+
+@test "check-config accepts parents by their libvirt node-device names, as Nova's configs write them" {
+        fixture_root mtty
+        printf '[devices]\nenabled_mdev_types = mtty-2\n[mdev_mtty-2]\ndevice_addresses = mtty_mtty\n' \
+                > "$MDEV_HOOKS_ROOT/etc/mdev-hooks/mdev-hooks.conf"
+        run "$MH_CLI" check-config
+        [ "$status" -eq 0 ]
+        [ "$output" = "/etc/mdev-hooks/mdev-hooks.conf: ok" ]
+        run "$MH_CLI" inventory --json
+        [ "$(jq -c '[.parents[] | [.parent, .type, .status]]' <<<"$output")" = '[["mtty","mtty-2","ok"]]' ]
+        rm -rf "$BATS_TEST_TMPDIR/root"
+        fixture_root nvidia
+        sed -i 's/^device_addresses = 0000:84:00.0, 0000:85:00.0, 0000:87:00.0$/device_addresses = pci_0000_84_00_0, pci_0000_85_00_0, 0000:87:00.0/' \
+                "$MDEV_HOOKS_ROOT/etc/mdev-hooks/mdev-hooks.conf"
+        grep -q pci_0000_85_00_0 "$MDEV_HOOKS_ROOT/etc/mdev-hooks/mdev-hooks.conf"
+        run "$MH_CLI" check-config
+        [ "$status" -eq 0 ]
+        run "$MH_CLI" inventory
+        golden inventory/nvidia
 }
 
 @test "check-config without a config says so and succeeds" {

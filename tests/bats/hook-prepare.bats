@@ -658,3 +658,34 @@ agree() {
         [ "$status" -eq 0 ]
         [ "$(mdev_parent "$U1")" = "$P85" ]
 }
+
+@test "inventory --placement names the providers of the simulated mtty and SR-IOV VFs as libvirt does" {
+        sim_umount
+        sim_mount mtty
+        printf '[devices]\nenabled_mdev_types = mtty-1\n' | conf
+        run "$MH_CLI" inventory --placement --hostname h
+        [ "$status" -eq 0 ]
+        [ "$(jq -r '.resource_providers[].name' <<<"$output")" = h_mtty_mtty ]
+        sim_umount
+        sim_mount nvidia-sriov
+        printf '[devices]\nenabled_mdev_types = nvidia-472\n' | conf
+        run "$MH_CLI" inventory --placement --hostname h
+        [ "$status" -eq 0 ]
+        [ "$(jq -r '.resource_providers[0].name' <<<"$output")" = h_pci_0000_3b_00_4 ]
+}
+
+@test "prepare finds a parent named by its libvirt node-device name in device_addresses (mtty_mtty, as in Nova's CI)" {
+        sim_umount
+        sim_mount mtty
+        conf <<-EOF
+	[devices]
+	enabled_mdev_types = mtty-1, mtty-2
+
+	[mdev_mtty-2]
+	device_addresses = mtty_mtty
+	EOF
+        run prepare web1 "$U1,type=mtty-2"
+        [ "$status" -eq 0 ]
+        [ "$(mdev_parent "$U1")" = mtty ]
+        [ "$(mdev_type "$U1")" = mtty-2 ]
+}

@@ -176,6 +176,51 @@ static void test_addresses_normalised_and_continued(void) {
         config_free(c);
 }
 
+/* Nova's own CI config names the mtty parent by its libvirt node-device
+ * name; any parent may be named either way, and both name one parent. */
+static void test_addresses_by_node_device_name(void) {
+        Config *c = load_ok(
+                "[devices]\n"
+                "enabled_mdev_types = nvidia-35, mtty-1\n"
+                "[mdev_nvidia-35]\n"
+                "device_addresses = pci_0000_84_00_0, pci_0000_AF_00_1, 0.0.0052, css_0_0_0053, ap_matrix\n"
+                "[mdev_mtty-1]\n"
+                "device_addresses = mtty_mtty\n");
+        char **a = c->types[0].addresses;
+
+        check(strv_length(a) == 5);
+        check(streq(a[0], "0.0.0052"));
+        check(streq(a[1], "0.0.0053"));
+        check(streq(a[2], "0000:84:00.0"));
+        check(streq(a[3], "0000:af:00.1"));
+        check(streq(a[4], "matrix"));
+        check(config_parent_type(c, "mtty") == config_find_type(c, "mtty-1"));
+        check(config_parent_type(c, "0000:84:00.0") == &c->types[0]);
+        config_free(c);
+
+        /* one parent under two names is one parent under two types */
+        expect_error("[devices]\n"
+                     "enabled_mdev_types = nvidia-35, nvidia-36\n"
+                     "[mdev_nvidia-35]\n"
+                     "device_addresses = 0000:84:00.0\n"
+                     "[mdev_nvidia-36]\n"
+                     "device_addresses = pci_0000_84_00_0\n",
+                     6, "'0000:84:00.0' is listed under two types, nvidia-35 (line 4) and nvidia-36");
+        expect_error("[devices]\n"
+                     "enabled_mdev_types = mtty-1, mtty-2\n"
+                     "[mdev_mtty-1]\n"
+                     "device_addresses = mtty\n"
+                     "[mdev_mtty-2]\n"
+                     "device_addresses = mtty_mtty\n",
+                     6, "'mtty' is listed under two types");
+        /* a PCI node-device name with a bad function is still refused */
+        expect_error("[devices]\n"
+                     "enabled_mdev_types = nvidia-35\n"
+                     "[mdev_nvidia-35]\n"
+                     "device_addresses = pci_0000_84_00_8\n",
+                     4, "'pci_0000_84_00_8' is neither a PCI address nor a valid parent name");
+}
+
 /* An SR-IOV host lists hundreds of VFs: all kept, sorted, each once. */
 static void test_addresses_many_sorted(void) {
         _cleanup_free_ char *text = NULL;
@@ -558,6 +603,7 @@ int main(void) {
         test_old_names();
         test_default_type_and_virtual_parent();
         test_addresses_normalised_and_continued();
+        test_addresses_by_node_device_name();
         test_addresses_many_sorted();
         test_hooks_and_sriov();
         test_empty_and_missing();
