@@ -230,7 +230,7 @@ golden() {
         run "$MH_CLI" inventory
         [ "$status" -eq 2 ]
         [[ "${lines[0]}" == "/etc/mdev-hooks/mdev-hooks.conf:4: max_instances must be an integer >= 1, not '0'" ]]
-        [[ "${lines[1]}" == "/etc/mdev-hooks/mdev-hooks.conf:5: mdev_class must be VGPU or CUSTOM_[A-Z0-9_]+, not 'gpu'" ]]
+        [[ "${lines[1]}" == "/etc/mdev-hooks/mdev-hooks.conf:5: mdev_class must be VGPU or CUSTOM_[A-Z0-9_]+ of at most 255 characters, not 'gpu'" ]]
 }
 
 @test "inventory --json and --placement exclude each other" {

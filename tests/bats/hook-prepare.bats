@@ -689,3 +689,28 @@ agree() {
         [ "$(mdev_parent "$U1")" = mtty ]
         [ "$(mdev_type "$U1")" = mtty-2 ]
 }
+
+@test "prepare reads a pasted nova.conf: 32 VFs on one device_addresses line and a 255-character mdev_class" {
+        sim_umount
+        sim_mount nvidia-sriov
+        local vfs cls
+        vfs=$(ls "$SIM_SYS/class/mdev_bus" | sort | paste -sd, | sed 's/,/, /g')
+        [ "${#vfs}" -gt 400 ]
+        cls="CUSTOM_$(printf 'A%.0s' $(seq 248))"
+        [ "${#cls}" -eq 255 ]
+        conf <<-EOF
+	[devices]
+	enabled_mdev_types = nvidia-472
+
+	[mdev_nvidia-472]
+	device_addresses = $vfs
+	mdev_class = $cls
+	EOF
+        run "$MH_CLI" check-config
+        [ "$status" -eq 0 ]
+        run prepare web1 "$U1,class=$cls"
+        [ "$status" -eq 0 ]
+        [ "$(mdev_type "$U1")" = nvidia-472 ]
+        run "$MH_CLI" inventory --placement --hostname h
+        [ "$(jq -r --arg c "$cls" '[.resource_providers[].usages[$c]] | add' <<<"$output")" = 1 ]
+}

@@ -543,8 +543,81 @@ static void test_error_syntax(void) {
         {
                 char text[600];
 
-                snprintf(text, sizeof text, "[devices]\nenabled_mdev_types = nvidia-35\n[mdev_nvidia-35]\ndevice_addresses = %0250d\n", 0);
-                expect_error(text, 4, "line longer than 197 characters");
+                /* a key alone longer than inih's line */
+                snprintf(text, sizeof text, "[devices]\nenabled_mdev_types = nvidia-35\n[mdev_nvidia-35]\n%0250d = 1\n", 0);
+                expect_error(text, 4, "key longer than 194 characters");
+        }
+}
+
+/* "0000:3b:00.4, 0000:3b:00.5, ..." : n VFs of the PF 0000:<bus>:00.0, as on an A100. */
+static char *vf_list(unsigned bus, unsigned n) {
+        _cleanup_free_ char *l = strdup("");
+
+        for (unsigned i = 0; i < n && l; i++) {
+                unsigned devfn = 4 + i;
+                char *m = strdup_printf("%s%s0000:%02x:%02x.%u", l, i ? ", " : "", bus, devfn >> 3, devfn & 7);
+
+                free(l);
+                l = m;
+        }
+        return steal_pointer(&l);
+}
+
+/* Issue 17: a real SR-IOV nova.conf lists 16 to 64 VFs on one line (1 to 2
+ * KiB) and mdev_class may be 255 characters; inih's buffer is 200 bytes. */
+static void test_long_lines(void) {
+        _cleanup_free_ char *vfs = vf_list(0x3b, 64), *more = vf_list(0x5e, 40);
+        _cleanup_free_ char *cls = NULL, *text = NULL;
+        char long_comment[1200];
+        Config *c;
+
+        check(vfs && more && strlen(vfs) > 800);
+        cls = calloc(256, 1);
+        check(cls);
+        memcpy(cls, "CUSTOM_", 7);
+        memset(cls + 7, 'X', 255 - 7);
+        check(strlen(cls) == 255);
+        memset(long_comment, '#', sizeof long_comment - 1);
+        long_comment[sizeof long_comment - 1] = '\0';
+
+        text = strdup_printf("[devices]\n"
+                             "enabled_mdev_types = nvidia-472\n"
+                             "%s\n"
+                             "[mdev_nvidia-472]\n"
+                             "device_addresses = %s ; the first A100's 64 VFs\n"
+                             "    %s\n"
+                             "mdev_class = %s\n"
+                             "max_instances = 100\n",
+                             long_comment, vfs, more, cls);
+        check(text && strlen(text) > 2048);
+        c = load_ok(text);
+        check(strv_length(c->types[0].addresses) == 104);
+        check(streq(c->types[0].addresses[0], "0000:3b:00.4"));
+        check(streq(c->types[0].addresses[63], "0000:3b:08.3"));
+        check(streq(c->types[0].addresses[64], "0000:5e:00.4"));
+        check(config_parent_type(c, "0000:3b:08.3") == &c->types[0]);
+        check(streq(c->types[0].mdev_class, cls));
+        check(c->types[0].max_instances == 100);
+        config_free(c);
+        free(text);
+
+        /* every other error keeps its line, before and after a long line */
+        text = strdup_printf("[devices]\n"
+                             "enabled_mdev_types = nvidia-472\n"
+                             "[mdev_nvidia-472]\n"
+                             "device_addresses = %s, 0000:3b:00\n"
+                             "max_instances = 0\n"
+                             "mdev_class = %sY\n",
+                             vfs, cls);
+        check(text);
+        {
+                char **errors = load_fails(text);
+
+                check(has_error(errors, 4, "'0000:3b:00' is not a PCI address"));
+                check(has_error(errors, 5, "max_instances must be an integer >= 1"));
+                check(has_error(errors, 6, "mdev_class must be VGPU or CUSTOM_[A-Z0-9_]+ of at most 255 characters"));
+                check(strv_length(errors) == 3);
+                strv_free(errors);
         }
 }
 
@@ -618,6 +691,7 @@ int main(void) {
         test_error_duplicate_key();
         test_error_hooks_values();
         test_error_syntax();
+        test_long_lines();
         test_errors_all_collected_sorted();
         test_error_permissions();
 
