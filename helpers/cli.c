@@ -75,8 +75,12 @@ int cli_load_config(int rootfd, const char *path, FILE *f, Config **ret) {
 
         error_clear();
         r = config_load(rootfd, path, ret, &errors);
-        if (r >= 0)
+        if (r >= 0) {
+                /* accepted as Nova accepts them; check-config refuses them */
+                for (char **w = (*ret)->warnings; w && *w; w++)
+                        log_warning("%s", *w);
                 return 0;
+        }
         if (strv_length(errors) == 0)
                 fprintf(f, "%s\n", error_get(r));
         for (char **e = errors; e && *e; e++)

@@ -727,6 +727,7 @@ void config_free(Config *c) {
                 free(c->sriov[i].address);
         free(c->sriov);
         free(c->sriov_command);
+        strv_free(c->warnings);
         free(c);
 }
 
@@ -900,9 +901,18 @@ static int parser_finish(Parser *p) {
                         first_default = t;
                         continue;
                 }
-                parser_error(p, t->line,
-                             "'%s' and '%s' (line %u) both have no device_addresses: at most one type may be the default; give the others device_addresses",
-                             t->name, first_default->name, first_default->line);
+                /* Nova warns ("Mdev type default already set to ...") and
+                 * drops the later type; so do we, and check-config refuses. */
+                if (strv_consume(&c->warnings,
+                                 strdup_printf("%s:%u: '%s' and '%s' (line %u) both have no device_addresses: as Nova does, "
+                                               "'%s' is the default for every parent not listed and '%s' is not used; "
+                                               "give it device_addresses or remove it from enabled_mdev_types",
+                                               p->path, t->line, t->name, first_default->name, first_default->line,
+                                               first_default->name, t->name)) < 0)
+                        return -ENOMEM;
+                config_type_done(t);
+                *t = (ConfigType) { 0 };
+                c->n_types--;
         }
         c->default_type = first_default;
         return 0;

@@ -714,3 +714,46 @@ agree() {
         run "$MH_CLI" inventory --placement --hostname h
         [ "$(jq -r --arg c "$cls" '[.resource_providers[].usages[$c]] | add' <<<"$output")" = 1 ]
 }
+
+# --- a pasted nova.conf: what Nova accepts with a warning, and what it refuses ---
+
+@test "two types without device_addresses: the first is the default and the second is not used, with a warning, as in Nova" {
+        conf <<-EOF
+	[devices]
+	enabled_mdev_types = nvidia-35, nvidia-36
+	EOF
+        run --separate-stderr prepare web1 "$U1"
+        [ "$status" -eq 0 ]
+        [ "$(mdev_type "$U1")" = nvidia-35 ]
+        [[ "$stderr" == *"/etc/mdev-hooks/mdev-hooks.conf:2: 'nvidia-36' and 'nvidia-35' (line 2) both have no device_addresses: as Nova does, 'nvidia-35' is the default for every parent not listed and 'nvidia-36' is not used"* ]]
+        run prepare web2 "$U2,type=nvidia-36"
+        [ "$status" -eq 1 ]
+        [[ "$output" == *"mdev-hooks: web2: type nvidia-36 is not enabled here; enabled: nvidia-35"* ]]
+        mdev_absent "$U2"
+        # the inventory counts the same way; check-config refuses the file
+        run --separate-stderr "$MH_CLI" inventory --json
+        [ "$status" -eq 0 ]
+        [ "$(jq -r '[.parents[].type] | unique | join(",")' <<<"$output")" = nvidia-35 ]
+        [[ "$stderr" == *"'nvidia-36' is not used"* ]]
+        run "$MH_CLI" check-config
+        [ "$status" -eq 2 ]
+        [[ "$output" == *"/etc/mdev-hooks/mdev-hooks.conf:2: 'nvidia-36' and 'nvidia-35' (line 2) both have no device_addresses"* ]]
+}
+
+@test "an invalid device address is refused by every program, as Nova refuses to start" {
+        conf <<-EOF
+	[devices]
+	enabled_mdev_types = nvidia-35
+
+	[mdev_nvidia-35]
+	device_addresses = 0000:84:00
+	EOF
+        run prepare web1 "$U1,type=nvidia-35"
+        [ "$status" -eq 1 ]
+        [ "$output" = "mdev-hooks: web1: the config has errors, fix it first (mdev-hooks check-config): /etc/mdev-hooks/mdev-hooks.conf:5: '0000:84:00' is not a PCI address of the form 0000:84:00.0" ]
+        mdev_absent "$U1"
+        run "$MH_CLI" inventory
+        [ "$status" -eq 2 ]
+        run "$MH_CLI" check-config
+        [ "$status" -eq 2 ]
+}

@@ -400,17 +400,40 @@ static void test_error_malformed_address(void) {
                      3, "unknown key '0000:41:00' in [sriov]");
 }
 
-static void test_error_two_defaults(void) {
-        expect_error("[devices]\n"
-                     "enabled_mdev_types = nvidia-35, nvidia-36\n",
-                     2, "'nvidia-36' and 'nvidia-35' (line 2) both have no device_addresses");
-        expect_error("[devices]\n"
-                     "enabled_mdev_types = nvidia-35, nvidia-36, nvidia-37\n"
-                     "[mdev_nvidia-36]\n"
-                     "mdev_class = CUSTOM_B\n"
-                     "[mdev_nvidia-37]\n"
-                     "device_addresses = 0000:84:00.0\n",
-                     3, "'nvidia-36' and 'nvidia-35' (line 2) both have no device_addresses");
+/* Nova (22+): "Mdev type default already set to X so Y will not be used":
+ * the first type without device_addresses is the default, the later ones
+ * are dropped, with a warning naming the line. */
+static void test_two_defaults_as_nova(void) {
+        Config *c = load_ok("[devices]\n"
+                            "enabled_mdev_types = nvidia-35, nvidia-36\n");
+        char prefix[600];
+
+        check(c->n_types == 1);
+        check(c->default_type == config_find_type(c, "nvidia-35"));
+        check(!config_find_type(c, "nvidia-36"));
+        check(config_parent_type(c, "0000:84:00.0") == c->default_type);
+        check(strv_length(c->warnings) == 1);
+        snprintf(prefix, sizeof prefix, "%s:2: 'nvidia-36' and 'nvidia-35' (line 2) both have no device_addresses: as Nova does, "
+                                        "'nvidia-35' is the default for every parent not listed and 'nvidia-36' is not used", path);
+        check(strncmp(c->warnings[0], prefix, strlen(prefix)) == 0);
+        config_free(c);
+
+        c = load_ok("[devices]\n"
+                    "enabled_mdev_types = nvidia-35, nvidia-36, nvidia-37, nvidia-38\n"
+                    "[mdev_nvidia-36]\n"
+                    "mdev_class = CUSTOM_B\n"
+                    "max_instances = 3\n"
+                    "[mdev_nvidia-37]\n"
+                    "device_addresses = 0000:84:00.0\n");
+        check(c->n_types == 2);
+        check(streq(c->types[0].name, "nvidia-35") && streq(c->types[1].name, "nvidia-37"));
+        check(c->types[1].addresses && streq(c->types[1].addresses[0], "0000:84:00.0"));
+        check(c->types[1].max_instances == 0 && streq(c->types[1].mdev_class, "VGPU"));
+        check(config_parent_type(c, "0000:84:00.0") == &c->types[1]);
+        check(strv_length(c->warnings) == 2);
+        check(strstr(c->warnings[0], ":3: 'nvidia-36' and 'nvidia-35' (line 2)"));
+        check(strstr(c->warnings[1], ":2: 'nvidia-38' and 'nvidia-35' (line 2)"));
+        config_free(c);
 }
 
 static void test_error_max_instances(void) {
@@ -630,7 +653,7 @@ static void test_errors_all_collected_sorted(void) {
                                    "[mdev_nvidia-35]\n"                          /* 6 */
                                    "max_instances = 0\n"                         /* 7 */
                                    "[foo]\n");                                   /* 8 */
-        unsigned lines[] = { 2, 3, 5, 7, 8 };
+        unsigned lines[] = { 3, 5, 7, 8 }; /* line 2's two defaults are a warning (as in Nova) */
 
         check(strv_length(errors) == ELEMENTSOF(lines));
         for (size_t i = 0; i < ELEMENTSOF(lines); i++) {
@@ -683,7 +706,7 @@ int main(void) {
         test_pci_address_validation();
         test_error_same_address_two_types();
         test_error_malformed_address();
-        test_error_two_defaults();
+        test_two_defaults_as_nova();
         test_error_max_instances();
         test_error_mdev_class();
         test_error_unknown_key_and_section();
