@@ -11,10 +11,11 @@
 #include "sysfs.h"
 
 static const char help[] =
-        "Usage: mdev-hooks list [--json]\n"
+        "Usage: mdev-hooks list [--parent PARENT] [--uuid UUID] [--json]\n"
         "\n"
-        "Lists every mdev on the host, sorted by UUID, with its parent, type,\n"
-        "state and owning guest. The state comes from mdev-hooks' record:\n"
+        "Lists every mdev on the host with its parent, type, state and owning\n"
+        "guest, grouped by parent as mdevctl list does (sorted by parent, then\n"
+        "UUID; --json: sorted by UUID). The state comes from mdev-hooks' record:\n"
         "  assigned   a guest holds it\n"
         "  incoming   claimed for a guest that is migrating here\n"
         "  free       created by mdev-hooks and kept (release = keep)\n"
@@ -22,6 +23,8 @@ static const char help[] =
         "  foreign    exists, but mdev-hooks has no record of it\n"
         "ORIGIN is \"created\" (mdev-hooks may remove it) or \"borrowed\" (never).\n"
         "\n"
+        "  -p, --parent PARENT  only the mdevs of this parent (as mdevctl list --parent)\n"
+        "  -u, --uuid UUID      only this mdev (as mdevctl list --uuid)\n"
         "  --json     print JSON: {\"mdevs\": [...]}\n"
         "  --help     show this help\n";
 
@@ -36,6 +39,18 @@ typedef struct Row {
 
 static int cmp_row(const void *a, const void *b) {
         return strcmp(((const Row *) a)->uuid, ((const Row *) b)->uuid);
+}
+
+/* mdevctl's order: by parent, then UUID. */
+static int cmp_row_parent(const void *a, const void *b) {
+        const Row *x = a, *y = b;
+        int r = strcmp(x->parent, y->parent);
+
+        return r != 0 ? r : strcmp(x->uuid, y->uuid);
+}
+
+static bool row_wanted(const Row *r, const CliOptions *o) {
+        return (!o->parent || streq(r->parent, o->parent)) && (!o->uuid[0] || streq(r->uuid, o->uuid));
 }
 
 static const char *record_state(const LedgerEntry *e, bool exists) {
@@ -69,7 +84,7 @@ int cli_list_main(int argc, char *argv[], const char *config_path) {
         size_t n_mdevs = 0, n_records = 0, n_bad = 0, n = 0;
         int r;
 
-        r = cli_parse_options(argc, argv, CLI_OPT_JSON, help, &o);
+        r = cli_parse_options(argc, argv, CLI_OPT_JSON | CLI_OPT_PARENT | CLI_OPT_UUID, help, &o);
         if (r >= 0)
                 return r;
         r = cli_open_root(&rootfd);
@@ -115,8 +130,10 @@ int cli_list_main(int argc, char *argv[], const char *config_path) {
                         i++;
                         j++;
                 }
+                if (!row_wanted(row, &o))
+                        n--;
         }
-        qsort(rows, n, sizeof *rows, cmp_row);
+        qsort(rows, n, sizeof *rows, o.json ? cmp_row : cmp_row_parent);
 
         if (o.json) {
                 _cleanup_json_ json_object *root = json_object_new_object();
@@ -127,7 +144,10 @@ int cli_list_main(int argc, char *argv[], const char *config_path) {
                         json_object_array_add(a, row_json(&rows[i]));
                 if (cli_print_json(root) < 0)
                         return cli_oom();
-        } else if (n == 0)
+        } else if (n == 0 && (o.parent || o.uuid[0]))
+                log_notice("no mdev matches%s%s%s%s", o.parent ? " --parent " : "", strempty(o.parent),
+                           o.uuid[0] ? " --uuid " : "", o.uuid);
+        else if (n == 0)
                 log_notice("no mdevs on this host and none recorded");
         else {
                 static const char * const headers[] = { "UUID", "PARENT", "TYPE", "STATE", "ORIGIN", "GUEST" };

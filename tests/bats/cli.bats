@@ -5,6 +5,7 @@
 # tests/data/<cmd>/<case>.expected (MH_REGENERATE=1 rewrites them).
 
 load common
+bats_require_minimum_version 1.5.0
 
 golden() {
         assert_golden "$MH_DATA/$1.expected" "$output"
@@ -70,6 +71,24 @@ golden() {
         [[ "$output" == *"cannot read '/sys/class/mdev_bus/mtty/mdev_supported_types/mtty-1/device_api'"* ]]
 }
 
+@test "types --parent shows only that parent, as mdevctl types --parent" {
+        fixture_root nvidia
+        run "$MH_CLI" types --parent 0000:85:00.0
+        [ "$status" -eq 0 ]
+        [ "${#lines[@]}" -eq 12 ]      # header + 11
+        golden types/nvidia-parent
+        run "$MH_CLI" types -p 0000:85:00.0 --json
+        [ "$status" -eq 0 ]
+        golden types/nvidia-parent-json
+        run --separate-stderr "$MH_CLI" types --parent 0000:99:00.0
+        [ "$status" -eq 0 ]
+        [ -z "$output" ]
+        run "$MH_CLI" types --parent 0000:99:00.0 --json
+        [ "$(jq -c .parents <<<"$output")" = "[]" ]
+        run "$MH_CLI" types --uuid 1f3c9a2e-7b44-4d51-9e0a-2c6b8d4f1a01
+        [ "$status" -eq 2 ]
+}
+
 # --- list -----------------------------------------------------------------
 
 @test "list joins sysfs and the record: assigned, free, incoming, foreign, lost" {
@@ -80,6 +99,54 @@ golden() {
         run "$MH_CLI" list --json
         [ "$status" -eq 0 ]
         golden list/nvidia-json
+}
+
+# a lost record on 0000:84:00.0 whose UUID sorts last
+add_late_record() {
+        sed -e 's/5d0a3f7b-2c46-4e9d-9f58-8b4c0d6e2f05/ee0a3f7b-2c46-4e9d-9f58-8b4c0d6e2f0e/' -e 's/^parent = .*/parent = 0000:84:00.0/' \
+                -e 's/^guest = .*/guest = db2/' "$MDEV_HOOKS_ROOT/var/lib/mdev-hooks/5d0a3f7b-2c46-4e9d-9f58-8b4c0d6e2f05" \
+                > "$MDEV_HOOKS_ROOT/var/lib/mdev-hooks/ee0a3f7b-2c46-4e9d-9f58-8b4c0d6e2f0e"
+}
+
+@test "list groups its table by parent, as mdevctl list does; --json stays sorted by UUID" {
+        fixture_root nvidia
+        add_late_record
+        run "$MH_CLI" list
+        [ "$status" -eq 0 ]
+        golden list/nvidia-by-parent
+        run "$MH_CLI" list --json
+        [ "$status" -eq 0 ]
+        [ "$(jq -r '.mdevs[].uuid' <<<"$output" | sort -c && echo sorted)" = sorted ]
+        [ "$(jq -r '.mdevs[-1].parent' <<<"$output")" = 0000:84:00.0 ]
+}
+
+@test "list --parent and --uuid filter as mdevctl's do, in both outputs" {
+        fixture_root nvidia
+        add_late_record
+        run "$MH_CLI" list --parent 0000:84:00.0
+        [ "$status" -eq 0 ]
+        golden list/nvidia-parent
+        run "$MH_CLI" list -p 0000:86:00.0 --json
+        [ "$status" -eq 0 ]
+        golden list/nvidia-parent-json
+        # a UUID in upper case is the same UUID
+        run "$MH_CLI" list --uuid 4C9F2E6A-1B35-4D8C-8E47-7A3B9C5D1E04
+        [ "$status" -eq 0 ]
+        [ "${#lines[@]}" -eq 2 ]
+        [[ "${lines[1]}" == "4c9f2e6a-1b35-4d8c-8e47-7a3b9c5d1e04  0000:86:00.0  nvidia-36  incoming  created  mig1" ]]
+        # both filters together; a UUID on another parent matches nothing
+        run "$MH_CLI" list -p 0000:86:00.0 -u 1f3c9a2e-7b44-4d51-9e0a-2c6b8d4f1a01 --json
+        [ "$status" -eq 0 ]
+        [ "$(jq -c .mdevs <<<"$output")" = "[]" ]
+        run --separate-stderr "$MH_CLI" list --parent 0000:99:00.0
+        [ "$status" -eq 0 ]
+        [ -z "$output" ]
+        # not a UUID, not a name: bad usage
+        run "$MH_CLI" list --uuid nope
+        [ "$status" -eq 2 ]
+        [[ "$output" == *"--uuid 'nope' is not a UUID"* ]]
+        run "$MH_CLI" list --parent ../x
+        [ "$status" -eq 2 ]
 }
 
 @test "list shows an mdev without a record as foreign, with no guest" {
