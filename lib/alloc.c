@@ -773,22 +773,31 @@ static int candidates_apply_max(Alloc *a, const AllocWant *w, CandidateList *l) 
                                 .offered = x->verdict == ALLOC_OK || x->verdict == ALLOC_FULL,
                                 .available = x->available,
                         };
-                        for (size_t k = 0; k < n_mdevs; k++)
-                                if (streq(mdevs[k].parent, x->parent) && streq(mdevs[k].type, ct->name))
-                                        inv[i].existing++;
-                        for (size_t k = a->plan_next; k < a->n_plans; k++)
-                                if (streq(a->plans[k].parent, x->parent) && streq(a->plans[k].type, ct->name))
-                                        inv[i].existing++; /* planned: counted as made */
+                }
+                /* the mdevs of the type that exist, or are planned (counted as made) */
+                inventory_sort(inv, n);
+                for (size_t k = 0; k < n_mdevs; k++) {
+                        InventoryParent *ip = streq(mdevs[k].type, ct->name) ? inventory_find(inv, n, mdevs[k].parent) : NULL;
+
+                        if (ip)
+                                ip->existing++;
+                }
+                for (size_t k = a->plan_next; k < a->n_plans; k++) {
+                        InventoryParent *ip = streq(a->plans[k].type, ct->name) ? inventory_find(inv, n, a->plans[k].parent) : NULL;
+
+                        if (ip)
+                                ip->existing++;
                 }
                 inventory_compute(inv, n);
                 for (size_t i = 0; i < l->n; i++) {
                         AllocCandidate *c = &l->c[i];
+                        const InventoryParent *ip;
 
                         if (!streq(c->type, ct->name) || c->verdict != ALLOC_OK)
                                 continue;
-                        for (size_t k = 0; k < n; k++)
-                                if (streq(inv[k].parent, c->parent) && inv[k].free == 0)
-                                        c->verdict = ALLOC_OVER_MAX;
+                        ip = inventory_find(inv, n, c->parent);
+                        if (ip && ip->free == 0)
+                                c->verdict = ALLOC_OVER_MAX;
                 }
         }
         return 0;

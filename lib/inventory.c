@@ -61,9 +61,19 @@ static void compute_capped(InventoryParent *parents, size_t n, size_t first) {
         }
 }
 
-void inventory_compute(InventoryParent *parents, size_t n) {
+void inventory_sort(InventoryParent *parents, size_t n) {
         if (n > 1)
                 qsort(parents, n, sizeof *parents, cmp_parent);
+}
+
+InventoryParent *inventory_find(InventoryParent *parents, size_t n, const char *parent) {
+        InventoryParent key = { .parent = parent };
+
+        return n > 0 ? bsearch(&key, parents, n, sizeof *parents, cmp_parent) : NULL;
+}
+
+void inventory_compute(InventoryParent *parents, size_t n) {
+        inventory_sort(parents, n);
 
         for (size_t i = 0; i < n; i++) {
                 InventoryParent *p = &parents[i];

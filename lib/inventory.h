@@ -48,6 +48,10 @@ typedef struct InventoryParent {
 
 /* Sorts the parents by name and fills in total, used, free and reason. */
 void inventory_compute(InventoryParent *parents, size_t n);
+/* Sorts the parents by name (as inventory_compute() leaves them). */
+void inventory_sort(InventoryParent *parents, size_t n);
+/* A parent of sorted parents by name, or NULL. */
+InventoryParent *inventory_find(InventoryParent *parents, size_t n, const char *parent);
 
 /* "ok", "no type configured", ... for text and JSON. */
 const char *inventory_reason_to_string(InventoryReason r);
