@@ -122,7 +122,7 @@ static int print_text(const Config *c, const InventoryParent *p, size_t n) {
                 snprintf(used, sizeof used, "%u", p[i].used);
                 snprintf(free_, sizeof free_, "%u", p[i].free);
                 if (p[i].reason == INVENTORY_CAPPED)
-                        note = strdup_printf("capped: its available would exceed max_instances = %u of %s", p[i].max_instances, p[i].type);
+                        note = strdup_printf("capped: its available instances would pass max_instances = %u of %s", p[i].max_instances, p[i].type);
                 else if (p[i].reason == INVENTORY_NOT_OFFERED)
                         note = strdup_printf("does not offer %s", p[i].type);
                 else if (p[i].reason == INVENTORY_NO_TYPE)

@@ -254,7 +254,7 @@ add_late_record() {
         run "$MH_CLI" inventory
         [ "$status" -eq 0 ]
         golden inventory/sriov
-        [ "$(grep -c 'would exceed max_instances = 12' <<<"$output")" -eq 4 ]
+        [ "$(grep -c 'would pass max_instances = 12' <<<"$output")" -eq 4 ]
         run "$MH_CLI" inventory --placement --hostname compute2
         [ "$status" -eq 0 ]
         golden inventory/sriov-placement
