@@ -265,6 +265,12 @@ int cli_check_config_main(int argc, char *argv[], const char *config_path) {
         } else {
                 Findings f = { 0 };
 
+                /* What the hook and the other programs accept with a warning,
+                 * as Nova does, check-config refuses: the operator who runs
+                 * it wants the config meant, not what Nova makes of it. */
+                for (char **w = c->warnings; w && *w; w++)
+                        if (strv_extend(&lines, *w) < 0)
+                                return cli_oom();
                 r = check_host(rootfd, c, &f);
                 for (size_t i = 0; r >= 0 && i < f.n; i++)
                         r = strv_consume(&lines, strdup_printf("%s:%u: %s", c->path, f.items[i].line, f.items[i].msg));

@@ -17,9 +17,10 @@ static const char help[] =
         "\n"
         "Per registered mdev parent: the type the config gives it and that type's\n"
         "mdev_class, and the capacity as OpenStack Nova counts it:\n"
-        "  total = existing mdevs of the type + the type's available_instances,\n"
-        "          0 for a parent that would take the host past the type's\n"
-        "          max_instances (parents taken in sorted order)\n"
+        "  total = existing mdevs of the type + the type's available_instances;\n"
+        "          under the type's max_instances, the existing mdevs of every\n"
+        "          parent count first, then a parent whose available_instances\n"
+        "          would pass the cap gets none of them (parents in sorted order)\n"
         "  used  = existing mdevs of the type on the parent\n"
         "  free  = total - used\n"
         "A parent without a type, or that does not offer its type, is listed with\n"
@@ -151,7 +152,7 @@ static int print_text(const Config *c, const InventoryParent *p, size_t n) {
                 snprintf(used, sizeof used, "%u", p[i].used);
                 snprintf(free_, sizeof free_, "%u", p[i].free);
                 if (p[i].reason == INVENTORY_CAPPED)
-                        note = strdup_printf("counted as 0: would exceed max_instances = %u of %s", p[i].max_instances, p[i].type);
+                        note = strdup_printf("capped: its available instances would pass max_instances = %u of %s", p[i].max_instances, p[i].type);
                 else if (p[i].reason == INVENTORY_NOT_OFFERED)
                         note = strdup_printf("does not offer %s", p[i].type);
                 else if (p[i].reason == INVENTORY_NO_TYPE)
@@ -188,9 +189,12 @@ static int print_json(const Config *c, const InventoryParent *p, size_t n) {
 }
 
 /* Placement's shape: GET /resource_providers, .../inventories, .../usages, .../traits,
- * one object per provider. A provider whose total is 0 has no inventory
- * (Placement refuses a total below 1), as Nova leaves it. */
-static int print_placement(const Config *c, const InventoryParent *p, size_t n, const char *host) {
+ * one object per provider. A parent whose total is 0 (capped by
+ * max_instances and holding no mdev) has no provider: Nova deletes the
+ * provider of such a parent, and Placement refuses a total below 1. A capped
+ * parent that holds mdevs keeps its provider, with total = used (its mdevs
+ * stay in the usages) and so nothing free. */
+static int print_placement(int rootfd, const Config *c, const InventoryParent *p, size_t n, const char *host) {
         _cleanup_json_ json_object *root = json_object_new_object();
         json_object *a = json_object_new_array();
 
@@ -198,14 +202,17 @@ static int print_placement(const Config *c, const InventoryParent *p, size_t n, 
         for (size_t i = 0; i < n; i++) {
                 const ConfigType *ct;
                 _cleanup_free_ char *node = NULL, *name = NULL, *trait = NULL;
-                json_object *o, *inventories, *usages, *traits;
+                json_object *o, *inventories, *inv, *usages, *traits;
+                int r;
 
-                if (p[i].reason != INVENTORY_OK && p[i].reason != INVENTORY_CAPPED)
+                if ((p[i].reason != INVENTORY_OK && p[i].reason != INVENTORY_CAPPED) || p[i].total == 0)
                         continue;
                 ct = config_find_type(c, p[i].type);
-                node = inventory_nodedev_name(p[i].parent);
+                r = sysfs_parent_nodedev_name(rootfd, p[i].parent, &node);
+                if (r < 0)
+                        return r;
                 trait = inventory_type_trait(p[i].type);
-                if (!ct || !node || !trait)
+                if (!ct || !trait)
                         return -ENOMEM;
                 name = strdup_printf("%s_%s", host, node);
                 if (!name)
@@ -215,18 +222,15 @@ static int print_placement(const Config *c, const InventoryParent *p, size_t n, 
                 json_object_array_add(a, o);
                 inventories = json_object_new_object();
                 usages = json_object_new_object();
-                if (p[i].total > 0) {
-                        json_object *inv = json_object_new_object();
-
-                        json_object_object_add(inv, "allocation_ratio", json_object_new_double(1.0));
-                        json_object_object_add(inv, "max_unit", json_object_new_int64(p[i].total));
-                        json_object_object_add(inv, "min_unit", json_object_new_int64(1));
-                        json_object_object_add(inv, "reserved", json_object_new_int64(0));
-                        json_object_object_add(inv, "step_size", json_object_new_int64(1));
-                        json_object_object_add(inv, "total", json_object_new_int64(p[i].total));
-                        json_object_object_add(inventories, ct->mdev_class, inv);
-                        json_object_object_add(usages, ct->mdev_class, json_object_new_int64(p[i].used));
-                }
+                inv = json_object_new_object();
+                json_object_object_add(inv, "allocation_ratio", json_object_new_double(1.0));
+                json_object_object_add(inv, "max_unit", json_object_new_int64(p[i].total));
+                json_object_object_add(inv, "min_unit", json_object_new_int64(1));
+                json_object_object_add(inv, "reserved", json_object_new_int64(0));
+                json_object_object_add(inv, "step_size", json_object_new_int64(1));
+                json_object_object_add(inv, "total", json_object_new_int64(p[i].total));
+                json_object_object_add(inventories, ct->mdev_class, inv);
+                json_object_object_add(usages, ct->mdev_class, json_object_new_int64(p[i].used));
                 json_object_object_add(o, "inventories", inventories);
                 json_object_object_add(o, "name", json_object_new_string(name));
                 json_object_object_add(o, "parent_provider_name", json_object_new_string(host));
@@ -284,13 +288,17 @@ int cli_inventory_main(int argc, char *argv[], const char *config_path) {
                 return CLI_EXIT_FAILED;
         }
         if (o.placement)
-                r = print_placement(c, p, n, host);
+                r = print_placement(rootfd, c, p, n, host);
         else if (o.json)
                 r = print_json(c, p, n);
         else
                 r = print_text(c, p, n);
         parents_free(p, n);
-        if (r < 0)
+        if (r == -ENOMEM)
                 return cli_oom();
+        if (r < 0) {
+                log_error("%s", error_get(r));
+                return CLI_EXIT_FAILED;
+        }
         return CLI_EXIT_OK;
 }

@@ -12,10 +12,11 @@
 #include "vfio.h"
 
 static const char help[] =
-        "Usage: mdev-hooks list [--json]\n"
+        "Usage: mdev-hooks list [--parent PARENT] [--uuid UUID] [--json]\n"
         "\n"
-        "Lists every mdev on the host, sorted by UUID, with its parent, type,\n"
-        "state and owning guest. The state comes from mdev-hooks' record:\n"
+        "Lists every mdev on the host with its parent, type, state and owning\n"
+        "guest, grouped by parent as mdevctl list does (sorted by parent, then\n"
+        "UUID; --json: sorted by UUID). The state comes from mdev-hooks' record:\n"
         "  assigned   a guest holds it\n"
         "  incoming   claimed for a guest that is migrating here\n"
         "  free       created by mdev-hooks and kept (release = keep)\n"
@@ -25,6 +26,8 @@ static const char help[] =
         "A vGPU of NVIDIA's VFIO framework (vGPU 17+) is listed by its VF's PCI\n"
         "address, with its PF as parent and nvidia-<ID> as type.\n"
         "\n"
+        "  -p, --parent PARENT  only the mdevs of this parent (as mdevctl list --parent)\n"
+        "  -u, --uuid UUID      only this mdev (as mdevctl list --uuid)\n"
         "  --json     print JSON: {\"mdevs\": [...]}\n"
         "  --help     show this help\n";
 
@@ -39,6 +42,18 @@ typedef struct Row {
 
 static int cmp_row(const void *a, const void *b) {
         return strcmp(((const Row *) a)->uuid, ((const Row *) b)->uuid);
+}
+
+/* mdevctl's order: by parent, then UUID. */
+static int cmp_row_parent(const void *a, const void *b) {
+        const Row *x = a, *y = b;
+        int r = strcmp(x->parent, y->parent);
+
+        return r != 0 ? r : strcmp(x->uuid, y->uuid);
+}
+
+static bool row_wanted(const Row *r, const CliOptions *o) {
+        return (!o->parent || streq(r->parent, o->parent)) && (!o->uuid[0] || streq(r->uuid, o->uuid));
 }
 
 static const char *record_state(const LedgerEntry *e, bool exists) {
@@ -106,8 +121,9 @@ static int read_host(int rootfd, Listing *l) {
         return CLI_EXIT_OK;
 }
 
-/* One row per UUID that sysfs or the record knows, sorted by UUID. */
-static int join(Listing *l) {
+/* One row per UUID that sysfs or the record knows and the filters keep,
+ * sorted by UUID for --json and by parent then UUID (as mdevctl) otherwise. */
+static int join(Listing *l, const CliOptions *o) {
         const SysfsMdev *mdevs = l->mdevs;
         const LedgerEntry *records = l->records;
 
@@ -134,8 +150,10 @@ static int join(Listing *l) {
                         i++;
                         j++;
                 }
+                if (!row_wanted(row, o))
+                        l->n--;
         }
-        qsort(l->rows, l->n, sizeof *l->rows, cmp_row);
+        qsort(l->rows, l->n, sizeof *l->rows, o->json ? cmp_row : cmp_row_parent);
         return 0;
 }
 
@@ -149,10 +167,15 @@ static int print_json(const Listing *l) {
         return cli_print_json(root);
 }
 
-static int print_text(const Listing *l) {
+static int print_text(const Listing *l, const CliOptions *o) {
         static const char * const headers[] = { "UUID", "PARENT", "TYPE", "STATE", "ORIGIN", "GUEST" };
         _cleanup_table_free_ CliTable *t = NULL;
 
+        if (l->n == 0 && (o->parent || o->uuid[0])) {
+                log_notice("no mdev matches%s%s%s%s", o->parent ? " --parent " : "", strempty(o->parent),
+                           o->uuid[0] ? " --uuid " : "", o->uuid);
+                return 0;
+        }
         if (l->n == 0) {
                 log_notice("no mdevs on this host and none recorded");
                 return 0;
@@ -179,7 +202,7 @@ int cli_list_main(int argc, char *argv[], const char *config_path) {
         _cleanup_close_ int rootfd = -1;
         int r;
 
-        r = cli_parse_options(argc, argv, CLI_OPT_JSON, help, &o);
+        r = cli_parse_options(argc, argv, CLI_OPT_JSON | CLI_OPT_PARENT | CLI_OPT_UUID, help, &o);
         if (r >= 0)
                 return r;
         r = cli_open_root(&rootfd);
@@ -189,9 +212,9 @@ int cli_list_main(int argc, char *argv[], const char *config_path) {
         r = read_host(rootfd, &l);
         if (r != CLI_EXIT_OK)
                 return r;
-        if (join(&l) < 0)
+        if (join(&l, &o) < 0)
                 return cli_oom();
-        if ((o.json ? print_json(&l) : print_text(&l)) < 0)
+        if ((o.json ? print_json(&l) : print_text(&l, &o)) < 0)
                 return cli_oom();
 
         if (l.n_bad > 0) {

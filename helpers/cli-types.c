@@ -6,7 +6,7 @@
 #include "vfio.h"
 
 static const char help[] =
-        "Usage: mdev-hooks types [--json]\n"
+        "Usage: mdev-hooks types [--parent PARENT] [--json]\n"
         "\n"
         "Lists every registered mdev parent and the types it offers: available\n"
         "instances, device API, name and description (\"-\" when the driver gives\n"
@@ -16,6 +16,7 @@ static const char help[] =
         "VFs that list the type (an upper bound: the driver tells whether one more\n"
         "fits on a VF, not how many), and the description its VFs.\n"
         "\n"
+        "  -p, --parent PARENT  only this parent (as mdevctl types --parent)\n"
         "  --json     print JSON: {\"parents\": [{\"parent\", \"types\": [...]}]}\n"
         "  --help     show this help\n";
 
@@ -69,7 +70,7 @@ static int read_vfio_pf(int rootfd, ParentTypes *pt) {
 
 /* Reads what it can; every file that cannot be read is logged and makes the
  * result 1, the rest is still shown. */
-static int read_host(int rootfd, ParentTypes **ret, size_t *ret_n) {
+static int read_host(int rootfd, const char *only, ParentTypes **ret, size_t *ret_n) {
         _cleanup_strv_free_ char **parents = NULL;
         ParentTypes *p;
         size_t n = 0;
@@ -94,8 +95,11 @@ static int read_host(int rootfd, ParentTypes **ret, size_t *ret_n) {
                 return cli_oom();
         for (char **q = parents; *q; q++) {
                 _cleanup_strv_free_ char **types = NULL;
-                ParentTypes *pt = &p[n++];
+                ParentTypes *pt;
 
+                if (only && !streq(*q, only))
+                        continue;
+                pt = &p[n++];
                 pt->parent = strdup(*q);
                 if (!pt->parent)
                         goto oom;
@@ -164,7 +168,7 @@ static int print_json(const ParentTypes *p, size_t n) {
         return cli_print_json(root);
 }
 
-static int print_text(const ParentTypes *p, size_t n) {
+static int print_text(const ParentTypes *p, size_t n, const char *only) {
         static const char * const headers[] = { "PARENT", "TYPE", "AVAILABLE", "API", "NAME", "DESCRIPTION" };
         _cleanup_table_free_ CliTable *t = cli_table_new(headers, ELEMENTSOF(headers), 1u << 2);
 
@@ -181,7 +185,10 @@ static int print_text(const ParentTypes *p, size_t n) {
                                 return -ENOMEM;
                 }
         if (n == 0) {
-                log_notice("no mdev parents registered (no /sys/class/mdev_bus entries)");
+                if (only)
+                        log_notice("no mdev parent '%s' registered (see 'mdev-hooks types')", only);
+                else
+                        log_notice("no mdev parents registered (no /sys/class/mdev_bus entries)");
                 return 0;
         }
         cli_table_print(t, stdout);
@@ -195,17 +202,17 @@ int cli_types_main(int argc, char *argv[], const char *config_path) {
         size_t n = 0;
         int r, status;
 
-        r = cli_parse_options(argc, argv, CLI_OPT_JSON, help, &o);
+        r = cli_parse_options(argc, argv, CLI_OPT_JSON | CLI_OPT_PARENT, help, &o);
         if (r >= 0)
                 return r;
         r = cli_open_root(&rootfd);
         if (r > 0)
                 return r;
 
-        status = read_host(rootfd, &p, &n);
+        status = read_host(rootfd, o.parent, &p, &n);
         if (!p)
                 return status;
-        r = o.json ? print_json(p, n) : print_text(p, n);
+        r = o.json ? print_json(p, n) : print_text(p, n, o.parent);
         parents_free(p, n);
         if (r < 0) {
                 log_error("cannot print: %s", strerror(-r));

@@ -9,8 +9,10 @@ int cli_parse_options(int argc, char *argv[], unsigned accepted, const char *hel
         static const struct option options[] = {
                 { "config",    required_argument, NULL, 'c' },
                 { "json",      no_argument,       NULL, 'j' },
-                { "placement", no_argument,       NULL, 'p' },
+                { "placement", no_argument,       NULL, 'L' },
                 { "hostname",  required_argument, NULL, 'H' },
+                { "parent",    required_argument, NULL, 'p' },
+                { "uuid",      required_argument, NULL, 'u' },
                 { "help",      no_argument,       NULL, 'h' },
                 { 0 }
         };
@@ -18,7 +20,7 @@ int cli_parse_options(int argc, char *argv[], unsigned accepted, const char *hel
 
         optind = 0; /* glibc: start over, argv[0] is the command */
         opterr = 0;
-        while ((c = getopt_long(argc, argv, "+c:jh", options, NULL)) >= 0)
+        while ((c = getopt_long(argc, argv, "+c:jhp:u:", options, NULL)) >= 0)
                 switch (c) {
                 case 'c':
                         o->config_path = optarg;
@@ -28,10 +30,28 @@ int cli_parse_options(int argc, char *argv[], unsigned accepted, const char *hel
                                 goto unknown;
                         o->json = true;
                         break;
-                case 'p':
+                case 'L':
                         if (!(accepted & CLI_OPT_PLACEMENT))
                                 goto unknown;
                         o->placement = true;
+                        break;
+                case 'p':
+                        if (!(accepted & CLI_OPT_PARENT))
+                                goto unknown;
+                        if (!name_is_valid(optarg)) {
+                                log_error("%s: --parent '%s' is not a parent's name", argv[0], optarg);
+                                return CLI_EXIT_USAGE;
+                        }
+                        o->parent = optarg;
+                        break;
+                case 'u':
+                        if (!(accepted & CLI_OPT_UUID))
+                                goto unknown;
+                        if (!uuid_is_valid(optarg)) {
+                                log_error("%s: --uuid '%s' is not a UUID", argv[0], optarg);
+                                return CLI_EXIT_USAGE;
+                        }
+                        uuid_normalize(optarg, o->uuid);
                         break;
                 case 'H':
                         if (!(accepted & CLI_OPT_HOSTNAME))
@@ -75,8 +95,12 @@ int cli_load_config(int rootfd, const char *path, FILE *f, Config **ret) {
 
         error_clear();
         r = config_load(rootfd, path, ret, &errors);
-        if (r >= 0)
+        if (r >= 0) {
+                /* accepted as Nova accepts them; check-config refuses them */
+                for (char **w = (*ret)->warnings; w && *w; w++)
+                        log_warning("%s", *w);
                 return 0;
+        }
         if (strv_length(errors) == 0)
                 fprintf(f, "%s\n", error_get(r));
         for (char **e = errors; e && *e; e++)

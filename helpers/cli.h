@@ -35,6 +35,8 @@ typedef struct CliOptions {
         bool json;
         bool placement;
         const char *hostname;
+        const char *parent;   /* --parent / -p: only this parent (mdevctl's filter) */
+        char uuid[UUID_STRING_MAX]; /* --uuid / -u: only this mdev, lower case; "" for any */
 } CliOptions;
 
 /* Which of the optional options a command accepts. */
@@ -42,6 +44,8 @@ enum {
         CLI_OPT_JSON = 1 << 0,
         CLI_OPT_PLACEMENT = 1 << 1,
         CLI_OPT_HOSTNAME = 1 << 2,
+        CLI_OPT_PARENT = 1 << 3,
+        CLI_OPT_UUID = 1 << 4,
 };
 
 /* Parses a command's argv. Returns -1 to go on, else the exit status to

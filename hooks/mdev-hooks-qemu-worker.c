@@ -58,6 +58,9 @@ static int setup(HookOp op, const char *guest, Setup *su) {
                         return error_set(r, "the config has errors, fix it first (mdev-hooks check-config): %s", errors[0]);
                 return r;
         }
+        /* accepted as Nova accepts them: said on stderr and to syslog */
+        for (char **w = su->config->warnings; w && *w; w++)
+                log_warning("%s", *w);
         r = boot_id_read(su->rootfd, su->boot_id);
         if (r < 0)
                 return r;

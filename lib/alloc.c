@@ -38,6 +38,7 @@
 
 #include "alloc.h"
 #include "crash.h"
+#include "inventory.h"
 #include "lock.h"
 #include "log.h"
 #include "parentwait.h"
@@ -590,16 +591,50 @@ static int candidates_wait_unlocked(Alloc *a, CandidateList *l) {
         return a->lockfd >= 0;
 }
 
-/* max_instances: counts the type on the whole host, once per type. */
-static int candidates_apply_max(const Alloc *a, const AllocWant *w, CandidateList *l) {
+/* The parents the config gives a type: its device_addresses, or for the
+ * default type every registered parent not listed elsewhere (*all: the
+ * registered parents, listed on first use). */
+static int type_parents(const Alloc *a, const ConfigType *ct, char ***all, char ***ret) {
+        _cleanup_strv_free_ char **l = NULL;
+        int r;
+
+        if (ct->addresses && ct->addresses[0]) {
+                for (char **p = ct->addresses; *p; p++)
+                        if (strv_extend(&l, *p) < 0)
+                                return -ENOMEM;
+                *ret = steal_pointer(&l);
+                return 0;
+        }
+        if (!*all) {
+                r = sysfs_parent_list(a->rootfd, all);
+                if (r < 0)
+                        return r;
+        }
+        for (char **p = *all; *p; p++)
+                if (config_parent_type(a->config, *p) == ct && strv_extend(&l, *p) < 0)
+                        return -ENOMEM;
+        *ret = steal_pointer(&l);
+        return 0;
+}
+
+/* max_instances, by the inventory's rule (inventory.h): a candidate of a
+ * capped type has room only where the type's inventory, built from what
+ * this call read of every parent of the type and the mdevs that exist or
+ * are planned, shows free capacity. So the hook never places where
+ * `mdev-hooks inventory` says there is none. */
+static int candidates_apply_max(Alloc *a, const AllocWant *w, CandidateList *l) {
         _cleanup_free_ SysfsMdev *mdevs = NULL;
+        _cleanup_strv_free_ char **all = NULL;
         size_t n_mdevs = 0;
         bool listed = false;
         int r;
 
         for (size_t t = 0; w->types[t]; t++) {
                 const ConfigType *ct = config_find_type(a->config, w->types[t]);
-                unsigned existing = 0;
+                _cleanup_strv_free_ char **parents = NULL;
+                _cleanup_free_ AllocCandidate *seen = NULL;
+                _cleanup_free_ InventoryParent *inv = NULL;
+                size_t n;
 
                 if (!ct || ct->max_instances == 0)
                         continue;
@@ -609,17 +644,56 @@ static int candidates_apply_max(const Alloc *a, const AllocWant *w, CandidateLis
                                 return r;
                         listed = true;
                 }
-                for (size_t i = 0; i < n_mdevs; i++)
-                        if (streq(mdevs[i].type, ct->name))
-                                existing++;
-                for (size_t i = a->plan_next; i < a->n_plans; i++)
-                        if (streq(a->plans[i].type, ct->name))
-                                existing++; /* planned: counted as made */
-                if (alloc_max_left(ct->max_instances, existing) > 0)
-                        continue;
-                for (size_t i = 0; i < l->n; i++)
-                        if (streq(l->c[i].type, ct->name) && l->c[i].verdict == ALLOC_OK)
-                                l->c[i].verdict = ALLOC_OVER_MAX;
+                r = type_parents(a, ct, &all, &parents);
+                if (r < 0)
+                        return r;
+                n = strv_length(parents);
+                seen = calloc(n + 1, sizeof *seen);
+                inv = calloc(n + 1, sizeof *inv);
+                if (!seen || !inv)
+                        return -ENOMEM;
+                for (size_t i = 0; i < n; i++) {
+                        AllocCandidate *x = &seen[i];
+
+                        snprintf(x->parent, sizeof x->parent, "%s", parents[i]);
+                        snprintf(x->type, sizeof x->type, "%s", ct->name);
+                        x->verdict = ALLOC_OK;
+                        r = candidate_probe_cached(a, x);
+                        if (r < 0)
+                                return r;
+                        inv[i] = (InventoryParent) {
+                                .parent = x->parent,
+                                .type = ct->name,
+                                .max_instances = ct->max_instances,
+                                .offered = x->verdict == ALLOC_OK || x->verdict == ALLOC_FULL,
+                                .available = x->available,
+                        };
+                }
+                /* the mdevs of the type that exist, or are planned (counted as made) */
+                inventory_sort(inv, n);
+                for (size_t k = 0; k < n_mdevs; k++) {
+                        InventoryParent *ip = streq(mdevs[k].type, ct->name) ? inventory_find(inv, n, mdevs[k].parent) : NULL;
+
+                        if (ip)
+                                ip->existing++;
+                }
+                for (size_t k = a->plan_next; k < a->n_plans; k++) {
+                        InventoryParent *ip = streq(a->plans[k].type, ct->name) ? inventory_find(inv, n, a->plans[k].parent) : NULL;
+
+                        if (ip)
+                                ip->existing++;
+                }
+                inventory_compute(inv, n);
+                for (size_t i = 0; i < l->n; i++) {
+                        AllocCandidate *c = &l->c[i];
+                        const InventoryParent *ip;
+
+                        if (!streq(c->type, ct->name) || c->verdict != ALLOC_OK)
+                                continue;
+                        ip = inventory_find(inv, n, c->parent);
+                        if (ip && ip->free == 0)
+                                c->verdict = ALLOC_OVER_MAX;
+                }
         }
         return 0;
 }
@@ -640,7 +714,7 @@ static int candidates_read(Alloc *a, const AllocWant *w, CandidateList *l, bool 
 }
 
 /* max_instances applied, then in placement order: the order of the tries. */
-static int candidates_order(const Alloc *a, const AllocWant *w, CandidateList *l) {
+static int candidates_order(Alloc *a, const AllocWant *w, CandidateList *l) {
         int r;
 
         r = candidates_apply_max(a, w, l);
@@ -868,6 +942,8 @@ int alloc_create(Alloc *a, const AllocWant *w, const char *uuid, LedgerState sta
                 r = candidates_reclaim(a, &l);
                 if (r == -ENOENT)
                         break;
+                if (r >= 0)
+                        r = candidates_apply_max(a, w, &l); /* room by the inventory's rule */
                 if (r < 0)
                         return r;
         }

@@ -50,7 +50,7 @@ typedef struct AllocWant {
         char uuid[UUID_STRING_MAX];      /* the hostdev's UUID, lower case */
         char **types;                    /* acceptable types, config order; one unless class= */
         char parent[NAME_STRING_MAX];    /* pinned parent (metadata parent=), "" for any */
-        char what[NAME_STRING_MAX + 16]; /* for messages: "nvidia-35" or "class CUSTOM_X" */
+        char what[MDEV_CLASS_MAX + 16];  /* for messages: "nvidia-35" or "class CUSTOM_X" */
 } AllocWant;
 
 void alloc_want_done(AllocWant *w);

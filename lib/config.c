@@ -2,15 +2,26 @@
 /*
  * /etc/mdev-hooks/mdev-hooks.conf (config.h, doc/design.md §3), parsed with inih.
  *
- * Debian's inih (r55) reads lines of at most 200 bytes into a stack buffer,
- * allows multi-line values (an indented line continues the previous key: the
- * handler is called again under the same name), strips inline comments that
- * start with " ;", truncates section names to 49 bytes and reports only the
- * first syntax error. So our reader, which sees every raw line first, keeps
- * its own line number, section (from the raw "[...]" line) and continuation
- * flag, rejects over-long and malformed lines itself (handing inih a comment
- * instead) and thus collects every error, each with its line. inih still
- * splits "key = value" and strips whitespace and comments.
+ * Debian's inih (r55) reads lines of at most 200 bytes into a stack buffer
+ * (INI_MAX_LINE; Debian builds it without INI_ALLOW_REALLOC and with
+ * INI_USE_STACK), allows multi-line values (an indented line continues the
+ * previous key: the handler is called again under the same name), strips
+ * inline comments that start with " ;", truncates section names to 49 bytes
+ * and reports only the first syntax error. So our reader, which sees every
+ * raw line first (ini_parse_stream()), keeps its own line number, section
+ * (from the raw "[...]" line) and continuation flag, rejects malformed lines
+ * itself (handing inih a comment instead) and thus collects every error,
+ * each with its line. inih still splits "key = value" and strips whitespace
+ * and comments.
+ *
+ * A line longer than inih's buffer (a real nova.conf lists 16 to 64 SR-IOV
+ * VFs on one device_addresses line, 1 to 2 KiB, and mdev_class may be 255
+ * characters) still goes through inih: the reader hands it the key with a
+ * one-byte stand-in value, and keeps the real value aside (Parser.long_value,
+ * cut and stripped as inih would), which the handler then takes instead.
+ * inih calls the handler for a line before it reads the next, so the value
+ * aside always belongs to the line being handled. Only a key or a section
+ * header that alone does not fit is refused.
  *
  * Everything is collected first and validated at the end, because sections
  * may come in any order ([mdev_X] before [devices]).
@@ -25,6 +36,7 @@
 #include <ini.h>
 
 #include "config.h"
+#include "nodedev.h"
 
 #define CONFIG_DEFAULT_DISPLAY "/" CONFIG_DEFAULT_PATH
 /* inih splits "key = value" at the first '=' or ':', so "0000:41:00.0 = 4"
@@ -65,6 +77,7 @@ typedef struct Parser {
         /* the reader's view of the raw line inih is about to handle */
         unsigned line;
         bool continuation;
+        char *long_value;         /* the value of a line too long for inih, or NULL */
         char *buf;
         size_t buf_size;
 
@@ -242,10 +255,21 @@ static TypeSection *parser_type_section(Parser *p, const char *type) {
 }
 
 /* A parent name: a PCI address (normalised to lower case) or a virtual
- * parent's name such as "mtty". Anything with a ':' must be a PCI address. */
-static int parse_parent_name(const char *s, char **ret) {
+ * parent's name such as "mtty", by its sysfs name or by its libvirt
+ * node-device name as Nova's own configs write it ("pci_0000_84_00_0",
+ * "mtty_mtty", "css_0_0_0052", "ap_matrix": nodedev.h), which becomes the
+ * sysfs name. Anything with a ':' must be a PCI address. */
+static int parse_parent_name(const char *given, char **ret) {
+        _cleanup_free_ char *sysname = NULL;
+        const char *s = given;
         char *n;
+        int r;
 
+        r = nodedev_to_parent(given, &sysname);
+        if (r < 0)
+                return r;
+        if (r > 0)
+                s = sysname;
         if (strchr(s, ':')) {
                 if (!config_pci_address_is_valid(s))
                         return -EINVAL;
@@ -327,17 +351,6 @@ static void parse_addresses(Parser *p, TypeSection *t, const char *value) {
 
 /* --- one key ------------------------------------------------------------ */
 
-static bool mdev_class_is_valid(const char *s) {
-        if (streq(s, "VGPU"))
-                return true;
-        if (strncmp(s, "CUSTOM_", 7) != 0 || !s[7] || strlen(s) > 255)
-                return false;
-        for (s += 7; *s; s++)
-                if (!(isupper((unsigned char) *s) || isdigit((unsigned char) *s) || *s == '_'))
-                        return false;
-        return true;
-}
-
 static void handle_devices(Parser *p, const char *key, const char *value) {
         if (!streq(key, "enabled_mdev_types") && !streq(key, "enabled_vgpu_types")) {
                 parser_error(p, p->line, "unknown key '%s' in [devices] (known: enabled_mdev_types, enabled_vgpu_types)", key);
@@ -375,7 +388,8 @@ static void handle_type(Parser *p, const char *key, const char *value) {
                         t->max_instances = u;
         } else {
                 if (!mdev_class_is_valid(value))
-                        parser_error(p, p->line, "mdev_class must be VGPU or CUSTOM_[A-Z0-9_]+, not '%s'", value);
+                        parser_error(p, p->line, "mdev_class must be VGPU or CUSTOM_[A-Z0-9_]+ of at most %d characters, not '%s'",
+                                     MDEV_CLASS_MAX, value);
                 else {
                         free(t->mdev_class);
                         t->mdev_class = strdup(value);
@@ -504,6 +518,8 @@ static int config_handler(void *user, const char *section, const char *raw_name,
                         if (*c == COLON_PLACEHOLDER)
                                 *c = ':';
 
+        if (p->long_value)
+                value = p->long_value;
         if (p->continuation) {
                 handle_continuation(p, value);
                 return 1;
@@ -571,41 +587,64 @@ static void parser_section(Parser *p, const char *name) {
         }
 }
 
+/* A value after its '=' as inih cuts it: leading and trailing whitespace
+ * and an inline comment (';' after whitespace) removed. */
+static char *value_like_inih(const char *raw) {
+        const char *v = raw, *e;
+        bool was_space = false;
+
+        while (isspace((unsigned char) *v))
+                v++;
+        for (e = v; *e && !(was_space && *e == ';'); e++)
+                was_space = isspace((unsigned char) *e);
+        while (e > v && isspace((unsigned char) e[-1]))
+                e--;
+        return strndup(v, (size_t) (e - v));
+}
+
 static char *config_reader(char *str, int num, void *stream) {
         Parser *p = stream;
         ssize_t n;
         char *line, *s, *end;
+        bool fits;
 
         n = getline(&p->buf, &p->buf_size, p->f);
         if (n < 0)
                 return NULL;
         p->line++;
         p->continuation = false;
+        free(p->long_value);
+        p->long_value = NULL;
         line = p->buf;
         if (p->line == 1 && strncmp(line, "\xEF\xBB\xBF", 3) == 0)
                 line += 3;
 
-        /* inih needs room for "\r\n\0" after the text. */
         s = line;
         end = s + strlen(s);
         while (end > s && (end[-1] == '\n' || end[-1] == '\r'))
                 end--;
-        if (end - s > num - 3) {
-                parser_error(p, p->line, "line longer than %d characters; split the list over several lines (an indented line continues the previous one)", num - 3);
-                p->last_key_bad = true;
-                goto comment;
-        }
         *end = '\0';
+        /* inih needs room for "\r\n\0" after the text. */
+        fits = end - line <= num - 3;
 
         s = line;
         while (isspace((unsigned char) *s))
                 s++;
-        if (!*s || *s == ';' || *s == '#')
+        if (!*s || *s == ';' || *s == '#') {
+                if (!fits)
+                        goto comment;
                 goto pass;
+        }
         if (s > line && p->last_key) {
                 /* inih hands this to the handler under the previous key. */
                 p->continuation = true;
-                goto pass;
+                if (fits)
+                        goto pass;
+                p->long_value = strdup(s);
+                if (!p->long_value)
+                        goto nomem;
+                snprintf(str, (size_t) num, " -\n");
+                return str;
         }
         if (*s == '[') {
                 char *close = strchr(s, ']');
@@ -643,9 +682,26 @@ static char *config_reader(char *str, int num, void *stream) {
                                 if (*c == ':')
                                         *c = COLON_PLACEHOLDER;
         }
+        if (!fits) {
+                /* inih splits at the first '=' or ':' */
+                char *delim = strpbrk(s, "=:");
+
+                if (delim - line > num - 6) {
+                        parser_error(p, p->line, "key longer than %d characters", num - 6);
+                        p->last_key_bad = true;
+                        goto comment;
+                }
+                p->long_value = value_like_inih(delim + 1);
+                if (!p->long_value)
+                        goto nomem;
+                snprintf(str, (size_t) num, "%.*s= -\n", (int) (delim - line), line);
+                return str;
+        }
 pass:
         snprintf(str, (size_t) num, "%s\n", line);
         return str;
+nomem:
+        parser_error(p, p->line, "out of memory");
 comment:
         /* A line we refused: inih sees a comment and keeps its state. */
         snprintf(str, (size_t) num, ";\n");
@@ -671,6 +727,7 @@ void config_free(Config *c) {
                 free(c->sriov[i].address);
         free(c->sriov);
         free(c->sriov_command);
+        strv_free(c->warnings);
         free(c);
 }
 
@@ -844,9 +901,18 @@ static int parser_finish(Parser *p) {
                         first_default = t;
                         continue;
                 }
-                parser_error(p, t->line,
-                             "'%s' and '%s' (line %u) both have no device_addresses: at most one type may be the default; give the others device_addresses",
-                             t->name, first_default->name, first_default->line);
+                /* Nova warns ("Mdev type default already set to ...") and
+                 * drops the later type; so do we, and check-config refuses. */
+                if (strv_consume(&c->warnings,
+                                 strdup_printf("%s:%u: '%s' and '%s' (line %u) both have no device_addresses: as Nova does, "
+                                               "'%s' is the default for every parent not listed and '%s' is not used; "
+                                               "give it device_addresses or remove it from enabled_mdev_types",
+                                               p->path, t->line, t->name, first_default->name, first_default->line,
+                                               first_default->name, t->name)) < 0)
+                        return -ENOMEM;
+                config_type_done(t);
+                *t = (ConfigType) { 0 };
+                c->n_types--;
         }
         c->default_type = first_default;
         return 0;
@@ -856,6 +922,7 @@ static int parser_finish(Parser *p) {
 
 static void parser_done(Parser *p) {
         free(p->buf);
+        free(p->long_value);
         free(p->last_key);
         for (size_t i = 0; i < p->n_errors; i++)
                 free(p->errors[i].msg);

@@ -62,6 +62,11 @@ typedef struct Config {
         ConfigSriovPf *sriov;
         size_t n_sriov;
         char *sriov_command;  /* NULL: write sriov_numvfs */
+
+        /* What the config says that Nova accepts with a warning, and that
+         * mdev-hooks does too, the way Nova does ("<file>:<line>: ..."):
+         * programs log them; check-config refuses them. */
+        char **warnings;
 } Config;
 
 /* Loads and validates the config. path NULL means CONFIG_DEFAULT_PATH under
@@ -73,7 +78,11 @@ typedef struct Config {
  *
  * On failure returns -EINVAL (or -errno for I/O), leaves *ret untouched, and
  * fills *ret_errors (if not NULL) with one line per problem, each of the form
- * "<file>:<line>: <reason>", sorted by line. */
+ * "<file>:<line>: <reason>", sorted by line.
+ *
+ * Two or more types without device_addresses load as Nova (22+) loads them:
+ * the first in enabled_mdev_types is the default, the later ones are not
+ * enabled, and (*ret)->warnings says so. */
 int config_load(int rootfd, const char *path, Config **ret, char ***ret_errors);
 void config_free(Config *c);
 static inline void config_freep(Config **c) {

@@ -376,17 +376,6 @@ static long node_line(const xmlNode *n) {
         return xmlGetLineNo(n);
 }
 
-static bool class_is_valid(const char *s) {
-        if (streq(s, "VGPU"))
-                return true;
-        if (strncmp(s, "CUSTOM_", 7) != 0 || s[7] == '\0' || strlen(s) >= NAME_STRING_MAX)
-                return false;
-        for (s += 7; *s; s++)
-                if (!(isupper((unsigned char) *s) || isdigit((unsigned char) *s) || *s == '_'))
-                        return false;
-        return true;
-}
-
 static bool name_has_control(const char *s) {
         for (; *s; s++)
                 if ((unsigned char) *s < 0x20 || *s == 0x7f)
@@ -573,7 +562,7 @@ static int parse_vgpu_entry(xmlNode *e, MetaEntry *ret) {
         if (type && !name_is_valid((const char *) type))
                 return error_set(-EINVAL, "domain XML line %ld: metadata <vgpu> type '%s' is not a valid name "
                                  "(letters, digits and ._:+- only)", node_line(e), show((const char *) type, (char[SHOW_MAX]) { 0 }));
-        if (cls && !class_is_valid((const char *) cls))
+        if (cls && !mdev_class_is_valid((const char *) cls))
                 return error_set(-EINVAL, "domain XML line %ld: metadata <vgpu> class '%s' is not VGPU or CUSTOM_[A-Z0-9_]+",
                                  node_line(e), show((const char *) cls, (char[SHOW_MAX]) { 0 }));
         ret->node = e;
@@ -601,9 +590,9 @@ static int parse_meta_entry(xmlNode *e, MetaEntry *ret) {
         }
         cls_attr = attr_get(e, "class");
         cls = (const char *) cls_attr;
-        if (cls && !class_is_valid(cls))
-                return error_set(-EINVAL, "domain XML line %ld: metadata <mdev> class '%s' is not VGPU or CUSTOM_[A-Z0-9_]+",
-                                 node_line(e), show(cls, (char[SHOW_MAX]) { 0 }));
+        if (cls && !mdev_class_is_valid(cls))
+                return error_set(-EINVAL, "domain XML line %ld: metadata <mdev> class '%s' is not VGPU or CUSTOM_[A-Z0-9_]+ of at most %d characters",
+                                 node_line(e), show(cls, (char[SHOW_MAX]) { 0 }), MDEV_CLASS_MAX);
         ret->node = e;
         uuid_normalize(uuid, ret->uuid);
         return 0;

@@ -30,7 +30,7 @@
 typedef struct DomxmlMdev {
         char uuid[UUID_STRING_MAX];       /* source/address/@uuid, lower case */
         char type[NAME_STRING_MAX];       /* metadata type=, "" when absent */
-        char mdev_class[NAME_STRING_MAX]; /* metadata class=, "" when absent */
+        char mdev_class[MDEV_CLASS_MAX + 1]; /* metadata class=, "" when absent */
         char parent[NAME_STRING_MAX];     /* metadata parent=, "" when absent */
         xmlNode *address;                 /* the <address> element holding uuid= */
         xmlNode *meta;                    /* the <mh:mdev> element, or NULL */

@@ -3,8 +3,8 @@
 #include <ctype.h>
 #include <limits.h>
 
-#include "config.h"
 #include "inventory.h"
+#include "util.h"
 
 static const char * const reason_table[_INVENTORY_REASON_MAX] = {
         [INVENTORY_OK] = "ok",
@@ -21,40 +21,88 @@ static int cmp_parent(const void *a, const void *b) {
         return strcmp(((const InventoryParent *) a)->parent, ((const InventoryParent *) b)->parent);
 }
 
-void inventory_compute(InventoryParent *parents, size_t n) {
+/* max_instances for the parents of one type (Nova's _get_gpu_inventories):
+ * the mdevs that exist are counted first, on every parent, before any free
+ * capacity is handed out; then each parent, in name order, gets all of its
+ * available_instances if they fit under the cap, or none (reason capped;
+ * a later, smaller parent may still fit). A parent never shows fewer than
+ * the mdevs it holds while the cap allows them; when the mdevs that exist
+ * are already more than the cap (it was lowered), they are counted in name
+ * order up to the cap. The sum of the totals never passes the cap. */
+static void compute_capped(InventoryParent *parents, size_t n, size_t first) {
+        const char *type = parents[first].type;
+        unsigned max = parents[first].max_instances;
+        unsigned long long existing = 0, room, counted;
+
+        for (size_t i = first; i < n; i++)
+                if (parents[i].reason == INVENTORY_OK && streq(parents[i].type, type))
+                        existing += parents[i].existing;
+        room = existing < max ? max - existing : 0;
+        counted = 0;
+        for (size_t i = first; i < n; i++) {
+                InventoryParent *p = &parents[i];
+                unsigned long long total = p->existing;
+
+                if (p->reason != INVENTORY_OK || !streq(p->type, type))
+                        continue;
+                if (existing > max) {
+                        /* the existing mdevs alone pass the cap */
+                        if (total > max - counted)
+                                total = max - counted;
+                        if (total < p->existing || p->available > 0)
+                                p->reason = INVENTORY_CAPPED;
+                } else if (p->available <= room) {
+                        total += p->available;
+                        room -= p->available;
+                } else
+                        p->reason = INVENTORY_CAPPED;
+                counted += total;
+                p->total = (unsigned) total;
+        }
+}
+
+void inventory_sort(InventoryParent *parents, size_t n) {
         if (n > 1)
                 qsort(parents, n, sizeof *parents, cmp_parent);
+}
+
+InventoryParent *inventory_find(InventoryParent *parents, size_t n, const char *parent) {
+        InventoryParent key = { .parent = parent };
+
+        return n > 0 ? bsearch(&key, parents, n, sizeof *parents, cmp_parent) : NULL;
+}
+
+void inventory_compute(InventoryParent *parents, size_t n) {
+        inventory_sort(parents, n);
 
         for (size_t i = 0; i < n; i++) {
                 InventoryParent *p = &parents[i];
-                unsigned long long counted = 0, total;
+                unsigned long long total = (unsigned long long) p->existing + p->available;
 
                 p->total = p->used = p->free = 0;
-                if (!p->type) {
+                if (!p->type)
                         p->reason = INVENTORY_NO_TYPE;
-                        continue;
-                }
-                if (!p->offered) {
+                else if (!p->offered)
                         p->reason = INVENTORY_NOT_OFFERED;
-                        continue;
+                else {
+                        p->reason = INVENTORY_OK;
+                        p->used = p->existing;
+                        p->total = total > UINT_MAX ? UINT_MAX : (unsigned) total;
                 }
-                p->used = p->existing;
-                total = (unsigned long long) p->existing + p->available;
-                p->reason = INVENTORY_OK;
-
-                if (p->max_instances > 0) {
-                        /* What the earlier parents of the same type already count. */
-                        for (size_t j = 0; j < i; j++)
-                                if (parents[j].type && streq(parents[j].type, p->type))
-                                        counted += parents[j].total;
-                        if (counted + total > p->max_instances) {
-                                p->reason = INVENTORY_CAPPED;
-                                total = 0;
-                        }
-                }
-                p->total = total > UINT_MAX ? UINT_MAX : (unsigned) total;
-                p->free = p->total > p->used ? p->total - p->used : 0;
         }
+        /* each capped type once, from its first parent */
+        for (size_t i = 0; i < n; i++) {
+                bool seen = false;
+
+                if (parents[i].reason != INVENTORY_OK || parents[i].max_instances == 0)
+                        continue;
+                for (size_t j = 0; j < i && !seen; j++)
+                        seen = parents[j].type && parents[j].offered && streq(parents[j].type, parents[i].type);
+                if (!seen)
+                        compute_capped(parents, n, i);
+        }
+        for (size_t i = 0; i < n; i++)
+                parents[i].free = parents[i].total > parents[i].used ? parents[i].total - parents[i].used : 0;
 }
 
 static char *underscored(const char *prefix, const char *s, bool upper) {
@@ -69,24 +117,6 @@ static char *underscored(const char *prefix, const char *s, bool upper) {
                         *c = (char) toupper((unsigned char) *c);
         }
         return r;
-}
-
-char *inventory_nodedev_name(const char *parent) {
-        if (config_pci_address_is_valid(parent)) {
-                char *r = underscored("pci_", parent, false);
-
-                if (r)
-                        for (char *c = r; *c; c++)
-                                *c = (char) tolower((unsigned char) *c);
-                return r;
-        }
-        /* vfio-ccw subchannels "0.0.0023" and vfio-ap's "matrix", as libvirt names them. */
-        if (strlen(parent) == 8 && parent[1] == '.' && parent[3] == '.' &&
-            strspn(parent, "0123456789abcdef.") == 8)
-                return underscored("css_", parent, false);
-        if (streq(parent, "matrix"))
-                return strdup("ap_matrix");
-        return underscored("", parent, false);
 }
 
 char *inventory_type_trait(const char *type) {

@@ -5,9 +5,17 @@
  *
  * For each parent serving a type: total = existing mdevs of that type on it +
  * the type's available_instances; used = those existing mdevs. A type's
- * max_instances caps the host's total of that type: parents are taken in
- * sorted order, and a parent whose total would take the sum past the cap
- * reports total 0 (Nova 28+); a later, smaller parent may still fit.
+ * max_instances caps the host's total of that type as Nova's
+ * _get_gpu_inventories() does: the mdevs that exist on every parent of the
+ * type are counted first; then, parents taken in sorted order, a parent gets
+ * all of its available_instances if they fit under the cap, or none (capped;
+ * a later, smaller parent may still fit). Unlike Nova, a capped parent keeps
+ * the mdevs it holds in its total (Nova reports 0 and loses them from the
+ * usages), so total >= used while the cap allows the mdevs that exist, and
+ * the sum of the totals never passes the cap, whatever the order.
+ *
+ * The hook places by the same rule (alloc.c): a parent has room for a new
+ * mdev only where this inventory shows it free capacity.
  */
 #pragma once
 
@@ -18,7 +26,7 @@ typedef enum InventoryReason {
         INVENTORY_OK,
         INVENTORY_NO_TYPE,     /* no type configured for this parent */
         INVENTORY_NOT_OFFERED, /* the parent does not offer its configured type */
-        INVENTORY_CAPPED,      /* counted as 0: it would take the type past max_instances */
+        INVENTORY_CAPPED,      /* no free capacity: its available_instances would take the type past max_instances */
         _INVENTORY_REASON_MAX,
 } InventoryReason;
 
@@ -40,16 +48,13 @@ typedef struct InventoryParent {
 
 /* Sorts the parents by name and fills in total, used, free and reason. */
 void inventory_compute(InventoryParent *parents, size_t n);
+/* Sorts the parents by name (as inventory_compute() leaves them). */
+void inventory_sort(InventoryParent *parents, size_t n);
+/* A parent of sorted parents by name, or NULL. */
+InventoryParent *inventory_find(InventoryParent *parents, size_t n, const char *parent);
 
 /* "ok", "no type configured", ... for text and JSON. */
 const char *inventory_reason_to_string(InventoryReason r);
-
-/* The node-device name libvirt gives a parent, which Nova puts after the host
- * name in a resource provider's name: "pci_0000_84_00_0" for a PCI address,
- * "css_0_0_0023" for a vfio-ccw subchannel, "ap_matrix" for vfio-ap; else the
- * name with every character other than [A-Za-z0-9] as '_'. Returns a new
- * string or NULL on allocation failure. */
-char *inventory_nodedev_name(const char *parent);
 
 /* "CUSTOM_MDEV_" + the type in upper case, other characters as '_'. */
 char *inventory_type_trait(const char *type);

@@ -1029,6 +1029,8 @@ int reconcile_main(int argc, char *argv[], const char *config_path) {
                         log_error("cannot load the config: %s", error_get(r));
                 return 2;
         }
+        for (char **w = config->warnings; w && *w; w++)
+                log_warning("%s", *w);
 
         /* libvirt is never asked while the lock is held. A hook runs with
          * its domain locked inside libvirtd, and listing the guests or

@@ -7,6 +7,7 @@
 #include <limits.h>
 #include <sys/stat.h>
 
+#include "nodedev.h"
 #include "pciaddr.h"
 #include "sysfs.h"
 
@@ -77,6 +78,30 @@ int sysfs_parent_is_registered(int rootfd, const char *parent) {
                 return error_set(-errno, "cannot stat '/%s': %s", path, strerror(errno));
         }
         return 1;
+}
+
+int sysfs_parent_nodedev_name(int rootfd, const char *parent, char **ret) {
+        char path[PATH_MAX], target[PATH_MAX];
+        const char *subsystem = NULL;
+        char *name;
+        ssize_t n;
+
+        if (!name_is_valid(parent))
+                return bad_name("parent", parent);
+        snprintf(path, sizeof path, MDEV_BUS "/%s/subsystem", parent);
+        n = readlinkat(rootfd, path, target, sizeof target - 1);
+        if (n >= 0) {
+                target[n] = '\0';
+                subsystem = strrchr(target, '/') ? strrchr(target, '/') + 1 : target;
+                if (!name_is_valid(subsystem))
+                        return error_set(-EBADMSG, "'/%s' points to '%s': invalid subsystem name", path, target);
+        } else if (errno != ENOENT)
+                return error_set(-errno, "cannot read link '/%s': %s", path, strerror(errno));
+        name = nodedev_name(subsystem, parent);
+        if (!name)
+                return -ENOMEM;
+        *ret = name;
+        return 0;
 }
 
 int sysfs_parent_device_present(int rootfd, const char *parent) {

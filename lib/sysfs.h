@@ -35,6 +35,11 @@ typedef struct SysfsMdev {
         char type[NAME_STRING_MAX];
 } SysfsMdev;
 
+/* The libvirt node-device name of a registered parent (nodedev.h), from its
+ * device's "subsystem" link; without that link (a test tree), from the
+ * name's kind. A new string in *ret. */
+int sysfs_parent_nodedev_name(int rootfd, const char *parent, char **ret);
+
 /* Registered parents (entries of sys/class/mdev_bus), sorted. No mdev_bus
  * directory at all means no parents: an empty list, not an error. */
 int sysfs_parent_list(int rootfd, char ***ret);

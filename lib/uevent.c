@@ -196,6 +196,8 @@ static int context_load_config(UeventContext *c) {
                 error_clear();
                 return 0;
         }
+        for (char **w = c->config->warnings; w && *w; w++)
+                note(c, LOG_WARNING, "%s", *w);
         return 1;
 }
 

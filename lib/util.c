@@ -63,6 +63,19 @@ bool name_is_valid(const char *s) {
         return n > 0 && n < NAME_STRING_MAX;
 }
 
+bool mdev_class_is_valid(const char *s) {
+        if (!s)
+                return false;
+        if (streq(s, "VGPU"))
+                return true;
+        if (strncmp(s, "CUSTOM_", 7) != 0 || !s[7] || strlen(s) > MDEV_CLASS_MAX)
+                return false;
+        for (s += 7; *s; s++)
+                if (!(isupper((unsigned char) *s) || isdigit((unsigned char) *s) || *s == '_'))
+                        return false;
+        return true;
+}
+
 int read_fd_small(int fd, char *buf, size_t size, size_t *ret_len) {
         size_t len = 0;
 

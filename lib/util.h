@@ -34,6 +34,13 @@ void uuid_normalize(const char *s, char out[UUID_STRING_MAX]);
  * [A-Za-z0-9._:+-]{1,127}, and not "." or "..". */
 bool name_is_valid(const char *s);
 
+/* Nova's limit on a resource class name (nova.conf [mdev_*] mdev_class). */
+#define MDEV_CLASS_MAX 255
+/* An mdev_class, in the config and in a domain's metadata alike: "VGPU" or
+ * "CUSTOM_[A-Z0-9_]+", at most MDEV_CLASS_MAX characters (Nova's
+ * [mdev_*] mdev_class option: its regex and its max_length). */
+bool mdev_class_is_valid(const char *s);
+
 /* --- files relative to a dirfd ----------------------------------------- */
 
 /* Reads fd to its end into buf, at most size-1 bytes, and NUL-terminates it;

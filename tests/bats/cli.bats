@@ -5,6 +5,7 @@
 # tests/data/<cmd>/<case>.expected (MH_REGENERATE=1 rewrites them).
 
 load common
+bats_require_minimum_version 1.5.0
 
 golden() {
         assert_golden "$MH_DATA/$1.expected" "$output"
@@ -70,6 +71,24 @@ golden() {
         [[ "$output" == *"cannot read '/sys/class/mdev_bus/mtty/mdev_supported_types/mtty-1/device_api'"* ]]
 }
 
+@test "types --parent shows only that parent, as mdevctl types --parent" {
+        fixture_root nvidia
+        run "$MH_CLI" types --parent 0000:85:00.0
+        [ "$status" -eq 0 ]
+        [ "${#lines[@]}" -eq 12 ]      # header + 11
+        golden types/nvidia-parent
+        run "$MH_CLI" types -p 0000:85:00.0 --json
+        [ "$status" -eq 0 ]
+        golden types/nvidia-parent-json
+        run --separate-stderr "$MH_CLI" types --parent 0000:99:00.0
+        [ "$status" -eq 0 ]
+        [ -z "$output" ]
+        run "$MH_CLI" types --parent 0000:99:00.0 --json
+        [ "$(jq -c .parents <<<"$output")" = "[]" ]
+        run "$MH_CLI" types --uuid 1f3c9a2e-7b44-4d51-9e0a-2c6b8d4f1a01
+        [ "$status" -eq 2 ]
+}
+
 # --- list -----------------------------------------------------------------
 
 @test "list joins sysfs and the record: assigned, free, incoming, foreign, lost" {
@@ -80,6 +99,54 @@ golden() {
         run "$MH_CLI" list --json
         [ "$status" -eq 0 ]
         golden list/nvidia-json
+}
+
+# a lost record on 0000:84:00.0 whose UUID sorts last
+add_late_record() {
+        sed -e 's/5d0a3f7b-2c46-4e9d-9f58-8b4c0d6e2f05/ee0a3f7b-2c46-4e9d-9f58-8b4c0d6e2f0e/' -e 's/^parent = .*/parent = 0000:84:00.0/' \
+                -e 's/^guest = .*/guest = db2/' "$MDEV_HOOKS_ROOT/var/lib/mdev-hooks/5d0a3f7b-2c46-4e9d-9f58-8b4c0d6e2f05" \
+                > "$MDEV_HOOKS_ROOT/var/lib/mdev-hooks/ee0a3f7b-2c46-4e9d-9f58-8b4c0d6e2f0e"
+}
+
+@test "list groups its table by parent, as mdevctl list does; --json stays sorted by UUID" {
+        fixture_root nvidia
+        add_late_record
+        run "$MH_CLI" list
+        [ "$status" -eq 0 ]
+        golden list/nvidia-by-parent
+        run "$MH_CLI" list --json
+        [ "$status" -eq 0 ]
+        [ "$(jq -r '.mdevs[].uuid' <<<"$output" | sort -c && echo sorted)" = sorted ]
+        [ "$(jq -r '.mdevs[-1].parent' <<<"$output")" = 0000:84:00.0 ]
+}
+
+@test "list --parent and --uuid filter as mdevctl's do, in both outputs" {
+        fixture_root nvidia
+        add_late_record
+        run "$MH_CLI" list --parent 0000:84:00.0
+        [ "$status" -eq 0 ]
+        golden list/nvidia-parent
+        run "$MH_CLI" list -p 0000:86:00.0 --json
+        [ "$status" -eq 0 ]
+        golden list/nvidia-parent-json
+        # a UUID in upper case is the same UUID
+        run "$MH_CLI" list --uuid 4C9F2E6A-1B35-4D8C-8E47-7A3B9C5D1E04
+        [ "$status" -eq 0 ]
+        [ "${#lines[@]}" -eq 2 ]
+        [[ "${lines[1]}" == "4c9f2e6a-1b35-4d8c-8e47-7a3b9c5d1e04  0000:86:00.0  nvidia-36  incoming  created  mig1" ]]
+        # both filters together; a UUID on another parent matches nothing
+        run "$MH_CLI" list -p 0000:86:00.0 -u 1f3c9a2e-7b44-4d51-9e0a-2c6b8d4f1a01 --json
+        [ "$status" -eq 0 ]
+        [ "$(jq -c .mdevs <<<"$output")" = "[]" ]
+        run --separate-stderr "$MH_CLI" list --parent 0000:99:00.0
+        [ "$status" -eq 0 ]
+        [ -z "$output" ]
+        # not a UUID, not a name: bad usage
+        run "$MH_CLI" list --uuid nope
+        [ "$status" -eq 2 ]
+        [[ "$output" == *"--uuid 'nope' is not a UUID"* ]]
+        run "$MH_CLI" list --parent ../x
+        [ "$status" -eq 2 ]
 }
 
 @test "list shows an mdev without a record as foreign, with no guest" {
@@ -143,6 +210,23 @@ golden() {
         golden inventory/nvidia-json
 }
 
+@test "inventory counts every parent's existing mdevs before it caps, and a capped parent keeps them" {
+        fixture_root nvidia
+        # 0000:84:00.0 and 0000:85:00.0 hold one nvidia-35 each, 15 more fit on each.
+        sed -i 's/^max_instances = 32$/max_instances = 17/' "$MDEV_HOOKS_ROOT/etc/mdev-hooks/mdev-hooks.conf"
+        run "$MH_CLI" inventory --json
+        [ "$status" -eq 0 ]
+        # 2 exist, 15 fit: 84 gets its 15, 85 none (it keeps its 1), 87 none; 17 in all.
+        [ "$(jq -c '[.parents[] | select(.type == "nvidia-35") | [.parent, .total, .used, .free, .status]]' <<<"$output")" == \
+          '[["0000:84:00.0",16,1,15,"ok"],["0000:85:00.0",1,1,0,"capped"],["0000:87:00.0",0,0,0,"capped"]]' ]
+        run "$MH_CLI" inventory --placement --hostname h
+        [ "$status" -eq 0 ]
+        # Nova deletes a provider without inventory: 87 has none; 85 keeps its used one.
+        [ "$(jq -c '[.resource_providers[] | [.name, .inventories.CUSTOM_NVIDIA_35.total, .usages.CUSTOM_NVIDIA_35]] | .[0:3]' <<<"$output")" == \
+          '[["h_pci_0000_84_00_0",16,1],["h_pci_0000_85_00_0",1,1],["h_pci_0000_86_00_0",null,null]]' ]
+        [[ "$output" != *h_pci_0000_87_00_0* ]]
+}
+
 @test "inventory --placement prints Nova's resource providers" {
         fixture_root nvidia
         run "$MH_CLI" inventory --placement --hostname compute1
@@ -152,12 +236,25 @@ golden() {
         [[ "$output" == *'"CUSTOM_MDEV_NVIDIA_36"'* ]]
 }
 
+@test "inventory --placement names a parent <host>_<subsystem>_<name> from its device's subsystem link, as libvirt" {
+        fixture_root mtty
+        local dev="$MDEV_HOOKS_ROOT/sys/devices/virtual/mtty/mtty"
+        # Without the link (this fixture): from the name's kind, mtty_mtty.
+        run "$MH_CLI" inventory --placement --hostname h
+        [[ "$output" == *'"name": "h_mtty_mtty"'* ]]
+        # The kernel's link is read: another class gives another name.
+        ln -s ../../../../class/mdpy "$dev/subsystem"
+        run "$MH_CLI" inventory --placement --hostname h
+        [ "$status" -eq 0 ]
+        [[ "$output" == *'"name": "h_mdpy_mtty"'* ]]
+}
+
 @test "inventory on 16 SR-IOV VFs with max_instances 12 reports 0 for the last 4" {
         fixture_root sriov
         run "$MH_CLI" inventory
         [ "$status" -eq 0 ]
         golden inventory/sriov
-        [ "$(grep -c 'would exceed max_instances = 12' <<<"$output")" -eq 4 ]
+        [ "$(grep -c 'would pass max_instances = 12' <<<"$output")" -eq 4 ]
         run "$MH_CLI" inventory --placement --hostname compute2
         [ "$status" -eq 0 ]
         golden inventory/sriov-placement
@@ -199,7 +296,7 @@ golden() {
         run "$MH_CLI" inventory
         [ "$status" -eq 2 ]
         [[ "${lines[0]}" == "/etc/mdev-hooks/mdev-hooks.conf:4: max_instances must be an integer >= 1, not '0'" ]]
-        [[ "${lines[1]}" == "/etc/mdev-hooks/mdev-hooks.conf:5: mdev_class must be VGPU or CUSTOM_[A-Z0-9_]+, not 'gpu'" ]]
+        [[ "${lines[1]}" == "/etc/mdev-hooks/mdev-hooks.conf:5: mdev_class must be VGPU or CUSTOM_[A-Z0-9_]+ of at most 255 characters, not 'gpu'" ]]
 }
 
 @test "inventory --json and --placement exclude each other" {
@@ -218,6 +315,26 @@ golden() {
                 [ "$status" -eq 0 ]
                 [ "$output" = "/etc/mdev-hooks/mdev-hooks.conf: ok" ]
         done
+}
+
+@test "check-config accepts parents by their libvirt node-device names, as Nova's configs write them" {
+        fixture_root mtty
+        printf '[devices]\nenabled_mdev_types = mtty-2\n[mdev_mtty-2]\ndevice_addresses = mtty_mtty\n' \
+                > "$MDEV_HOOKS_ROOT/etc/mdev-hooks/mdev-hooks.conf"
+        run "$MH_CLI" check-config
+        [ "$status" -eq 0 ]
+        [ "$output" = "/etc/mdev-hooks/mdev-hooks.conf: ok" ]
+        run "$MH_CLI" inventory --json
+        [ "$(jq -c '[.parents[] | [.parent, .type, .status]]' <<<"$output")" = '[["mtty","mtty-2","ok"]]' ]
+        rm -rf "$BATS_TEST_TMPDIR/root"
+        fixture_root nvidia
+        sed -i 's/^device_addresses = 0000:84:00.0, 0000:85:00.0, 0000:87:00.0$/device_addresses = pci_0000_84_00_0, pci_0000_85_00_0, 0000:87:00.0/' \
+                "$MDEV_HOOKS_ROOT/etc/mdev-hooks/mdev-hooks.conf"
+        grep -q pci_0000_85_00_0 "$MDEV_HOOKS_ROOT/etc/mdev-hooks/mdev-hooks.conf"
+        run "$MH_CLI" check-config
+        [ "$status" -eq 0 ]
+        run "$MH_CLI" inventory
+        golden inventory/nvidia
 }
 
 @test "check-config without a config says so and succeeds" {

@@ -124,21 +124,36 @@ two_types_conf() {
 @test "max_instances caps the type across the host" {
         config_write <<-EOF
 	[devices]
+	enabled_mdev_types = nvidia-44
+
+	[mdev_nvidia-44]
+	max_instances = 2
+	EOF
+        # One made by hand counts too (each M60 holds one nvidia-44).
+        sim_create "$P87" nvidia-44 "$U4"
+        run prepare web1 "$U1,type=nvidia-44"
+        [ "$status" -eq 0 ]
+        [ "$(mdev_parent "$U1")" = "$P84" ]
+        run prepare web2 "$U2,type=nvidia-44"
+        [ "$status" -eq 1 ]
+        [[ "$output" == *"max_instances"* ]]
+        mdev_absent "$U2"
+        [ "$(sim_mdevs | wc -l)" -eq 2 ]
+}
+
+@test "a parent whose available_instances would pass max_instances gets none, as in Nova's inventory" {
+        config_write <<-EOF
+	[devices]
 	enabled_mdev_types = nvidia-35
 
 	[mdev_nvidia-35]
 	device_addresses = $P84, $P85
 	max_instances = 2
 	EOF
-        # One made by hand counts too.
-        sim_create "$P87" nvidia-35 "$U4"
         run prepare web1 "$U1,type=nvidia-35"
-        [ "$status" -eq 0 ]
-        run prepare web2 "$U2,type=nvidia-35"
         [ "$status" -eq 1 ]
-        [[ "$output" == *"max_instances"* ]]
-        mdev_absent "$U2"
-        [ "$(sim_mdevs | wc -l)" -eq 2 ]
+        [ "$output" = "mdev-hooks: web1: no capacity for nvidia-35: $P84 is over max_instances for nvidia-35, $P85 is over max_instances for nvidia-35, $P86 is not configured for any type, $P87 is not configured for any type" ]
+        mdev_absent "$U1"
 }
 
 @test "pack puts a new mdev on the parent that already holds most of its type" {
@@ -310,18 +325,18 @@ two_types_conf() {
         first=$(ls "$SIM_SYS/class/mdev_bus" | sort | head -1)
         config_write <<-EOF
 	[devices]
-	enabled_mdev_types = nvidia-100
+	enabled_mdev_types = nvidia-104
 
-	[mdev_nvidia-100]
+	[mdev_nvidia-104]
 	device_addresses = $first
 	max_instances = 1
 	EOF
-        run prepare web1 "$U1,type=nvidia-100"
+        run prepare web1 "$U1,type=nvidia-104"
         [ "$status" -eq 0 ]
-        run prepare web2 "$U2,type=nvidia-100"
+        run prepare web2 "$U2,type=nvidia-104"
         [ "$status" -eq 1 ]
         [ "${#lines[@]}" -eq 1 ]
-        [[ "$output" == "mdev-hooks: web2: no capacity for nvidia-100: $first "* ]]
+        [[ "$output" == "mdev-hooks: web2: no capacity for nvidia-104: $first "* ]]
         [[ "$output" =~ ,\ and\ [0-9]+\ more\ \(see\ mdev-hooks\ inventory\)$ ]]
         mdev_absent "$U2"
 }
@@ -552,4 +567,188 @@ two_types_conf() {
         [ "$status" -eq 0 ]
         [[ "$output" != *libxml2* ]]
         [[ "$output" != *libinih* ]]
+}
+
+# --- one capacity rule: the hook places only where the inventory has room ---
+
+# inventory_free: "PARENT FREE" for every parent of the inventory with free capacity.
+inventory_free() {
+        "$MH_CLI" inventory --json | jq -r '.parents[] | select(.free > 0) | "\(.parent) \(.free)"'
+}
+
+# agree TOPOLOGY PLACEMENT: under a max_instances that caps some parents
+# (and an mdev made by hand on the last parent, which counts first), starts
+# guests one by one until the hook refuses. Before each start the inventory
+# is read: the guest must land on a parent the inventory showed free
+# capacity on, and the hook must refuse exactly when the inventory shows
+# none. At the end, the inventory shows nothing free and the mdevs are
+# what its totals say.
+agree() {
+        local topo="$1" placement="$2" type inst max last i uuid free parent made=0 total
+        sim_umount
+        sim_mount "$topo"
+        type=$(awk '$1 == "type" { print $2; exit }' "$(sim_topology "$topo")")
+        last=$(ls "$SIM_SYS/class/mdev_bus" | sort | tail -1)
+        inst=1
+        [ -z "$last" ] || inst=$(sim_available "$last" "$type")
+        max=$((2 * inst + inst / 2 + 1))
+        config_write <<-EOF
+	[devices]
+	enabled_mdev_types = $type
+
+	[mdev_$type]
+	max_instances = $max
+
+	[hooks]
+	placement = $placement
+	EOF
+        [ -z "$last" ] || sim_create "$last" "$type" "aaaaaaaa-0000-4000-8000-000000000000"
+        for ((i = 1; i <= max + 1; i++)); do
+                free=$(inventory_free)
+                uuid=$(printf 'b1ae8bf6-38b0-4c81-9d44-%012x' "$i")
+                run prepare "g$i" "$uuid,type=$type"
+                if [ -z "$free" ]; then
+                        echo "$topo $placement: g$i: the inventory has no room: $output"
+                        [ "$status" -eq 1 ]
+                        [[ "$output" == *"no capacity for $type"* ]]
+                        mdev_absent "$uuid"
+                        break
+                fi
+                [ "$status" -eq 0 ] || { echo "$topo $placement: g$i refused while the inventory had room: $free / $output"; return 1; }
+                parent=$(mdev_parent "$uuid")
+                grep -q "^$parent " <<<"$free" || { echo "$topo $placement: g$i on $parent, where the inventory had no room: $free"; return 1; }
+                made=$((made + 1))
+        done
+        [ -z "$(inventory_free)" ]
+        total=$("$MH_CLI" inventory --json | jq '[.parents[] | .total] | add // 0')
+        [ "$total" -le "$max" ]
+        # every mdev made (and the hand-made one) is counted in a total
+        [ "$(sim_mdevs | wc -l)" -le "$total" ] || [ "$(sim_mdevs | wc -l)" -eq 0 ]
+        echo "$topo $placement: $made guests started, max_instances $max, totals $total"
+}
+
+@test "the hook places only where the inventory has room, with pack and spread, on every simulated topology" {
+        local topo
+        for topo in "$MH_SOURCE_DIR"/tests/sim/topologies/*.conf; do
+                agree "$(basename "$topo" .conf)" pack
+                agree "$(basename "$topo" .conf)" spread
+        done
+}
+
+@test "spread does not pick a parent that max_instances caps, though it has the most room" {
+        config_write <<-EOF
+	[devices]
+	enabled_mdev_types = nvidia-35
+
+	[mdev_nvidia-35]
+	device_addresses = $P84, $P85
+	max_instances = 16
+
+	[hooks]
+	placement = spread
+	EOF
+        # 85 holds one: 15 left under the cap; 84's 16 do not fit, 85's 15 do.
+        sim_create "$P85" nvidia-35 "$U4"
+        run prepare web1 "$U1,type=nvidia-35"
+        [ "$status" -eq 0 ]
+        [ "$(mdev_parent "$U1")" = "$P85" ]
+}
+
+@test "inventory --placement names the providers of the simulated mtty and SR-IOV VFs as libvirt does" {
+        sim_umount
+        sim_mount mtty
+        printf '[devices]\nenabled_mdev_types = mtty-1\n' | config_write
+        run "$MH_CLI" inventory --placement --hostname h
+        [ "$status" -eq 0 ]
+        [ "$(jq -r '.resource_providers[].name' <<<"$output")" = h_mtty_mtty ]
+        sim_umount
+        sim_mount nvidia-sriov
+        printf '[devices]\nenabled_mdev_types = nvidia-472\n' | config_write
+        run "$MH_CLI" inventory --placement --hostname h
+        [ "$status" -eq 0 ]
+        [ "$(jq -r '.resource_providers[0].name' <<<"$output")" = h_pci_0000_3b_00_4 ]
+}
+
+@test "prepare finds a parent named by its libvirt node-device name in device_addresses (mtty_mtty, as in Nova's CI)" {
+        sim_umount
+        sim_mount mtty
+        config_write <<-EOF
+	[devices]
+	enabled_mdev_types = mtty-1, mtty-2
+
+	[mdev_mtty-2]
+	device_addresses = mtty_mtty
+	EOF
+        run prepare web1 "$U1,type=mtty-2"
+        [ "$status" -eq 0 ]
+        [ "$(mdev_parent "$U1")" = mtty ]
+        [ "$(mdev_type "$U1")" = mtty-2 ]
+}
+
+@test "prepare reads a pasted nova.conf: 32 VFs on one device_addresses line and a 255-character mdev_class" {
+        sim_umount
+        sim_mount nvidia-sriov
+        local vfs cls
+        vfs=$(ls "$SIM_SYS/class/mdev_bus" | sort | paste -sd, | sed 's/,/, /g')
+        [ "${#vfs}" -gt 400 ]
+        cls="CUSTOM_$(printf 'A%.0s' $(seq 248))"
+        [ "${#cls}" -eq 255 ]
+        config_write <<-EOF
+	[devices]
+	enabled_mdev_types = nvidia-472
+
+	[mdev_nvidia-472]
+	device_addresses = $vfs
+	mdev_class = $cls
+	EOF
+        run "$MH_CLI" check-config
+        [ "$status" -eq 0 ]
+        run prepare web1 "$U1,class=$cls"
+        [ "$status" -eq 0 ]
+        [ "$(mdev_type "$U1")" = nvidia-472 ]
+        run "$MH_CLI" inventory --placement --hostname h
+        [ "$(jq -r --arg c "$cls" '[.resource_providers[].usages[$c]] | add' <<<"$output")" = 1 ]
+}
+
+# --- a pasted nova.conf: what Nova accepts with a warning, and what it refuses ---
+
+@test "two types without device_addresses: the first is the default and the second is not used, with a warning, as in Nova" {
+        config_write <<-EOF
+	[devices]
+	enabled_mdev_types = nvidia-35, nvidia-36
+	EOF
+        run --separate-stderr prepare web1 "$U1"
+        [ "$status" -eq 0 ]
+        [ "$(mdev_type "$U1")" = nvidia-35 ]
+        [[ "$stderr" == *"/etc/mdev-hooks/mdev-hooks.conf:2: 'nvidia-36' and 'nvidia-35' (line 2) both have no device_addresses: as Nova does, 'nvidia-35' is the default for every parent not listed and 'nvidia-36' is not used"* ]]
+        run prepare web2 "$U2,type=nvidia-36"
+        [ "$status" -eq 1 ]
+        [[ "$output" == *"mdev-hooks: web2: type nvidia-36 is not enabled here; enabled: nvidia-35"* ]]
+        mdev_absent "$U2"
+        # the inventory counts the same way; check-config refuses the file
+        run --separate-stderr "$MH_CLI" inventory --json
+        [ "$status" -eq 0 ]
+        [ "$(jq -r '[.parents[].type] | unique | join(",")' <<<"$output")" = nvidia-35 ]
+        [[ "$stderr" == *"'nvidia-36' is not used"* ]]
+        run "$MH_CLI" check-config
+        [ "$status" -eq 2 ]
+        [[ "$output" == *"/etc/mdev-hooks/mdev-hooks.conf:2: 'nvidia-36' and 'nvidia-35' (line 2) both have no device_addresses"* ]]
+}
+
+@test "an invalid device address is refused by every program, as Nova refuses to start" {
+        config_write <<-EOF
+	[devices]
+	enabled_mdev_types = nvidia-35
+
+	[mdev_nvidia-35]
+	device_addresses = 0000:84:00
+	EOF
+        run prepare web1 "$U1,type=nvidia-35"
+        [ "$status" -eq 1 ]
+        [ "$output" = "mdev-hooks: web1: the config has errors, fix it first (mdev-hooks check-config): /etc/mdev-hooks/mdev-hooks.conf:5: '0000:84:00' is not a PCI address of the form 0000:84:00.0" ]
+        mdev_absent "$U1"
+        run "$MH_CLI" inventory
+        [ "$status" -eq 2 ]
+        run "$MH_CLI" check-config
+        [ "$status" -eq 2 ]
 }

@@ -697,11 +697,35 @@ static char *pci_devpath(const char *addr) {
         return xasprintf("pci%.4s:00/%s", addr, addr);
 }
 
+/* The device's "subsystem" link, as the kernel makes it: bus/pci for a PCI
+ * device, class/<class> for a class device under devices/virtual/<class>/
+ * (the mtty sample: class/mtty), else none. libvirt names a parent's node
+ * device after it (<subsystem>_<name>). */
+static void device_subsystem_link(Node *dev, const char *name, const char *devpath) {
+        _cleanup_free_ char *up = NULL;
+        const char *slash;
+        size_t depth = 2, len; /* "devices" and the last component */
+
+        for (const char *c = devpath; *c; c++)
+                depth += *c == '/';
+        up = xcalloc(depth, 3 + 1);
+        for (size_t i = 0; i < depth; i++)
+                strcat(up, "../");
+        if (name_is_pci(name))
+                node_link(dev, "subsystem", xasprintf("%sbus/pci", up));
+        else if (strncmp(devpath, "virtual/", 8) == 0 && (slash = strchr(devpath + 8, '/'))) {
+                len = (size_t) (slash - (devpath + 8));
+                node_link(dev, "subsystem", xasprintf("%sclass/%.*s", up, (int) len, devpath + 8));
+        }
+}
+
 /* Creates the device directory (and bus/pci/devices link for PCI). */
 static Node *device_add(const char *name, const char *devpath) {
         Node *dev = node_mkdir_p(model.devices, devpath);
         if (name_is_pci(name))
                 node_link(model.bus_pci_devices, name, xasprintf("../../../devices/%s", devpath));
+        if (!node_child(dev, "subsystem", strlen("subsystem")))
+                device_subsystem_link(dev, name, devpath);
         return dev;
 }
 

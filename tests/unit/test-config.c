@@ -176,6 +176,51 @@ static void test_addresses_normalised_and_continued(void) {
         config_free(c);
 }
 
+/* Nova's own CI config names the mtty parent by its libvirt node-device
+ * name; any parent may be named either way, and both name one parent. */
+static void test_addresses_by_node_device_name(void) {
+        Config *c = load_ok(
+                "[devices]\n"
+                "enabled_mdev_types = nvidia-35, mtty-1\n"
+                "[mdev_nvidia-35]\n"
+                "device_addresses = pci_0000_84_00_0, pci_0000_AF_00_1, 0.0.0052, css_0_0_0053, ap_matrix\n"
+                "[mdev_mtty-1]\n"
+                "device_addresses = mtty_mtty\n");
+        char **a = c->types[0].addresses;
+
+        check(strv_length(a) == 5);
+        check(streq(a[0], "0.0.0052"));
+        check(streq(a[1], "0.0.0053"));
+        check(streq(a[2], "0000:84:00.0"));
+        check(streq(a[3], "0000:af:00.1"));
+        check(streq(a[4], "matrix"));
+        check(config_parent_type(c, "mtty") == config_find_type(c, "mtty-1"));
+        check(config_parent_type(c, "0000:84:00.0") == &c->types[0]);
+        config_free(c);
+
+        /* one parent under two names is one parent under two types */
+        expect_error("[devices]\n"
+                     "enabled_mdev_types = nvidia-35, nvidia-36\n"
+                     "[mdev_nvidia-35]\n"
+                     "device_addresses = 0000:84:00.0\n"
+                     "[mdev_nvidia-36]\n"
+                     "device_addresses = pci_0000_84_00_0\n",
+                     6, "'0000:84:00.0' is listed under two types, nvidia-35 (line 4) and nvidia-36");
+        expect_error("[devices]\n"
+                     "enabled_mdev_types = mtty-1, mtty-2\n"
+                     "[mdev_mtty-1]\n"
+                     "device_addresses = mtty\n"
+                     "[mdev_mtty-2]\n"
+                     "device_addresses = mtty_mtty\n",
+                     6, "'mtty' is listed under two types");
+        /* a PCI node-device name with a bad function is still refused */
+        expect_error("[devices]\n"
+                     "enabled_mdev_types = nvidia-35\n"
+                     "[mdev_nvidia-35]\n"
+                     "device_addresses = pci_0000_84_00_8\n",
+                     4, "'pci_0000_84_00_8' is neither a PCI address nor a valid parent name");
+}
+
 /* An SR-IOV host lists hundreds of VFs: all kept, sorted, each once. */
 static void test_addresses_many_sorted(void) {
         _cleanup_free_ char *text = NULL;
@@ -355,17 +400,40 @@ static void test_error_malformed_address(void) {
                      3, "unknown key '0000:41:00' in [sriov]");
 }
 
-static void test_error_two_defaults(void) {
-        expect_error("[devices]\n"
-                     "enabled_mdev_types = nvidia-35, nvidia-36\n",
-                     2, "'nvidia-36' and 'nvidia-35' (line 2) both have no device_addresses");
-        expect_error("[devices]\n"
-                     "enabled_mdev_types = nvidia-35, nvidia-36, nvidia-37\n"
-                     "[mdev_nvidia-36]\n"
-                     "mdev_class = CUSTOM_B\n"
-                     "[mdev_nvidia-37]\n"
-                     "device_addresses = 0000:84:00.0\n",
-                     3, "'nvidia-36' and 'nvidia-35' (line 2) both have no device_addresses");
+/* Nova (22+): "Mdev type default already set to X so Y will not be used":
+ * the first type without device_addresses is the default, the later ones
+ * are dropped, with a warning naming the line. */
+static void test_two_defaults_as_nova(void) {
+        Config *c = load_ok("[devices]\n"
+                            "enabled_mdev_types = nvidia-35, nvidia-36\n");
+        char prefix[600];
+
+        check(c->n_types == 1);
+        check(c->default_type == config_find_type(c, "nvidia-35"));
+        check(!config_find_type(c, "nvidia-36"));
+        check(config_parent_type(c, "0000:84:00.0") == c->default_type);
+        check(strv_length(c->warnings) == 1);
+        snprintf(prefix, sizeof prefix, "%s:2: 'nvidia-36' and 'nvidia-35' (line 2) both have no device_addresses: as Nova does, "
+                                        "'nvidia-35' is the default for every parent not listed and 'nvidia-36' is not used", path);
+        check(strncmp(c->warnings[0], prefix, strlen(prefix)) == 0);
+        config_free(c);
+
+        c = load_ok("[devices]\n"
+                    "enabled_mdev_types = nvidia-35, nvidia-36, nvidia-37, nvidia-38\n"
+                    "[mdev_nvidia-36]\n"
+                    "mdev_class = CUSTOM_B\n"
+                    "max_instances = 3\n"
+                    "[mdev_nvidia-37]\n"
+                    "device_addresses = 0000:84:00.0\n");
+        check(c->n_types == 2);
+        check(streq(c->types[0].name, "nvidia-35") && streq(c->types[1].name, "nvidia-37"));
+        check(c->types[1].addresses && streq(c->types[1].addresses[0], "0000:84:00.0"));
+        check(c->types[1].max_instances == 0 && streq(c->types[1].mdev_class, "VGPU"));
+        check(config_parent_type(c, "0000:84:00.0") == &c->types[1]);
+        check(strv_length(c->warnings) == 2);
+        check(strstr(c->warnings[0], ":3: 'nvidia-36' and 'nvidia-35' (line 2)"));
+        check(strstr(c->warnings[1], ":2: 'nvidia-38' and 'nvidia-35' (line 2)"));
+        config_free(c);
 }
 
 static void test_error_max_instances(void) {
@@ -498,8 +566,81 @@ static void test_error_syntax(void) {
         {
                 char text[600];
 
-                snprintf(text, sizeof text, "[devices]\nenabled_mdev_types = nvidia-35\n[mdev_nvidia-35]\ndevice_addresses = %0250d\n", 0);
-                expect_error(text, 4, "line longer than 197 characters");
+                /* a key alone longer than inih's line */
+                snprintf(text, sizeof text, "[devices]\nenabled_mdev_types = nvidia-35\n[mdev_nvidia-35]\n%0250d = 1\n", 0);
+                expect_error(text, 4, "key longer than 194 characters");
+        }
+}
+
+/* "0000:3b:00.4, 0000:3b:00.5, ..." : n VFs of the PF 0000:<bus>:00.0, as on an A100. */
+static char *vf_list(unsigned bus, unsigned n) {
+        _cleanup_free_ char *l = strdup("");
+
+        for (unsigned i = 0; i < n && l; i++) {
+                unsigned devfn = 4 + i;
+                char *m = strdup_printf("%s%s0000:%02x:%02x.%u", l, i ? ", " : "", bus, devfn >> 3, devfn & 7);
+
+                free(l);
+                l = m;
+        }
+        return steal_pointer(&l);
+}
+
+/* Issue 17: a real SR-IOV nova.conf lists 16 to 64 VFs on one line (1 to 2
+ * KiB) and mdev_class may be 255 characters; inih's buffer is 200 bytes. */
+static void test_long_lines(void) {
+        _cleanup_free_ char *vfs = vf_list(0x3b, 64), *more = vf_list(0x5e, 40);
+        _cleanup_free_ char *cls = NULL, *text = NULL;
+        char long_comment[1200];
+        Config *c;
+
+        check(vfs && more && strlen(vfs) > 800);
+        cls = calloc(256, 1);
+        check(cls);
+        memcpy(cls, "CUSTOM_", 7);
+        memset(cls + 7, 'X', 255 - 7);
+        check(strlen(cls) == 255);
+        memset(long_comment, '#', sizeof long_comment - 1);
+        long_comment[sizeof long_comment - 1] = '\0';
+
+        text = strdup_printf("[devices]\n"
+                             "enabled_mdev_types = nvidia-472\n"
+                             "%s\n"
+                             "[mdev_nvidia-472]\n"
+                             "device_addresses = %s ; the first A100's 64 VFs\n"
+                             "    %s\n"
+                             "mdev_class = %s\n"
+                             "max_instances = 100\n",
+                             long_comment, vfs, more, cls);
+        check(text && strlen(text) > 2048);
+        c = load_ok(text);
+        check(strv_length(c->types[0].addresses) == 104);
+        check(streq(c->types[0].addresses[0], "0000:3b:00.4"));
+        check(streq(c->types[0].addresses[63], "0000:3b:08.3"));
+        check(streq(c->types[0].addresses[64], "0000:5e:00.4"));
+        check(config_parent_type(c, "0000:3b:08.3") == &c->types[0]);
+        check(streq(c->types[0].mdev_class, cls));
+        check(c->types[0].max_instances == 100);
+        config_free(c);
+        free(text);
+
+        /* every other error keeps its line, before and after a long line */
+        text = strdup_printf("[devices]\n"
+                             "enabled_mdev_types = nvidia-472\n"
+                             "[mdev_nvidia-472]\n"
+                             "device_addresses = %s, 0000:3b:00\n"
+                             "max_instances = 0\n"
+                             "mdev_class = %sY\n",
+                             vfs, cls);
+        check(text);
+        {
+                char **errors = load_fails(text);
+
+                check(has_error(errors, 4, "'0000:3b:00' is not a PCI address"));
+                check(has_error(errors, 5, "max_instances must be an integer >= 1"));
+                check(has_error(errors, 6, "mdev_class must be VGPU or CUSTOM_[A-Z0-9_]+ of at most 255 characters"));
+                check(strv_length(errors) == 3);
+                strv_free(errors);
         }
 }
 
@@ -512,7 +653,7 @@ static void test_errors_all_collected_sorted(void) {
                                    "[mdev_nvidia-35]\n"                          /* 6 */
                                    "max_instances = 0\n"                         /* 7 */
                                    "[foo]\n");                                   /* 8 */
-        unsigned lines[] = { 2, 3, 5, 7, 8 };
+        unsigned lines[] = { 3, 5, 7, 8 }; /* line 2's two defaults are a warning (as in Nova) */
 
         check(strv_length(errors) == ELEMENTSOF(lines));
         for (size_t i = 0; i < ELEMENTSOF(lines); i++) {
@@ -558,13 +699,14 @@ int main(void) {
         test_old_names();
         test_default_type_and_virtual_parent();
         test_addresses_normalised_and_continued();
+        test_addresses_by_node_device_name();
         test_addresses_many_sorted();
         test_hooks_and_sriov();
         test_empty_and_missing();
         test_pci_address_validation();
         test_error_same_address_two_types();
         test_error_malformed_address();
-        test_error_two_defaults();
+        test_two_defaults_as_nova();
         test_error_max_instances();
         test_error_mdev_class();
         test_error_unknown_key_and_section();
@@ -572,6 +714,7 @@ int main(void) {
         test_error_duplicate_key();
         test_error_hooks_values();
         test_error_syntax();
+        test_long_lines();
         test_errors_all_collected_sorted();
         test_error_permissions();
 

@@ -319,6 +319,37 @@ static void test_name_checks(void) {
         CHECK(d && d->n_mdevs == 1 && streq(d->mdevs[0].uuid, "b1ae8bf6-38b0-4c81-9d44-78ce2e5d2b9d"));
 }
 
+/* The metadata's class= takes what the config's mdev_class takes: Nova's
+ * 255 characters, one more is refused (one check for both, util.c). */
+static void test_class_length(void) {
+        _cleanup_domxml_free_ Domxml *d = NULL;
+        char cls[MDEV_CLASS_MAX + 2], buf[1024];
+        size_t n;
+
+        memcpy(cls, "CUSTOM_", 7);
+        memset(cls + 7, 'A', MDEV_CLASS_MAX - 7);
+        cls[MDEV_CLASS_MAX] = '\0';
+        n = (size_t) snprintf(buf, sizeof buf,
+                              "<domain><name>c</name><metadata><mh:mdevs xmlns:mh='http://mdev-hooks.org/xmlns/domain/1.0'>"
+                              "<mh:mdev uuid='b1ae8bf6-38b0-4c81-9d44-78ce2e5d2b9d' class='%s'/></mh:mdevs></metadata>"
+                              "<devices><hostdev mode='subsystem' type='mdev'><source>"
+                              "<address uuid='b1ae8bf6-38b0-4c81-9d44-78ce2e5d2b9d'/></source></hostdev></devices></domain>", cls);
+        CHECK(domxml_parse(buf, n, &d) == 0);
+        CHECK(d && d->n_mdevs == 1 && streq(d->mdevs[0].mdev_class, cls));
+        domxml_free(steal_pointer(&d));
+
+        cls[MDEV_CLASS_MAX] = 'A';
+        cls[MDEV_CLASS_MAX + 1] = '\0';
+        n = (size_t) snprintf(buf, sizeof buf,
+                              "<domain><name>c</name><metadata><mh:mdevs xmlns:mh='http://mdev-hooks.org/xmlns/domain/1.0'>"
+                              "<mh:mdev uuid='b1ae8bf6-38b0-4c81-9d44-78ce2e5d2b9d' class='%s'/></mh:mdevs></metadata>"
+                              "<devices><hostdev mode='subsystem' type='mdev'><source>"
+                              "<address uuid='b1ae8bf6-38b0-4c81-9d44-78ce2e5d2b9d'/></source></hostdev></devices></domain>", cls);
+        error_clear();
+        CHECK(domxml_parse(buf, n, &d) == -EINVAL);
+        CHECK(strstr(error_get(-EINVAL), "of at most 255 characters") != NULL);
+}
+
 /* --- the rewrite changes only the UUIDs -------------------------------- */
 
 /* The input and output are both parsed into full trees with plain libxml2
@@ -753,6 +784,7 @@ int main(void) {
         test_deep_nesting();
         test_too_many_mdevs();
         test_name_checks();
+        test_class_length();
         test_rewrite_changes_only_uuids();
         test_rewrite_bytes();
         test_set_uuid_checks();

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Nova's inventory arithmetic (inventory.c): one type on two parents, two
- * types, max_instances that zeroes the second parent, parents without a type
- * or whose type they do not offer; the names Nova and libvirt give them.
+ * types, max_instances (existing mdevs first, the invariants over every small
+ * host and every order of its parents), parents without a type
+ * or whose type they do not offer; the traits Nova gives them.
  */
 #include <stdio.h>
+#include <string.h>
 
 #include "inventory.h"
 #include "util.h"
@@ -49,8 +51,10 @@ static void test_two_types(void) {
         check(p[2].total == 8 && p[2].used == 2 && p[2].free == 6 && p[2].reason == INVENTORY_OK);
 }
 
-static void test_max_instances_zeroes_second_parent(void) {
-        /* max_instances = 16: the first parent (16) fits exactly, the second (8) would cross it. */
+static void test_max_instances_caps_second_parent(void) {
+        /* max_instances = 16, each parent holds 1: 2 exist, 14 more fit. 15
+         * more on the first would cross it (Nova's total 0 for it); the
+         * second's 7 fit. The first keeps its mdev in its total. */
         InventoryParent p[] = {
                 P("0000:85:00.0", "nvidia-35", 16, 1, 7),
                 P("0000:84:00.0", "nvidia-35", 16, 1, 15),
@@ -58,10 +62,87 @@ static void test_max_instances_zeroes_second_parent(void) {
 
         inventory_compute(p, ELEMENTSOF(p));
         check(streq(p[0].parent, "0000:84:00.0"));
-        check(p[0].total == 16 && p[0].reason == INVENTORY_OK);
-        check(p[1].total == 0 && p[1].reason == INVENTORY_CAPPED);
-        /* its existing mdev is still used; nothing is free */
-        check(p[1].used == 1 && p[1].free == 0);
+        check(p[0].total == 1 && p[0].used == 1 && p[0].free == 0 && p[0].reason == INVENTORY_CAPPED);
+        check(p[1].total == 8 && p[1].used == 1 && p[1].free == 7 && p[1].reason == INVENTORY_OK);
+}
+
+static void test_max_instances_existing_count_first(void) {
+        /* Issue 17: cap 16, the later parent holds 1. Counted in parent order,
+         * the first took all 16 and the second showed 0 while holding 1. The
+         * existing mdev counts first: 15 left, the first's 16 do not fit. */
+        InventoryParent p[] = {
+                P("0000:84:00.0", "nvidia-35", 16, 0, 16),
+                P("0000:85:00.0", "nvidia-35", 16, 1, 15),
+        };
+
+        inventory_compute(p, ELEMENTSOF(p));
+        check(p[0].total == 0 && p[0].free == 0 && p[0].reason == INVENTORY_CAPPED);
+        check(p[1].total == 16 && p[1].used == 1 && p[1].free == 15 && p[1].reason == INVENTORY_OK);
+}
+
+static void test_max_instances_existing_over_cap(void) {
+        /* The cap was lowered below what exists: the existing mdevs are counted
+         * up to the cap in parent order, nothing is free, the sum stays 2. */
+        InventoryParent p[] = {
+                P("0000:84:00.0", "nvidia-35", 2, 2, 0),
+                P("0000:85:00.0", "nvidia-35", 2, 1, 3),
+        };
+
+        inventory_compute(p, ELEMENTSOF(p));
+        check(p[0].total == 2 && p[0].used == 2 && p[0].free == 0 && p[0].reason == INVENTORY_OK);
+        check(p[1].total == 0 && p[1].used == 1 && p[1].free == 0 && p[1].reason == INVENTORY_CAPPED);
+}
+
+/* Every host of up to 4 parents of one type, each holding 0..3 and offering
+ * 0..3 more, under caps 1, 2, 3, 5 and 7, and in several orders of the input: the sum
+ * of the totals never passes the cap; a parent never shows fewer than it
+ * holds while the existing mdevs fit under the cap; a parent has free
+ * capacity only with all of its available_instances; and the result does
+ * not depend on the order the parents came in. */
+static void test_max_instances_invariants(void) {
+        static const char * const names[] = { "0000:84:00.0", "0000:85:00.0", "0000:86:00.0", "0000:87:00.0" };
+        unsigned cases = 0;
+
+        for (unsigned n = 1; n <= 4; n++) {
+                unsigned combos = 1;
+
+                for (unsigned i = 0; i < n; i++)
+                        combos *= 16;
+                for (unsigned cap = 1; cap <= 8; cap += cap < 3 ? 1 : 2)
+                        for (unsigned code = 0; code < combos; code++) {
+                                InventoryParent ref[4], q[4];
+                                unsigned existing = 0, sum = 0;
+
+                                for (unsigned i = 0, c = code; i < n; i++, c /= 16) {
+                                        ref[i] = (InventoryParent) P(names[i], "nvidia-35", cap, c % 4, (c / 4) % 4);
+                                        existing += c % 4;
+                                }
+                                memcpy(q, ref, sizeof q);
+                                inventory_compute(ref, n);
+                                for (unsigned i = 0; i < n; i++) {
+                                        sum += ref[i].total;
+                                        check(ref[i].used == ref[i].existing);
+                                        if (existing <= cap)
+                                                check(ref[i].total >= ref[i].used);
+                                        check(ref[i].free == 0 || ref[i].free == ref[i].available);
+                                        check((ref[i].reason == INVENTORY_CAPPED) == (ref[i].total != ref[i].existing + ref[i].available));
+                                }
+                                check(sum <= cap);
+                                /* reversed and rotated input: the same answer per parent */
+                                for (unsigned rot = 0; rot < n; rot++) {
+                                        InventoryParent r[4];
+
+                                        for (unsigned i = 0; i < n; i++)
+                                                r[i] = q[(n - 1 - i + rot) % n];
+                                        inventory_compute(r, n);
+                                        for (unsigned i = 0; i < n; i++)
+                                                check(streq(r[i].parent, ref[i].parent) && r[i].total == ref[i].total &&
+                                                      r[i].free == ref[i].free && r[i].reason == ref[i].reason);
+                                }
+                                cases++;
+                        }
+        }
+        check(cases > 300000);
 }
 
 static void test_max_instances_later_parent_may_fit(void) {
@@ -117,25 +198,6 @@ static void test_no_type_and_not_offered(void) {
 static void test_names(void) {
         char *s;
 
-        s = inventory_nodedev_name("0000:84:00.0");
-        check(streq(s, "pci_0000_84_00_0"));
-        free(s);
-        s = inventory_nodedev_name("0000:AF:1f.7");
-        check(streq(s, "pci_0000_af_1f_7"));
-        free(s);
-        s = inventory_nodedev_name("0.0.0023");
-        check(streq(s, "css_0_0_0023"));
-        free(s);
-        s = inventory_nodedev_name("matrix");
-        check(streq(s, "ap_matrix"));
-        free(s);
-        s = inventory_nodedev_name("mtty");
-        check(streq(s, "mtty"));
-        free(s);
-        s = inventory_nodedev_name("my-parent.1");
-        check(streq(s, "my_parent_1"));
-        free(s);
-
         s = inventory_type_trait("nvidia-35");
         check(streq(s, "CUSTOM_MDEV_NVIDIA_35"));
         free(s);
@@ -150,7 +212,10 @@ static void test_names(void) {
 int main(void) {
         test_one_type_two_parents();
         test_two_types();
-        test_max_instances_zeroes_second_parent();
+        test_max_instances_caps_second_parent();
+        test_max_instances_existing_count_first();
+        test_max_instances_existing_over_cap();
+        test_max_instances_invariants();
         test_max_instances_later_parent_may_fit();
         test_sriov_vfs_capped();
         test_no_type_and_not_offered();
