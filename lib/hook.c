@@ -114,7 +114,10 @@ int hook_prepare(HookContext *ctx) {
 
                 r = sysfs_mdev_get(ctx->rootfd, m->uuid, &items[i].mdev);
                 if (r < 0 && r != -ENOENT) {
-                        r = error_set(r, "cannot look up mdev %s: %s", m->uuid, error_get(r));
+                        /* The reason lives in the buffer error_set() writes: copy it first. */
+                        const char *why = strdupa(error_get(r));
+
+                        r = error_set(r, "cannot look up mdev %s: %s", m->uuid, why);
                         goto out;
                 }
                 items[i].exists = r >= 0;

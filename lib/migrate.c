@@ -395,7 +395,10 @@ int migrate_run(HookContext *ctx, HookOp op) {
                         goto out;
                 r = sysfs_mdev_get(ctx->rootfd, dom->mdevs[i].uuid, &items[i].mdev);
                 if (r < 0 && r != -ENOENT) {
-                        r = error_set(r, "cannot look up mdev %s: %s", dom->mdevs[i].uuid, error_get(r));
+                        /* The reason lives in the buffer error_set() writes: copy it first. */
+                        const char *why = strdupa(error_get(r));
+
+                        r = error_set(r, "cannot look up mdev %s: %s", dom->mdevs[i].uuid, why);
                         goto out;
                 }
                 items[i].exists = r >= 0;

@@ -176,3 +176,34 @@ refused() {
         refused
         [[ "$output" == *"encoding"* ]]
 }
+
+# plain_root: a root without the simulator, whose sysfs holds an mdev link
+# that does not point to <parent>/<uuid> (sysfs_mdev_get() fails with
+# EBADMSG and a reason of its own, not ENOENT).
+plain_root() {
+        R="$BATS_TEST_TMPDIR/plain"
+        mkdir -p "$R/sys/bus/mdev/devices" "$R/etc/mdev-hooks" "$R/proc/sys/kernel/random" "$R/var/lib" "$R/run"
+        cat /proc/sys/kernel/random/uuid > "$R/proc/sys/kernel/random/boot_id"
+        printf '[devices]\nenabled_mdev_types = nvidia-35\n' > "$R/etc/mdev-hooks/mdev-hooks.conf"
+        ln -s ../../../devices/bogus/not-an-mdev "$R/sys/bus/mdev/devices/$U1"
+}
+
+@test "prepare's message keeps the reason sysfs gave for a failed look-up" {
+        plain_root
+        domxml evil "$U1" > "$BATS_TEST_TMPDIR/in.xml"
+        MDEV_HOOKS_ROOT="$R" run hook evil prepare begin - < "$BATS_TEST_TMPDIR/in.xml"
+        echo "$output"
+        [ "$status" -eq 1 ]
+        [ "${#lines[@]}" -eq 1 ]
+        [[ "$output" == "mdev-hooks: evil: cannot look up mdev $U1: '/sys/bus/mdev/devices/$U1' points to '../../../devices/bogus/not-an-mdev', not to <parent>/$U1" ]]
+}
+
+@test "migrate's message keeps the reason sysfs gave for a failed look-up" {
+        plain_root
+        domxml evil "$U1,type=nvidia-35" > "$BATS_TEST_TMPDIR/in.xml"
+        MDEV_HOOKS_ROOT="$R" run --separate-stderr hook evil migrate begin - < "$BATS_TEST_TMPDIR/in.xml"
+        echo "$stderr"
+        [ "$status" -eq 1 ]
+        [ -z "$output" ]
+        [[ "$stderr" == "mdev-hooks: evil: cannot look up mdev $U1: '/sys/bus/mdev/devices/$U1' points to '../../../devices/bogus/not-an-mdev', not to <parent>/$U1" ]]
+}
