@@ -137,24 +137,38 @@ int hook_prepare(HookContext *ctx) {
                                       m->uuid, items[i].mdev.type, wants[i].what);
                         goto out;
                 }
+                if (items[i].exists) {
+                        r = alloc_reserve(&a, m->uuid);
+                        if (r < 0)
+                                goto out;
+                }
         }
 
-        /* Second pass: claim or create, all or nothing. */
+        /* Second pass, all or nothing: claim every mdev that exists, then
+         * create the others. A create that finds every candidate full
+         * removes a free mdev kept by release = keep to make room; the
+         * guest's own kept mdevs are free until claimed here, and one of
+         * them must never be that mdev (they are reserved as well), or
+         * the guest would be given an mdev that no longer exists. */
         written = true;
-        for (size_t i = 0; i < dom->n_mdevs; i++) {
-                const DomxmlMdev *m = &dom->mdevs[i];
-                LedgerEntry e;
+        for (unsigned pass = 0; pass < 2; pass++)
+                for (size_t i = 0; i < dom->n_mdevs; i++) {
+                        const DomxmlMdev *m = &dom->mdevs[i];
+                        bool claim = pass == 0;
+                        LedgerEntry e;
 
-                if (items[i].exists)
-                        r = alloc_claim(&a, &wants[i], &items[i].mdev, LEDGER_ASSIGNED, &e);
-                else
-                        r = alloc_create(&a, &wants[i], m->uuid, LEDGER_ASSIGNED, &e);
-                if (r < 0)
-                        goto rollback;
-                log_info("mdev %s (%s on %s): %s", e.uuid, e.type, e.parent,
-                         items[i].exists ? (e.origin == LEDGER_BORROWED ? "borrowed" : "reused") : "created");
-                CRASHPOINT("prepare-after-record");
-        }
+                        if (items[i].exists != claim)
+                                continue;
+                        if (claim)
+                                r = alloc_claim(&a, &wants[i], &items[i].mdev, LEDGER_ASSIGNED, &e);
+                        else
+                                r = alloc_create(&a, &wants[i], m->uuid, LEDGER_ASSIGNED, &e);
+                        if (r < 0)
+                                goto rollback;
+                        log_info("mdev %s (%s on %s): %s", e.uuid, e.type, e.parent,
+                                 claim ? (e.origin == LEDGER_BORROWED ? "borrowed" : "reused") : "created");
+                        CRASHPOINT("prepare-after-record");
+                }
         /* Durable before the commit: a sync that fails rolls the start back too. */
         r = ledger_sync(ctx->ledgerfd);
         if (r < 0)

@@ -18,7 +18,9 @@
  * this host does not enable refuses the migration before any create. Then
  * choices 1 are claimed for every hostdev before any choice 2 or 3 is made,
  * so that a kept or new mdev never takes a UUID another hostdev of the guest
- * keeps. All or nothing: one failure rolls back this call's creations and
+ * keeps; and every mdev is claimed the moment it is chosen, before a later
+ * create may make room by removing a free kept mdev (alloc_create()), so
+ * that one this call takes is never the one removed. All or nothing: one failure rolls back this call's creations and
  * claims (alloc.h), and the XML is left as it came.
  *
  * Crash safety is alloc.c's: the record of a created mdev is written before

@@ -779,3 +779,61 @@ assert_only_uuids_changed() {
         [ -z "$(sim_mdevs)" ]
         [ -z "$(records)" ]
 }
+
+# Defect (prepare's twin): making room for one hostdev must never remove a
+# free mdev that the same call claims for another. On B (release = keep),
+# web1 left U1 (on 84) and U2 (on 85) kept free; web2 then took 84's only
+# instance, reclaiming U1. web1 now comes back with U1 and U2 (OP: migrate
+# from A, or restore on B), in the given hostdev order.
+kept_own_back() {
+        local op="$1"
+        shift
+        one_type_conf "$A" nvidia-44
+        conf_on "$B" <<-EOF
+	[devices]
+	enabled_mdev_types = nvidia-44
+
+	[mdev_nvidia-44]
+	device_addresses = $P84, $P85
+
+	[hooks]
+	release = keep
+	EOF
+        sim_use "$B"
+        run -0 prepare web1 "$U1,type=nvidia-44" "$U2,type=nvidia-44"
+        [ "$(mdev_parent "$U1")" = "$P84" ]
+        [ "$(mdev_parent "$U2")" = "$P85" ]
+        run -0 release web1 migrated
+        run -0 prepare web2 "$U3,type=nvidia-44"
+        mdev_absent "$U1"
+        domxml web1 "$@" > "$T/web1.xml"
+
+        migrate_to_b web1 "$op"
+        echo "$stderr"
+        # Either both are web1's now, or nothing was lost: U2 still there
+        # and kept free, web2's U3 untouched.
+        mdev_exists "$U3"
+        [ "$(record "$U3" guest)" = web2 ]
+        mdev_exists "$U2"
+        if [ "$status" -eq 0 ]; then
+                for u in $(xml_uuids "$T/web1.b.xml"); do
+                        mdev_exists "$u"
+                        [ "$(record "$u" guest)" = web1 ]
+                        [ "$(record "$u" state)" = incoming ]
+                done
+        else
+                [ "$(record "$U2" state)" = free ]
+                [ -z "$(guest_records web1)" ]
+        fi
+        assert_record_matches_sysfs
+}
+
+@test "release = keep: migrate never removes a kept mdev it claims for another hostdev of the guest" {
+        kept_own_back migrate "$U1,type=nvidia-44" "$U2,type=nvidia-44"
+        [ "$status" -ne 0 ]
+}
+
+@test "release = keep: restore never removes a kept mdev it claims for another hostdev of the guest" {
+        kept_own_back restore "$U2,type=nvidia-44" "$U1,type=nvidia-44"
+        [ "$status" -ne 0 ]
+}
