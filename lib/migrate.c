@@ -151,8 +151,11 @@ static int same_uuid_usable(const Alloc *a, const MigrateItem *it) {
 }
 
 /* Whether a UUID is one of the guest's incoming UUIDs other than item i's,
- * or already chosen for another item. */
+ * already chosen for another item, or named by a metadata entry that no
+ * hostdev uses (the rewrite would give the XML two entries for it). */
 static bool uuid_taken_in_call(const Domxml *dom, const MigrateItem *items, size_t i, const char *uuid) {
+        if (domxml_has_orphan_meta(dom, uuid))
+                return true;
         for (size_t j = 0; j < dom->n_mdevs; j++) {
                 if (j == i)
                         continue;

@@ -42,9 +42,24 @@ migrate_to_b() {
         run --separate-stderr hook "$1" "${2:-migrate}" begin - < "$T/$1.xml"
         if [ -n "$output" ]; then
                 printf '%s\n' "$output" > "$T/$1.b.xml"
+                assert_prepare_accepts "$T/$1.b.xml" "$T/$1.xml"
         else
                 cp "$T/$1.xml" "$T/$1.b.xml"
         fi
+}
+
+# assert_prepare_accepts OUT IN: a property of every rewrite: the XML that
+# migrate or restore printed passes prepare's own checks (domxml_parse()),
+# with as many mdev hostdevs as the incoming XML, each with the UUID the
+# output's hostdev names.
+assert_prepare_accepts() {
+        local got
+        got="$("$MH_BUILD_DIR/tests/unit/domxml-check" < "$1")" || {
+                echo "prepare would refuse the XML that migrate printed ($1)"
+                return 1
+        }
+        [ "$got" = "$(xml_uuids "$1")" ] || { echo "hostdevs differ: $got"; return 1; }
+        [ "$(printf '%s\n' "$got" | wc -l)" -eq "$(xml_uuids "$2" | wc -l)" ]
 }
 
 # The rest of a successful migration: prepare on B with the XML that migrate
@@ -753,6 +768,7 @@ assert_only_uuids_changed() {
         [ "$status" -eq 0 ]
         [ -n "$output" ]
         printf '%s\n' "$output" > "$T/web1.r.xml"
+        assert_prepare_accepts "$T/web1.r.xml" "$T/web1.xml"
         new="$(xml_uuids "$T/web1.r.xml")"
         [ "$new" != "$U1" ]
         [ "$(record "$new" guest)" = web1 ]
@@ -836,4 +852,44 @@ kept_own_back() {
 @test "release = keep: restore never removes a kept mdev it claims for another hostdev of the guest" {
         kept_own_back restore "$U2,type=nvidia-44" "$U1,type=nvidia-44"
         [ "$status" -ne 0 ]
+}
+
+# Defect: a metadata entry left over for a UUID that no hostdev uses any more
+# (hot-unplugged), and that UUID kept free on the destination. migrate chose
+# it for another hostdev and printed two <mh:mdev> entries for it, which the
+# next prepare refused.
+@test "migrate never rewrites a hostdev to a UUID that a leftover metadata entry names" {
+        one_type_conf "$A"
+        conf_on "$B" <<-EOF
+	[devices]
+	enabled_mdev_types = nvidia-35
+
+	[hooks]
+	release = keep
+	EOF
+        sim_use "$B"
+        run -0 prepare old "$U3,type=nvidia-35"
+        run -0 release old
+        [ "$(record "$U3" state)" = free ]
+        sim_use "$B"
+        run -0 prepare other "$U1,type=nvidia-35"
+        # web1 on A: U1, plus a metadata entry for U3 whose hostdev is gone
+        domxml web1 "$U1,type=nvidia-35" |
+                sed "s|</mh:mdevs>|  <mh:mdev uuid=\"$U3\" type=\"nvidia-35\"/>\n    </mh:mdevs>|" > "$T/web1.xml"
+        grep -q "mh:mdev uuid=\"$U3\"" "$T/web1.xml"
+
+        # U1 is other's on B: the hostdev needs another UUID, and the kept
+        # U3 is not one it may take.
+        migrate_to_b web1
+        echo "$stderr"
+        [ "$status" -eq 0 ]
+        new="$(xml_uuids "$T/web1.b.xml")"
+        [ "$new" != "$U1" ]
+        [ "$new" != "$U3" ]
+        [ "$(grep -c "uuid=\"$U3\"" "$T/web1.b.xml")" -eq 1 ]
+        [ "$(record "$U3" state)" = free ]
+        [ "$(record "$new" state)" = incoming ]
+        finish_migration web1
+        sim_use "$B"
+        [ "$(record "$new" state)" = assigned ]
 }

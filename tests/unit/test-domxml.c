@@ -671,6 +671,98 @@ static void test_set_uuid_checks(void) {
         CHECK_STREQ(d->mdevs[1].uuid, "0f0e0d0c-0b0a-4908-8706-050403020100");
         CHECK(domxml_find_mdev(d, "0f0e0d0c-0b0a-4908-8706-050403020100") == 1);
         CHECK(domxml_find_mdev(d, "5d0c4e8a-8d3a-4b38-9f7e-2f0f4c1d9a10") == -ENOENT);
+        /* the third metadata entry has no hostdev: its UUID is taken, or
+         * the document would hold two entries for it */
+        CHECK(domxml_has_orphan_meta(d, "11111111-2222-3333-4444-555555555555"));
+        CHECK(!domxml_has_orphan_meta(d, "b1ae8bf6-38b0-4c81-9d44-78ce2e5d2b9d"));
+        error_clear();
+        CHECK(domxml_set_mdev_uuid(d, 0, "11111111-2222-3333-4444-555555555555") == -EEXIST);
+        CHECK(strstr(error_get(-EEXIST), "metadata entry"));
+        CHECK_STREQ(d->mdevs[0].uuid, "b1ae8bf6-38b0-4c81-9d44-78ce2e5d2b9d");
+}
+
+/* Every UUID-shaped string in text (any case), lower-cased, and one fresh
+ * one: what a rewrite might be asked to use. */
+static char **uuids_in(const char *text) {
+        char **l = NULL;
+        size_t n = strlen(text);
+
+        for (size_t i = 0; i + UUID_STRING_MAX - 1 <= n; i++) {
+                char u[UUID_STRING_MAX], norm[UUID_STRING_MAX];
+
+                memcpy(u, text + i, UUID_STRING_MAX - 1);
+                u[UUID_STRING_MAX - 1] = '\0';
+                if (!uuid_is_valid(u))
+                        continue;
+                uuid_normalize(u, norm);
+                if (!strv_contains(l, norm) && strv_extend(&l, norm) < 0)
+                        abort();
+        }
+        if (strv_extend(&l, "0f0e0d0c-0b0a-4908-8706-0504030201aa") < 0)
+                abort();
+        return l;
+}
+
+/* A rewrite either refuses or gives a document that prepare accepts
+ * (domxml_parse()), with the same hostdevs and the new UUIDs: for every
+ * hostdev, every UUID the document holds anywhere and a fresh one, one
+ * rewrite and then a second of every other hostdev. */
+static void check_rewrites_parse(const char *name, const char *buf, size_t len) {
+        _cleanup_strv_free_ char **cand = uuids_in(buf);
+        _cleanup_domxml_free_ Domxml *probe = NULL;
+        size_t n;
+
+        if (domxml_parse(buf, len, &probe) < 0) {
+                error_clear();
+                return; /* refused input: nothing to rewrite */
+        }
+        n = probe->n_mdevs;
+        for (size_t i = 0; i < n; i++)
+                for (size_t j = 0; j < n; j++)
+                        for (char **u = cand; *u; u++)
+                                for (char **v = cand; *v; v++) {
+                                        _cleanup_domxml_free_ Domxml *d = NULL, *out = NULL;
+                                        _cleanup_free_ char *text = NULL;
+                                        char want_i[UUID_STRING_MAX], want_j[UUID_STRING_MAX];
+                                        size_t text_len;
+
+                                        CHECK(domxml_parse(buf, len, &d) == 0);
+                                        if (!d)
+                                                return;
+                                        if (domxml_set_mdev_uuid(d, i, *u) < 0)
+                                                continue;
+                                        if (i != j && domxml_set_mdev_uuid(d, j, *v) < 0)
+                                                continue;
+                                        memcpy(want_i, d->mdevs[i].uuid, sizeof want_i);
+                                        memcpy(want_j, d->mdevs[j].uuid, sizeof want_j);
+                                        CHECK(domxml_format(d, &text, &text_len) == 0);
+                                        if (!text)
+                                                continue;
+                                        error_clear();
+                                        if (domxml_parse(text, text_len, &out) < 0) {
+                                                fprintf(stderr, "%s: hostdev %zu -> %s, %zu -> %s: prepare refuses the rewrite: %s\n",
+                                                        name, i, *u, j, *v, error_get(-EINVAL));
+                                                failures++;
+                                                continue;
+                                        }
+                                        CHECK(out->n_mdevs == n);
+                                        if (out->n_mdevs != n)
+                                                continue;
+                                        CHECK_STREQ(out->mdevs[i].uuid, want_i);
+                                        CHECK_STREQ(out->mdevs[j].uuid, want_j);
+                                }
+}
+
+static void test_rewrites_parse(void) {
+        static const char *const files[] = { "two-mdevs.xml", "default-namespace.xml", "wrong-namespace.xml", "meta-dup.xml" };
+
+        for (size_t f = 0; f < ELEMENTSOF(files); f++) {
+                _cleanup_free_ char *buf = NULL;
+                size_t len;
+
+                buf = read_data(files[f], &len);
+                check_rewrites_parse(files[f], buf, len);
+        }
 }
 
 /* --- a large migration XML --------------------------------------------- */
@@ -756,6 +848,7 @@ int main(void) {
         test_rewrite_changes_only_uuids();
         test_rewrite_bytes();
         test_set_uuid_checks();
+        test_rewrites_parse();
         test_large();
         xmlCleanupParser();
         if (failures) {
