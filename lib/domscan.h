@@ -6,7 +6,9 @@
  *
  * It answers one question: could this document hold an mdev hostdev? It may
  * say yes wrongly (the worker then parses the XML with libxml2 and finds
- * none), but it never says no to a document libvirt formatted with one.
+ * none), but it never says no to a document in which libxml2 finds one:
+ * what it cannot judge (a character reference in a hostdev tag, another
+ * encoding) it hands to the worker.
  */
 #pragma once
 
@@ -17,14 +19,20 @@
  * hook.c); this header stays free of libxml2. */
 #define DOMSCAN_MAX_SIZE (8u * 1024u * 1024u)
 
-/* True if buf holds a <hostdev ...> start tag whose attributes mention
- * "mdev" (type='mdev' or type="mdev", in any attribute order or spacing).
- * buf need not be NUL-terminated. */
+/* False only when buf cannot hold an mdev hostdev as libxml2 reads it (the
+ * worker's domxml_parse()). True if buf holds a <hostdev ...> start tag
+ * whose attributes mention "mdev" (type='mdev' or type="mdev", in any
+ * attribute order or spacing) or hold an '&' (a character reference such
+ * as type="&#109;dev"), and for a document in an encoding where those
+ * bytes need not be ASCII's (UTF-16, UCS-4, EBCDIC, or an XML declaration
+ * naming anything but UTF-8, ASCII or ISO-8859-*): those go to the worker,
+ * which parses them. buf need not be NUL-terminated. */
 bool domscan_has_mdev(const char *buf, size_t len);
 
 /* Reads all of fd into a fresh NUL-terminated buffer, at most max bytes.
  * -EFBIG when there is more. */
 int domscan_read_fd(int fd, size_t max, char **ret_buf, size_t *ret_len);
+
 
 /* The guest index of the record (ledger.c): var/lib/mdev-hooks.by-guest/<hash>/
  * holds one empty file per mdev UUID recorded for a guest whose name has

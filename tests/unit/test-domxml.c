@@ -5,6 +5,7 @@
  * Sample documents are in tests/data/domxml/.
  */
 #include <fcntl.h>
+#include <iconv.h>
 #include <stdarg.h>
 #include <strings.h>
 #include <sys/mman.h>
@@ -765,6 +766,139 @@ static void test_rewrites_parse(void) {
         }
 }
 
+/* --- the front end's filter against the parser ------------------------ */
+
+/* A small domain whose one hostdev start tag is `tag`, in UTF-8 after an
+ * optional XML declaration `decl`. */
+static char *doc_with_tag(const char *decl, const char *tag) {
+        return strdup_printf("%s<domain type='kvm'>\n  <name>f</name>\n  <devices>\n"
+                             "    %s\n      <source>\n        <address uuid='b1ae8bf6-38b0-4c81-9d44-78ce2e5d2b01'/>\n"
+                             "      </source>\n    </hostdev>\n  </devices>\n</domain>\n",
+                             decl, tag);
+}
+
+/* The property: where the parser finds an mdev hostdev, the filter never
+ * says no. Returns whether the parser found one. */
+static bool check_filter_agrees(const char *what, const char *buf, size_t len) {
+        _cleanup_domxml_free_ Domxml *d = NULL;
+        bool parsed;
+
+        error_clear();
+        parsed = domxml_parse(buf, len, &d) == 0 && d->n_mdevs > 0;
+        error_clear();
+        if (parsed && !domscan_has_mdev(buf, len)) {
+                fprintf(stderr, "%s: the parser finds an mdev hostdev, the front end's filter says none\n", what);
+                failures++;
+        }
+        return parsed;
+}
+
+/* text converted to an encoding with iconv; NULL if iconv does not know it. */
+static char *convert(const char *text, const char *to, size_t *ret_len) {
+        iconv_t cd = iconv_open(to, "UTF-8");
+        size_t in_left = strlen(text), out_size = 8 * in_left + 16, out_left = out_size;
+        char *in = (char *) text, *out, *o;
+
+        if (cd == (iconv_t) -1)
+                return NULL;
+        out = o = malloc(out_size);
+        if (!out || iconv(cd, &in, &in_left, &o, &out_left) == (size_t) -1) {
+                iconv_close(cd);
+                free(out);
+                return NULL;
+        }
+        iconv_close(cd);
+        *ret_len = out_size - out_left;
+        return out;
+}
+
+static void test_filter_never_misses(void) {
+        static const char *const tags[] = {
+                "<hostdev mode='subsystem' type='mdev'>",
+                "<hostdev mode='subsystem' type='&#109;dev'>",
+                "<hostdev mode='subsystem' type=\"&#x6d;dev\">",
+                "<hostdev mode='subsystem' type=\"&#X6D;&#x64;&#101;&#118;\">",
+                "<hostdev mode='subsystem' type='md&#101;v'>",
+                "<hostdev mode='&#115;ubsystem' type='mdev'>",
+                "<hostdev\n  type\n  =\n  'mdev'\tmode='subsystem'>",
+                "<hostdev display='a>b' mode='subsystem' type='mdev'>",
+                "<hostdev xmlns='' mode='subsystem' type='mdev'>",
+                "<hostdev mode='subsystem' type='pci'>",
+        };
+        static const char *const decls[] = {
+                "",
+                "<?xml version='1.0'?>\n",
+                "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n",
+                "\xef\xbb\xbf",
+                "<?xml version='1.0' encoding='ISO-8859-1'?>\n",
+        };
+        /* Encodings libxml2 detects or is told, in which the bytes of
+         * "mdev" are not ASCII's. */
+        static const struct {
+                const char *iconv_name, *decl;
+        } encodings[] = {
+                { "UTF-16LE", "" }, { "UTF-16BE", "" }, { "UTF-16", "" },
+                { "UCS-4LE", "" }, { "UCS-4BE", "" },
+                { "UTF-16LE", "<?xml version='1.0' encoding='UTF-16'?>" },
+                { "IBM037", "<?xml version='1.0' encoding='IBM037'?>" },
+                { "UTF-7", "<?xml version='1.0' encoding='UTF-7'?>" },
+        };
+        unsigned found = 0;
+
+        for (size_t d = 0; d < ELEMENTSOF(decls); d++)
+                for (size_t t = 0; t < ELEMENTSOF(tags); t++) {
+                        _cleanup_free_ char *doc = doc_with_tag(decls[d], tags[t]);
+
+                        found += check_filter_agrees(tags[t], doc, strlen(doc));
+                }
+
+        /* Every letter of "mdev" literal or a character reference, decimal or hex. */
+        for (unsigned mask = 0; mask < 16; mask++)
+                for (unsigned hex = 0; hex < 2; hex++) {
+                        char tag[256] = "<hostdev mode='subsystem' type='";
+                        _cleanup_free_ char *doc = NULL;
+
+                        for (unsigned k = 0; k < 4; k++) {
+                                size_t o = strlen(tag);
+
+                                if (mask & (1u << k))
+                                        snprintf(tag + o, sizeof tag - o, hex ? "&#x%x;" : "&#%d;", "mdev"[k]);
+                                else
+                                        snprintf(tag + o, sizeof tag - o, "%c", "mdev"[k]);
+                        }
+                        strcat(tag, "'>");
+                        doc = doc_with_tag("", tag);
+                        found += check_filter_agrees(tag, doc, strlen(doc));
+                }
+
+        for (size_t e = 0; e < ELEMENTSOF(encodings); e++) {
+                _cleanup_free_ char *utf8 = NULL, *doc = NULL;
+                size_t len;
+
+                utf8 = doc_with_tag(encodings[e].decl, "<hostdev mode='subsystem' type='mdev'>");
+                doc = convert(utf8, encodings[e].iconv_name, &len);
+                if (!doc) {
+                        printf("# iconv does not know %s: not tried\n", encodings[e].iconv_name);
+                        continue;
+                }
+                found += check_filter_agrees(encodings[e].iconv_name, doc, len);
+        }
+        /* The property is not empty: the parser did find most of them. */
+        printf("# the parser found an mdev hostdev in %u tricky documents; the filter never missed one\n", found);
+        CHECK(found >= 60);
+
+        /* And the filter still says no where there is nothing to find. */
+        {
+                _cleanup_free_ char *pci = doc_with_tag("", "<hostdev mode='subsystem' type='pci'>");
+                _cleanup_free_ char *ref = doc_with_tag("", "<interface type='n&#101;twork'>");
+                _cleanup_free_ char *cdata = doc_with_tag("", "<![CDATA[ <hostdev-ish type='mdev'> ]]>");
+
+                CHECK(!domscan_has_mdev(pci, strlen(pci)));
+                CHECK(!domscan_has_mdev(ref, strlen(ref)));
+                CHECK(!domscan_has_mdev(cdata, strlen(cdata)));
+        }
+}
+
 /* --- a large migration XML --------------------------------------------- */
 
 /* About `size` bytes of libvirt-like XML with n mdevs among many disks. */
@@ -849,6 +983,7 @@ int main(void) {
         test_rewrite_bytes();
         test_set_uuid_checks();
         test_rewrites_parse();
+        test_filter_never_misses();
         test_large();
         xmlCleanupParser();
         if (failures) {
