@@ -130,6 +130,105 @@ bool domscan_has_mdev(const char *buf, size_t len) {
         return encoding_is_doubtful(buf, len) || scan_block(buf, len, &keep) > 0;
 }
 
+/* domscan_read_all() past the first max + 1 bytes: reads fd to its end in a
+ * window, scanning on from buf[keep..len) (what the head's scan left
+ * unfinished) unless found already. Returns whether any of it may make an
+ * mdev hostdev, or -errno. */
+#define SCAN_WINDOW (1024u * 1024u)
+static int scan_rest(int fd, const char *buf, size_t len, size_t keep, bool found) {
+        _cleanup_free_ char *win = NULL;
+        size_t carry = found ? 0 : len - keep;
+
+        win = malloc(SCAN_WINDOW);
+        if (!win)
+                return -ENOMEM;
+        /* A start tag that does not end within half a window is nothing
+         * libvirt wrote: taken as one that may be an mdev hostdev. */
+        if (carry > SCAN_WINDOW / 2)
+                found = true;
+        else
+                memcpy(win, buf + keep, carry);
+        for (;;) {
+                ssize_t n;
+
+                if (found)
+                        carry = 0; /* only draining now */
+                n = read(fd, win + carry, SCAN_WINDOW - carry);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (n == 0)
+                        return found; /* a tag unfinished at the end: malformed, not an mdev */
+                if (found)
+                        continue;
+                if (scan_block(win, carry + (size_t) n, &keep) > 0) {
+                        found = true;
+                        continue;
+                }
+                carry = carry + (size_t) n - keep;
+                if (carry > SCAN_WINDOW / 2)
+                        found = true;
+                else
+                        memmove(win, win + keep, carry);
+        }
+}
+
+int domscan_read_all(int fd, size_t max, char **ret_buf, size_t *ret_len, bool *ret_has_mdev) {
+        size_t size = 16384, len = 0, keep;
+        _cleanup_free_ char *buf = NULL;
+        int r;
+
+        if (max >= SIZE_MAX - 2)
+                return -EINVAL;
+        buf = malloc(size);
+        if (!buf)
+                return -ENOMEM;
+        /* At most max + 1 bytes in buf: one more than max says "larger". */
+        while (len <= max) {
+                ssize_t n;
+
+                if (len + 1 >= size) {
+                        size_t k = size * 2 > max + 2 ? max + 2 : size * 2;
+                        char *t = realloc(buf, k);
+
+                        if (!t)
+                                return -ENOMEM;
+                        buf = t;
+                        size = k;
+                }
+                n = read(fd, buf + len, size - len - 1);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (n == 0)
+                        break;
+                len += (size_t) n;
+        }
+        buf[len] = '\0';
+        if (len <= max) {
+                *ret_has_mdev = domscan_has_mdev(buf, len);
+                *ret_buf = steal_pointer(&buf);
+                *ret_len = len;
+                return 0;
+        }
+
+        /* Larger than max: read on to the end, scanning, so that a guest
+         * without mdevs is never held up by its size. */
+        keep = len;
+        r = encoding_is_doubtful(buf, len) || scan_block(buf, len, &keep) > 0;
+        r = scan_rest(fd, buf, len, keep, r > 0);
+        if (r < 0)
+                return r;
+        *ret_has_mdev = r > 0;
+        *ret_buf = steal_pointer(&buf);
+        *ret_len = len;
+        return -EFBIG;
+}
+
 int domscan_read_fd(int fd, size_t max, char **ret_buf, size_t *ret_len) {
         size_t size = 16384, len = 0;
         _cleanup_free_ char *buf = malloc(size);

@@ -33,6 +33,14 @@ bool domscan_has_mdev(const char *buf, size_t len);
  * -EFBIG when there is more. */
 int domscan_read_fd(int fd, size_t max, char **ret_buf, size_t *ret_len);
 
+/* The front end's read of stdin: all of fd, whatever its size, so that a
+ * document is never refused for its size alone. 0 when fd holds at most max
+ * bytes: all of them in a fresh NUL-terminated *ret_buf. -EFBIG when it
+ * holds more: fd was still read to its end (in a bounded window), *ret_buf
+ * holds its first max + 1 bytes (*ret_len = max + 1). Either way
+ * *ret_has_mdev is domscan_has_mdev() of all of fd. Other -errno: nothing
+ * returned. */
+int domscan_read_all(int fd, size_t max, char **ret_buf, size_t *ret_len, bool *ret_has_mdev);
 
 /* The guest index of the record (ledger.c): var/lib/mdev-hooks.by-guest/<hash>/
  * holds one empty file per mdev UUID recorded for a guest whose name has

@@ -237,3 +237,56 @@ plain_root() {
         mdev_exists "$U1"
         [ "$(record "$U1" guest)" = u16 ]
 }
+
+# big_xml NAME [SPEC...]: NAME's domain XML with the given mdevs, made larger
+# than the 8 MiB the worker parses by 150000 disks, as a guest with
+# thousands of disks or a big NUMA description has.
+big_xml() {
+        local name="$1"
+        shift
+        {
+                domxml "$name" "$@" | sed '/<\/devices>/,$d'
+                yes "    <disk type='file' device='disk'><driver name='qemu' type='qcow2'/><source file='/var/lib/libvirt/images/d.qcow2'/></disk>" | head -n 80000
+                printf '  </devices>\n</domain>\n'
+        } > "$BATS_TEST_TMPDIR/$name.xml"
+        [ "$(stat -c %s "$BATS_TEST_TMPDIR/$name.xml")" -gt $((8 * 1024 * 1024)) ]
+}
+
+# Defect: a guest without mdevs was refused when its XML was over 8 MiB.
+@test "a guest without mdevs whose XML is over 8 MiB passes every operation untouched" {
+        run -0 prepare web1 "$U1"
+        big_xml huge
+        sim_counters_reset
+        for op in "prepare begin -" "release end -" "migrate begin -" "restore begin -" "reconnect begin -"; do
+                # shellcheck disable=SC2086 # op is three words
+                run --separate-stderr hook huge $op < "$BATS_TEST_TMPDIR/huge.xml"
+                echo "$op: $status $output $stderr"
+                [ "$status" -eq 0 ]
+                [ -z "$output" ]
+                [ -z "$stderr" ]
+        done
+        [ "$(sim_counter_total writes)" -eq 0 ]
+        [ "$(records)" = "$U1" ]
+        [ "$(record "$U1" guest)" = web1 ]
+}
+
+@test "an XML over 8 MiB that holds an mdev: prepare and migrate refuse it, release frees by the record" {
+        run -0 prepare huge "$U1"
+        big_xml huge "$U1"
+        sim_counters_reset
+        for op in "prepare begin -" "migrate begin -"; do
+                # shellcheck disable=SC2086
+                run --separate-stderr hook huge $op < "$BATS_TEST_TMPDIR/huge.xml"
+                echo "$op: $status $stderr"
+                [ "$status" -eq 1 ]
+                [ -z "$output" ]
+                [[ "$stderr" == "mdev-hooks: huge: the domain XML on stdin is larger than 8 MiB and holds an mdev hostdev"* ]]
+        done
+        [ "$(sim_counter_total writes)" -eq 0 ]
+        run --separate-stderr hook huge release end - < "$BATS_TEST_TMPDIR/huge.xml"
+        echo "$stderr"
+        [ "$status" -eq 0 ]
+        [[ "$stderr" == *"releasing by the record alone"* ]]
+        mdev_absent "$U1"
+        [ -z "$(records)" ]
+}

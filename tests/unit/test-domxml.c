@@ -899,6 +899,66 @@ static void test_filter_never_misses(void) {
         }
 }
 
+/* domscan_read_all() over a document of about `size` bytes without any
+ * hostdev, with `insert` placed at offset `at` (if not NULL). */
+static int read_all_of(size_t size, const char *insert, size_t at, bool *ret_has_mdev, size_t *ret_len) {
+        _cleanup_free_ char *doc = NULL, *buf = NULL;
+        char path[] = "/tmp/test-domscan-XXXXXX";
+        _cleanup_close_ int fd = -1;
+        size_t len;
+        int r;
+
+        doc = malloc(size + 1);
+        if (!doc)
+                abort();
+        memset(doc, ' ', size);
+        memcpy(doc, "<domain><name>x</name><devices>", 31);
+        memcpy(doc + size - 19, "</devices></domain>", 19);
+        for (size_t o = 64; o + 40 < size - 64; o += 4096)
+                memcpy(o + doc, "<disk type='file'><x/></disk><hostdevx>", 39);
+        if (insert)
+                memcpy(doc + at, insert, strlen(insert));
+        fd = mkostemp(path, O_CLOEXEC);
+        if (fd < 0)
+                abort();
+        unlink(path);
+        if (write(fd, doc, size) != (ssize_t) size || lseek(fd, 0, SEEK_SET) != 0)
+                abort();
+        r = domscan_read_all(fd, DOMSCAN_MAX_SIZE, &buf, &len, ret_has_mdev);
+        *ret_len = len;
+        /* all of it read, whatever the answer */
+        CHECK(lseek(fd, 0, SEEK_CUR) == (off_t) size);
+        return r;
+}
+
+static void test_read_all_large(void) {
+        static const char mdev_tag[] = "<hostdev mode='subsystem' type='mdev'>";
+        static const char ref_tag[] = "<hostdev mode='subsystem' type='&#109;dev'>";
+        size_t big = 9u * 1024u * 1024u + 12345, len = 0;
+        bool has = true;
+
+        /* small: all of it, and the answer */
+        CHECK(read_all_of(4096, NULL, 0, &has, &len) == 0 && !has && len == 4096);
+        CHECK(read_all_of(4096, mdev_tag, 100, &has, &len) == 0 && has);
+        /* exactly the limit is not "larger" */
+        CHECK(read_all_of(DOMSCAN_MAX_SIZE, NULL, 0, &has, &len) == 0 && !has && len == DOMSCAN_MAX_SIZE);
+
+        /* larger: -EFBIG, the head kept, and whether any of it may be an mdev hostdev */
+        CHECK(read_all_of(big, NULL, 0, &has, &len) == -EFBIG && !has && len == DOMSCAN_MAX_SIZE + 1);
+        CHECK(read_all_of(big, mdev_tag, 1000, &has, &len) == -EFBIG && has);
+        CHECK(read_all_of(big, mdev_tag, big - 4096, &has, &len) == -EFBIG && has);
+        CHECK(read_all_of(big, ref_tag, big - 4096, &has, &len) == -EFBIG && has);
+        /* a tag across the head's end, and across the scan window's */
+        for (size_t at = DOMSCAN_MAX_SIZE - 20; at <= DOMSCAN_MAX_SIZE + 2; at += 11) {
+                CHECK(read_all_of(big, mdev_tag, at, &has, &len) == -EFBIG);
+                CHECK(has);
+        }
+        for (size_t at = DOMSCAN_MAX_SIZE + 1024 * 1024 - 40; at <= DOMSCAN_MAX_SIZE + 1024 * 1024 + 2; at += 7) {
+                CHECK(read_all_of(big, mdev_tag, at, &has, &len) == -EFBIG);
+                CHECK(has);
+        }
+}
+
 /* --- a large migration XML --------------------------------------------- */
 
 /* About `size` bytes of libvirt-like XML with n mdevs among many disks. */
@@ -984,6 +1044,7 @@ int main(void) {
         test_set_uuid_checks();
         test_rewrites_parse();
         test_filter_never_misses();
+        test_read_all_large();
         test_large();
         xmlCleanupParser();
         if (failures) {
