@@ -300,3 +300,32 @@ assert_kept_not_lost() {
         assert_kept_not_lost
         [ "$status" -eq 1 ]
 }
+
+# Defect: release exited 0 without a word when a record of the guest did not
+# parse, and the mdev stayed for good.
+@test "release reports a record it cannot read, naming the file and reconcile" {
+        run -0 prepare web1 "$U1" "$U2"
+        head -n 3 "$MDEV_HOOKS_ROOT/var/lib/mdev-hooks/$U1" > "$BATS_TEST_TMPDIR/cut"
+        cat "$BATS_TEST_TMPDIR/cut" > "$MDEV_HOOKS_ROOT/var/lib/mdev-hooks/$U1"   # truncated
+        printf 'garbage\001\n' > "$MDEV_HOOKS_ROOT/var/lib/mdev-hooks/$U2"          # garbage
+        run --separate-stderr release web1
+        echo "$stderr"
+        [ "$status" -eq 0 ]
+        [ -z "$output" ]
+        for u in "$U1" "$U2"; do
+                grep -qx "mdev-hooks: web1: cannot read the record of mdev $u: '/var/lib/mdev-hooks/$u' line [0-9]*: .*; the mdev, if it exists, is left in place: run 'mdev-hooks reconcile' to report it and 'mdev-hooks reconcile --apply' to repair it" <<< "$stderr"
+                # what it kept cannot be known: left in place
+                mdev_exists "$u"
+        done
+}
+
+@test "release reports an unreadable record that only the XML names" {
+        run -0 prepare web1 "$U1"
+        printf 'garbage\n' > "$MDEV_HOOKS_ROOT/var/lib/mdev-hooks/$U1"
+        rm -r "$MDEV_HOOKS_ROOT/var/lib/mdev-hooks.by-guest"
+        run --separate-stderr release web1
+        echo "$stderr"
+        [ "$status" -eq 0 ]
+        [[ "$stderr" == *"cannot read the record of mdev $U1: '/var/lib/mdev-hooks/$U1' line 1: "*"mdev-hooks reconcile"* ]]
+        mdev_exists "$U1"
+}
