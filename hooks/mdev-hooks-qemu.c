@@ -6,9 +6,11 @@
  *
  * This is its front end, linked against libc only (base_sources in
  * lib/meson.build): libvirt runs it for every operation of every guest, and
- * a guest without mdevs must cost about what /bin/true costs. Operations that never concern
- * mdevs exit 0 at once, reading nothing. For the others it reads stdin, and
- * only if the XML may hold an mdev hostdev it loads mdev-hooks-qemu-worker.so
+ * a guest without mdevs must cost about what /bin/true costs. Operations
+ * that never concern mdevs exit 0 at once, reading nothing. For the others
+ * it reads all of stdin, whatever its size, and only if the XML may hold an
+ * mdev hostdev or a VFIO-framework vGPU (domscan.h) it loads
+ * mdev-hooks-qemu-worker.so
  * from the same directory (dlopen: libxml2 and the rest come with it) and
  * hands it the XML, in memory. No config, no lock, no output otherwise. (On
  * release it also runs the worker when the record's guest index names the
@@ -77,15 +79,16 @@ static int run_worker(int argc, char **argv, const char *buf, size_t len) {
 }
 
 /* Does this call need the worker? Only when the XML may hold an mdev
- * hostdev, or on release when the guest index names the guest (it may hold
- * an mdev its XML no longer shows). Everything else exits 0 here. */
-static bool needs_worker(HookOp op, const char *guest, const char *xml, size_t len) {
-        return domscan_has_mdev(xml, len) || domscan_has_vgpu(xml, len) ||
-               (op == HOOK_OP_RELEASE && guest_is_indexed(guest));
+ * hostdev or a vGPU (may_hold: domscan_read_all()), or on release when the
+ * guest index names the guest (it may hold an mdev its XML no longer
+ * shows). Everything else exits 0 here. */
+static bool needs_worker(HookOp op, const char *guest, bool may_hold) {
+        return may_hold || (op == HOOK_OP_RELEASE && guest_is_indexed(guest));
 }
 
 int main(int argc, char **argv) {
         _cleanup_free_ char *buf = NULL;
+        bool may_hold = false;
         HookOp op;
         size_t len;
         int r;
@@ -99,13 +102,24 @@ int main(int argc, char **argv) {
         if (!hook_op_is_handled(op))
                 return 0;
 
-        r = read_fd_full(STDIN_FILENO, DOMSCAN_MAX_SIZE, &buf, &len);
-        if (r >= 0 && !needs_worker(op, argv[1], buf, len))
+        /* Read whole, whatever its size: a guest without mdevs is never
+         * held up, however large its XML (thousands of disks). */
+        r = domscan_read_all(STDIN_FILENO, DOMSCAN_MAX_SIZE, &buf, &len, &may_hold);
+        if ((r >= 0 || r == -EFBIG) && !needs_worker(op, argv[1], may_hold))
                 return 0;
 
-        if (r == -EFBIG)
-                r = error_set(r, "the domain XML on stdin is larger than %u MiB; refusing it", DOMSCAN_MAX_SIZE >> 20);
-        else if (r < 0)
+        /* Too large for the worker's parse, and it may hold an mdev: the
+         * operations that change what a guest gets refuse it; release and
+         * reconnect hand the worker the head, which it refuses to parse
+         * (release then frees the guest's mdevs by the record alone). */
+        if (r == -EFBIG && hook_op_fails_start(op))
+                r = error_set(r, "the domain XML on stdin is larger than %u MiB and holds an mdev hostdev; mdev-hooks parses at most %u MiB: refusing it",
+                              DOMSCAN_MAX_SIZE >> 20, DOMSCAN_MAX_SIZE >> 20);
+        else if (r == -EFBIG) {
+                r = run_worker(argc, argv, buf, len);
+                if (r >= 0)
+                        return r;
+        } else if (r < 0)
                 r = error_set(r, "cannot read the domain XML from stdin: %s", strerror(-r));
         else {
                 r = run_worker(argc, argv, buf, len);

@@ -161,12 +161,35 @@ static void plans_clear(Alloc *a) {
 
 void alloc_done(Alloc *a) {
         plans_clear(a);
+        free(a->reserved);
+        a->reserved = NULL;
+        a->n_reserved = 0;
         free(a->probed);
         a->probed = NULL;
         a->n_probed = 0;
         free(a->undo);
         a->undo = NULL;
         a->n_undo = 0;
+}
+
+int alloc_reserve(Alloc *a, const char *uuid) {
+        char (*t)[UUID_STRING_MAX];
+
+        if (!uuid_is_valid(uuid))
+                return error_set(-EINVAL, "'%s' is not a UUID", uuid);
+        t = reallocarray(a->reserved, a->n_reserved + 1, sizeof *t);
+        if (!t)
+                return -ENOMEM;
+        a->reserved = t;
+        uuid_normalize(uuid, a->reserved[a->n_reserved++]);
+        return 0;
+}
+
+static bool is_reserved(const Alloc *a, const char *uuid) {
+        for (size_t i = 0; i < a->n_reserved; i++)
+                if (streq(a->reserved[i], uuid))
+                        return true;
+        return false;
 }
 
 void alloc_commit(Alloc *a) {
@@ -778,7 +801,9 @@ static int candidate_create(Alloc *a, AllocCandidate *c, const char *uuid, Ledge
 }
 
 /* Removes one free mdev that mdev-hooks kept on a full candidate, to make
- * room. Returns the index of the candidate that got room, or -ENOENT. */
+ * room: never one that this call claims or will claim (alloc_reserve()),
+ * whose record may still say free. Returns the index of the candidate that
+ * got room, or -ENOENT. */
 static int candidates_reclaim(Alloc *a, CandidateList *l) {
         _cleanup_free_ LedgerEntry *recs = NULL;
         size_t n;
@@ -796,7 +821,8 @@ static int candidates_reclaim(Alloc *a, CandidateList *l) {
                         LedgerEntry *e = &recs[j];
 
                         if (e->state != LEDGER_FREE || e->origin != LEDGER_CREATED ||
-                            !streq(e->boot_id, a->boot_id) || !streq(e->type, c->type))
+                            !streq(e->boot_id, a->boot_id) || !streq(e->type, c->type) ||
+                            is_reserved(a, e->uuid))
                                 continue;
                         /* over max_instances: a kept mdev anywhere of the type frees a slot;
                          * full: it must be on this parent. */

@@ -128,6 +128,12 @@ typedef struct Alloc {
         AllocCandidate *probed;
         size_t n_probed;
 
+        /* UUIDs this call claims or is about to claim (alloc_reserve()):
+         * never removed to make room for a creation, even when their record
+         * says free (a kept mdev of this very guest). */
+        char (*reserved)[UUID_STRING_MAX];
+        size_t n_reserved;
+
         /* Creations planned (alloc_plan()) and not yet made: counted as
          * taken by the plans and max_instances checks that follow. */
         struct AllocPlan *plans;
@@ -150,6 +156,13 @@ void alloc_done(Alloc *a);
  * class that no enabled type has. */
 int alloc_want_resolve(const Alloc *a, const DomxmlMdev *m, const SysfsMdev *existing, AllocWant *ret);
 
+/* Marks an existing mdev as one this call will claim: alloc_create() never
+ * removes it to make room, although its record may still say free (a free
+ * mdev kept by release = keep, the guest's own). A caller that claims some
+ * mdevs and creates others reserves every mdev it will claim before the
+ * first create. -ENOMEM. */
+int alloc_reserve(Alloc *a, const char *uuid);
+
 /* Whether a record says another guest holds the UUID (assigned or incoming,
  * in this boot). Returns 1 and fills *ret_holder (may be NULL) if so, 0 if the
  * UUID is free for this guest, <0 on a record that cannot be read. */
@@ -170,7 +183,7 @@ int alloc_claim(Alloc *a, const AllocWant *w, const SysfsMdev *m, LedgerState st
  * placement. A create that fails with EEXIST/ENOSPC/EUSERS/EINVAL, or that
  * does not show bus/mdev/devices/<uuid> with the right type, moves to the next
  * candidate. When all are full, a free mdev kept by mdev-hooks on a candidate
- * is removed and the create retried there. On failure (-ENOSPC, or -errno)
+ * is removed and the create retried there (never one alloc_reserve() named). On failure (-ENOSPC, or -errno)
  * the message lists every candidate and why, e.g.
  *   "no capacity for nvidia-35: 0000:84:00.0 has 0 of 16 left, 0000:85:00.0 is configured for nvidia-36"
  * The creation is in the undo log. The UUID must not exist yet and must not

@@ -58,6 +58,8 @@ typedef struct DomxmlPrivate {
         size_t *addr_pos;            /* per mdev: offset of the address uuid= value in src, or SIZE_MAX */
         size_t *meta_pos;            /* per mdev: offset of the metadata uuid= value, or SIZE_MAX */
         char (*src_uuid)[UUID_STRING_MAX]; /* per mdev: the UUID as parsed */
+        char (*orphan_meta)[UUID_STRING_MAX]; /* metadata entries that no hostdev uses */
+        size_t n_orphan_meta;
 } DomxmlPrivate;
 
 static DomxmlPrivate *domxml_private(const Domxml *d) {
@@ -708,8 +710,19 @@ static int parse_tree(Domxml *d) {
                         continue;
                 }
                 k = domxml_find_mdev(d, entries[i].uuid);
-                if (k < 0)
-                        continue; /* an entry for a device this guest does not have */
+                if (k < 0) {
+                        /* An entry for a device this guest does not have (it
+                         * was hot-unplugged): ignored, but its UUID stays
+                         * taken (domxml_set_mdev_uuid()). */
+                        DomxmlPrivate *p = domxml_private(d);
+                        char (*t)[UUID_STRING_MAX] = reallocarray(p->orphan_meta, p->n_orphan_meta + 1, sizeof *t);
+
+                        if (!t)
+                                return -ENOMEM;
+                        p->orphan_meta = t;
+                        memcpy(t[p->n_orphan_meta++], entries[i].uuid, UUID_STRING_MAX);
+                        continue;
+                }
                 m = &d->mdevs[k];
                 m->meta = entries[i].node;
                 copy_attr(m->meta, "type", m->type, sizeof m->type);
@@ -775,6 +788,7 @@ void domxml_free(Domxml *d) {
         free(p->addr_pos);
         free(p->meta_pos);
         free(p->src_uuid);
+        free(p->orphan_meta);
         free(p);
 }
 
@@ -841,6 +855,19 @@ int domxml_set_vgpu_pci(Domxml *d, size_t i, const char *pci) {
         return 0;
 }
 
+bool domxml_has_orphan_meta(const Domxml *d, const char *uuid) {
+        const DomxmlPrivate *p = domxml_private(d);
+        char u[UUID_STRING_MAX];
+
+        if (!uuid_is_valid(uuid))
+                return false;
+        uuid_normalize(uuid, u);
+        for (size_t i = 0; i < p->n_orphan_meta; i++)
+                if (streq(p->orphan_meta[i], u))
+                        return true;
+        return false;
+}
+
 int domxml_set_mdev_uuid(Domxml *d, size_t i, const char *uuid) {
         char u[UUID_STRING_MAX];
         DomxmlMdev *m;
@@ -857,6 +884,10 @@ int domxml_set_mdev_uuid(Domxml *d, size_t i, const char *uuid) {
         k = domxml_find_mdev(d, u);
         if (k >= 0)
                 return error_set(-EEXIST, "mdev %s is already used by another hostdev of the guest", u);
+        /* The output would hold two metadata entries for it, which
+         * domxml_parse() refuses. */
+        if (domxml_has_orphan_meta(d, u))
+                return error_set(-EEXIST, "mdev %s already has a metadata entry in the domain XML that no hostdev uses", u);
 
         if (!xmlSetProp(m->address, BAD_CAST "uuid", BAD_CAST u))
                 return -ENOMEM;

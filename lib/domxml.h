@@ -84,8 +84,15 @@ static inline void domxml_freep(Domxml **d) {
 /* Index of the mdev hostdev with this UUID, or -ENOENT. */
 int domxml_find_mdev(const Domxml *d, const char *uuid);
 
+/* Whether one of this project's metadata entries names the UUID while no
+ * hostdev uses it (left over from a hot-unplug). Such a UUID is taken: a
+ * hostdev rewritten to it would give the document two entries for it. */
+bool domxml_has_orphan_meta(const Domxml *d, const char *uuid);
+
 /* Points hostdev i at another mdev: rewrites source/address/@uuid and, if
- * present, the uuid= of its metadata entry. */
+ * present, the uuid= of its metadata entry. -EEXIST when another hostdev
+ * uses the UUID or a metadata entry names it (domxml_has_orphan_meta()):
+ * the result must be a document domxml_parse() accepts. */
 int domxml_set_mdev_uuid(Domxml *d, size_t i, const char *uuid);
 
 /* Index of the PCI hostdev with this source address, or -ENOENT. */

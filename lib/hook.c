@@ -88,7 +88,10 @@ int hook_prepare(HookContext *ctx) {
 
                 r = sysfs_mdev_get(ctx->rootfd, m->uuid, &items[i].mdev);
                 if (r < 0 && r != -ENOENT) {
-                        r = error_set(r, "cannot look up mdev %s: %s", m->uuid, error_get(r));
+                        /* The reason lives in the buffer error_set() writes: copy it first. */
+                        const char *why = strdupa(error_get(r));
+
+                        r = error_set(r, "cannot look up mdev %s: %s", m->uuid, why);
                         goto out;
                 }
                 items[i].exists = r >= 0;
@@ -108,6 +111,11 @@ int hook_prepare(HookContext *ctx) {
                                       m->uuid, items[i].mdev.type, wants[i].what);
                         goto out;
                 }
+                if (items[i].exists) {
+                        r = alloc_reserve(&a, m->uuid);
+                        if (r < 0)
+                                goto out;
+                }
         }
 
         /* vGPUs of NVIDIA's VFIO framework (vgpu.h): checked, read only. */
@@ -115,22 +123,31 @@ int hook_prepare(HookContext *ctx) {
         if (r < 0)
                 goto out;
 
-        /* Second pass: claim or create, all or nothing. */
+        /* Second pass, all or nothing: claim every mdev that exists, then
+         * create the others. A create that finds every candidate full
+         * removes a free mdev kept by release = keep to make room; the
+         * guest's own kept mdevs are free until claimed here, and one of
+         * them must never be that mdev (they are reserved as well), or
+         * the guest would be given an mdev that no longer exists. */
         written = true;
-        for (size_t i = 0; i < dom->n_mdevs; i++) {
-                const DomxmlMdev *m = &dom->mdevs[i];
-                LedgerEntry e;
+        for (unsigned pass = 0; pass < 2; pass++)
+                for (size_t i = 0; i < dom->n_mdevs; i++) {
+                        const DomxmlMdev *m = &dom->mdevs[i];
+                        bool claim = pass == 0;
+                        LedgerEntry e;
 
-                if (items[i].exists)
-                        r = alloc_claim(&a, &wants[i], &items[i].mdev, LEDGER_ASSIGNED, &e);
-                else
-                        r = alloc_create(&a, &wants[i], m->uuid, LEDGER_ASSIGNED, &e);
-                if (r < 0)
-                        goto rollback;
-                log_info("mdev %s (%s on %s): %s", e.uuid, e.type, e.parent,
-                         items[i].exists ? (e.origin == LEDGER_BORROWED ? "borrowed" : "reused") : "created");
-                CRASHPOINT("prepare-after-record");
-        }
+                        if (items[i].exists != claim)
+                                continue;
+                        if (claim)
+                                r = alloc_claim(&a, &wants[i], &items[i].mdev, LEDGER_ASSIGNED, &e);
+                        else
+                                r = alloc_create(&a, &wants[i], m->uuid, LEDGER_ASSIGNED, &e);
+                        if (r < 0)
+                                goto rollback;
+                        log_info("mdev %s (%s on %s): %s", e.uuid, e.type, e.parent,
+                                 claim ? (e.origin == LEDGER_BORROWED ? "borrowed" : "reused") : "created");
+                        CRASHPOINT("prepare-after-record");
+                }
         r = vgpu_prepare_apply(ctx, &vplan, LEDGER_ASSIGNED); /* undoes its own on failure */
         if (r < 0)
                 goto rollback;
@@ -212,19 +229,26 @@ static int release_one(HookContext *ctx, LedgerEntry *e) {
 }
 
 /* Adds the records of the XML's UUIDs that name this guest and that the
- * guest index did not list (a record written by other means than ledger.c). */
-static int release_add_xml_records(HookContext *ctx, LedgerEntry **l, size_t *n) {
+ * guest index did not list (a record written by other means than ledger.c),
+ * and to *unreadable those of its UUIDs whose record does not parse. */
+static int release_add_xml_records(HookContext *ctx, LedgerEntry **l, size_t *n, char ***unreadable) {
         if (!ctx->dom)
                 return 0;
         for (size_t i = 0; i < ctx->dom->n_mdevs; i++) {
                 const char *uuid = ctx->dom->mdevs[i].uuid;
                 bool listed = false;
                 LedgerEntry e, *t;
+                int r;
 
                 for (size_t j = 0; j < *n; j++)
                         if (streq((*l)[j].uuid, uuid))
                                 listed = true;
-                if (listed || ledger_read(ctx->ledgerfd, uuid, &e) < 0 || !streq(e.guest, ctx->guest))
+                if (listed)
+                        continue;
+                r = ledger_read(ctx->ledgerfd, uuid, &e);
+                if (r < 0 && r != -ENOENT && !strv_contains(*unreadable, uuid) && strv_extend(unreadable, uuid) < 0)
+                        return -ENOMEM;
+                if (r < 0 || !streq(e.guest, ctx->guest))
                         continue;
                 t = realloc(*l, (*n + 1) * sizeof *t);
                 if (!t)
@@ -236,20 +260,41 @@ static int release_add_xml_records(HookContext *ctx, LedgerEntry **l, size_t *n)
         return 0;
 }
 
+/* A record of the guest that does not parse (truncated, garbage): release
+ * cannot tell which mdev it kept, nor whether mdev-hooks created it, so the
+ * mdev stays. Never silently: that would leak it for good. */
+static void release_report_unreadable(HookContext *ctx, const char *uuid) {
+        LedgerEntry e;
+        int r;
+
+        error_clear();
+        r = ledger_read(ctx->ledgerfd, uuid, &e);
+        if (r >= 0 || r == -ENOENT)
+                return; /* repaired or gone meanwhile */
+        log_warning("cannot read the record of mdev %s: %s; the mdev, if it exists, is left in place: "
+                    "run 'mdev-hooks reconcile' to report it and 'mdev-hooks reconcile --apply' to repair it",
+                    uuid, error_get(r));
+}
+
 int hook_release(HookContext *ctx) {
         _cleanup_free_ LedgerEntry *l = NULL;
+        _cleanup_strv_free_ char **unreadable = NULL;
         bool written = false;
         size_t n;
         int r, ret = 0;
 
         /* Every record of the guest, not only the UUIDs in this XML: an mdev
          * hot-unplugged from the running guest is still the guest's. */
-        r = ledger_list_guest(ctx->ledgerfd, ctx->guest, &l, &n);
+        r = ledger_list_guest_checked(ctx->ledgerfd, ctx->guest, &l, &n, &unreadable);
         if (r < 0)
                 return r;
-        r = release_add_xml_records(ctx, &l, &n);
+        r = release_add_xml_records(ctx, &l, &n, &unreadable);
         if (r < 0)
                 return r;
+        for (char **u = unreadable; u && *u; u++) {
+                release_report_unreadable(ctx, *u);
+                ret = -EBADMSG;
+        }
         for (size_t i = 0; i < n; i++) {
                 /* Only what this guest holds; free records have no guest. */
                 if (l[i].state != LEDGER_ASSIGNED && l[i].state != LEDGER_INCOMING && l[i].state != LEDGER_LOST)

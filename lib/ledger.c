@@ -1045,8 +1045,8 @@ static bool text_may_name_guest(const char *text, const char *first_line) {
  * skips most other files before they are parsed; it may let a file through
  * (the parsed record decides), never keep one out. */
 static int ledger_list_filtered(int dirfd, const char *guest, const char *parent,
-                                LedgerEntry **ret, size_t *ret_n, size_t *ret_bad) {
-        _cleanup_strv_free_ char **names = NULL;
+                                LedgerEntry **ret, size_t *ret_n, size_t *ret_bad, char ***ret_unreadable) {
+        _cleanup_strv_free_ char **names = NULL, **unreadable = NULL;
         _cleanup_free_ LedgerEntry *list = NULL;
         char first_line[GUEST_CHUNK + 1] = "";
         size_t n = 0, bad = 0;
@@ -1070,6 +1070,7 @@ static int ledger_list_filtered(int dirfd, const char *guest, const char *parent
         for (char **name = names; *name; name++) {
                 char text[LEDGER_FILE_MAX];
                 LedgerEntry e;
+                bool loaded;
 
                 if (!ledger_key_is_valid(*name))
                         continue; /* temporary files, anything else */
@@ -1080,10 +1081,14 @@ static int ledger_list_filtered(int dirfd, const char *guest, const char *parent
                         continue;
                 if (r >= 0 && parent && !strstr(text, parent))
                         continue;
+                loaded = r >= 0;
                 if (r >= 0)
                         r = ledger_parse(*name, text, &e);
                 if (r < 0) {
                         bad++;
+                        /* Of the guest's, those whose text may name it. */
+                        if (ret_unreadable && (!guest || loaded) && strv_extend(&unreadable, *name) < 0)
+                                return -ENOMEM;
                         continue;
                 }
                 if (guest && !streq(e.guest, guest))
@@ -1097,11 +1102,20 @@ static int ledger_list_filtered(int dirfd, const char *guest, const char *parent
         *ret_n = n;
         if (ret_bad)
                 *ret_bad = bad;
+        if (ret_unreadable)
+                *ret_unreadable = steal_pointer(&unreadable);
         return 0;
 }
 
 int ledger_list(int dirfd, LedgerEntry **ret, size_t *ret_n, size_t *ret_bad) {
-        return ledger_list_filtered(dirfd, NULL, NULL, ret, ret_n, ret_bad);
+        return ledger_list_filtered(dirfd, NULL, NULL, ret, ret_n, ret_bad, NULL);
+}
+
+int ledger_list_unreadable(int dirfd, char ***ret) {
+        _cleanup_free_ LedgerEntry *l = NULL;
+        size_t n;
+
+        return ledger_list_filtered(dirfd, NULL, NULL, &l, &n, NULL, ret);
 }
 
 /* Verifies one entry of the parent index: 1 with *ret if its record names
@@ -1161,8 +1175,9 @@ static int index_list(int dirfd, const char *index, const char *shown, const cha
  * records that do not parse are skipped. */
 static int index_read(int dirfd, const char *dir, char * const *names,
                       int (*keep)(const LedgerEntry *e, const void *userdata), const void *userdata,
-                      LedgerEntry **ret, size_t *ret_n) {
+                      LedgerEntry **ret, size_t *ret_n, char ***ret_unreadable) {
         _cleanup_free_ LedgerEntry *list = NULL;
+        _cleanup_strv_free_ char **unreadable = NULL;
         size_t n = 0;
 
         list = calloc(strv_length(names) + 1, sizeof(LedgerEntry));
@@ -1181,10 +1196,14 @@ static int index_read(int dirfd, const char *dir, char * const *names,
                         (void) unlinkat(dirfd, entry, 0);
                 else if (r > 0)
                         list[n++] = e;
+                else if (r < 0 && ret_unreadable && strv_extend(&unreadable, *name) < 0)
+                        return -ENOMEM;
         }
         error_clear();
         *ret = steal_pointer(&list);
         *ret_n = n;
+        if (ret_unreadable)
+                *ret_unreadable = steal_pointer(&unreadable);
         return 0;
 }
 
@@ -1200,7 +1219,7 @@ int ledger_list_parent(int dirfd, const char *parent, LedgerEntry **ret, size_t 
         if (r < 0)
                 return r;
         if (r == 0)
-                return ledger_list_filtered(dirfd, NULL, parent, ret, ret_n, ret_bad);
+                return ledger_list_filtered(dirfd, NULL, parent, ret, ret_n, ret_bad, NULL);
 
         list = calloc(strv_length(names) + 1, sizeof(LedgerEntry));
         if (!list)
@@ -1261,26 +1280,31 @@ static int guest_keep(const LedgerEntry *e, const void *userdata) {
         return streq(other, k->hash) ? 0 : -1;
 }
 
-int ledger_list_guest(int dirfd, const char *guest, LedgerEntry **ret, size_t *ret_n) {
+int ledger_list_guest_checked(int dirfd, const char *guest, LedgerEntry **ret, size_t *ret_n,
+                              char ***ret_unreadable) {
         _cleanup_strv_free_ char **names = NULL;
         char dir[sizeof INDEX_DIR + 18];
         GuestKey k = { .guest = guest };
         int r;
 
         if (!guest || !guest[0])
-                return ledger_list_filtered(dirfd, guest, NULL, ret, ret_n, NULL);
+                return ledger_list_filtered(dirfd, guest, NULL, ret, ret_n, NULL, ret_unreadable);
         guest_hash(guest, k.hash);
         snprintf(dir, sizeof dir, INDEX_DIR "/%s", k.hash);
         r = index_list(dirfd, INDEX_DIR, LEDGER_DIR ".by-guest", k.hash, &names);
         if (r < 0)
                 return r;
         if (r == 0)
-                return ledger_list_filtered(dirfd, guest, NULL, ret, ret_n, NULL);
+                return ledger_list_filtered(dirfd, guest, NULL, ret, ret_n, NULL, ret_unreadable);
 
-        r = index_read(dirfd, dir, names, guest_keep, &k, ret, ret_n);
+        r = index_read(dirfd, dir, names, guest_keep, &k, ret, ret_n, ret_unreadable);
         if (r >= 0 && *ret_n == 0)
                 (void) unlinkat(dirfd, dir, AT_REMOVEDIR); /* fails while other entries remain */
         return r;
+}
+
+int ledger_list_guest(int dirfd, const char *guest, LedgerEntry **ret, size_t *ret_n) {
+        return ledger_list_guest_checked(dirfd, guest, ret, ret_n, NULL);
 }
 
 static int free_keep(const LedgerEntry *e, const void *userdata) {
@@ -1302,5 +1326,5 @@ int ledger_list_free(int dirfd, LedgerEntry **ret, size_t *ret_n) {
         }
         if (r < 0)
                 return error_set(r, "cannot list '/" LEDGER_DIR ".by-guest/" FINDEX_KEY "': %s", strerror(-r));
-        return index_read(dirfd, FINDEX_DIR, names, free_keep, NULL, ret, ret_n);
+        return index_read(dirfd, FINDEX_DIR, names, free_keep, NULL, ret, ret_n, NULL);
 }

@@ -119,6 +119,16 @@ int ledger_index_parent_check(int dirfd, const LedgerEntry *list, size_t n);
  * only the guest's own records; every record ledger_write() gave the guest is
  * found. Without an index (records written by other means) it reads them all. */
 int ledger_list_guest(int dirfd, const char *guest, LedgerEntry **ret, size_t *ret_n);
+/* As ledger_list_guest(), and the UUIDs of the records that the guest's
+ * index names but that do not parse (truncated, garbage), in
+ * *ret_unreadable (NULL when there are none; free with strv_free()). Without
+ * an index: every record file that does not parse (it may be the guest's).
+ * release reports them: it cannot tell whose mdev such a record kept. */
+int ledger_list_guest_checked(int dirfd, const char *guest, LedgerEntry **ret, size_t *ret_n,
+                              char ***ret_unreadable);
+/* The UUIDs of every record file that does not parse, sorted (NULL when
+ * there are none): what reconcile repairs. */
+int ledger_list_unreadable(int dirfd, char ***ret);
 /* The records that name no guest (free mdevs kept by mdev-hooks, and the
  * like), sorted by UUID. Found through an index that ledger_write() keeps
  * (var/lib/mdev-hooks.by-guest/@free/), so that this reads only those; every

@@ -18,7 +18,9 @@
  * this host does not enable refuses the migration before any create. Then
  * choices 1 are claimed for every hostdev before any choice 2 or 3 is made,
  * so that a kept or new mdev never takes a UUID another hostdev of the guest
- * keeps. All or nothing: one failure rolls back this call's creations and
+ * keeps; and every mdev is claimed the moment it is chosen, before a later
+ * create may make room by removing a free kept mdev (alloc_create()), so
+ * that one this call takes is never the one removed. All or nothing: one failure rolls back this call's creations and
  * claims (alloc.h), and the XML is left as it came.
  *
  * Crash safety is alloc.c's rule (doc/design.md §4.4); the crash point
@@ -150,8 +152,11 @@ static int same_uuid_usable(const Alloc *a, const MigrateItem *it) {
 }
 
 /* Whether a UUID is one of the guest's incoming UUIDs other than item i's,
- * or already chosen for another item. */
+ * already chosen for another item, or named by a metadata entry that no
+ * hostdev uses (the rewrite would give the XML two entries for it). */
 static bool uuid_taken_in_call(const Domxml *dom, const MigrateItem *items, size_t i, const char *uuid) {
+        if (domxml_has_orphan_meta(dom, uuid))
+                return true;
         for (size_t j = 0; j < dom->n_mdevs; j++) {
                 if (j == i)
                         continue;
@@ -397,7 +402,10 @@ int migrate_run(HookContext *ctx, HookOp op) {
                         goto out;
                 r = sysfs_mdev_get(ctx->rootfd, dom->mdevs[i].uuid, &items[i].mdev);
                 if (r < 0 && r != -ENOENT) {
-                        r = error_set(r, "cannot look up mdev %s: %s", dom->mdevs[i].uuid, error_get(r));
+                        /* The reason lives in the buffer error_set() writes: copy it first. */
+                        const char *why = strdupa(error_get(r));
+
+                        r = error_set(r, "cannot look up mdev %s: %s", dom->mdevs[i].uuid, why);
                         goto out;
                 }
                 items[i].exists = r >= 0;

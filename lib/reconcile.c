@@ -39,7 +39,16 @@
  *   unreadable-guest     a guest's XML could not be read: reported, and no
  *                        record is dropped and no mdev removed in this run,
  *                        since that guest may be using any of them.
- *   unreadable-records   record files that do not parse: reported.
+ *   unreadable-record    a record file that does not parse (truncated,
+ *                        garbage): what it said cannot be known, so it is
+ *                        replaced by what libvirt and sysfs show. A running
+ *                        guest uses the mdev: record it for that guest, as
+ *                        borrowed (nothing readable shows that mdev-hooks
+ *                        created it). Else drop the file: an mdev that
+ *                        exists is then left in place and reported as
+ *                        foreign, never removed.
+ *   unreadable-records   record files that do not parse, beyond those
+ *                        named above: reported.
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -437,6 +446,21 @@ static int plan_uuid(ReconcilePlan *p, const ReconcileInput *in, const char *uui
                         owner = g;
         }
 
+        if (!e && strv_has(in->bad_records, uuid)) {
+                if (m && run) {
+                        LedgerEntry f = entry_assigned(NULL, m, run, LEDGER_BORROWED, in);
+                        return plan_add(p, uuid, "unreadable-record", run->name, RECONCILE_ACTION_RECORD, true, &f,
+                                        "its record file '/" LEDGER_DIR "/%s' does not parse; running guest '%s' uses "
+                                        "this mdev (%s, %s), and nothing readable shows mdev-hooks created it",
+                                        uuid, run->name, m->parent, m->type);
+                }
+                return plan_add(p, uuid, "unreadable-record", run ? run->name : NULL, RECONCILE_ACTION_DROP, true, NULL,
+                                "its record file '/" LEDGER_DIR "/%s' does not parse, and %s",
+                                uuid, m ? "no running guest uses the mdev: it stays, to be removed by hand if nothing needs it "
+                                          "(nothing readable shows mdev-hooks created it)" :
+                                      "the mdev does not exist");
+        }
+
         if (!e) {
                 if (m && run) {
                         LedgerEntry f = entry_assigned(NULL, m, run, LEDGER_BORROWED, in);
@@ -611,10 +635,12 @@ int reconcile_plan(const ReconcileInput *in, ReconcilePlan *ret) {
                 for (char **u = g->live; u && *u && r >= 0; u++)
                         r = strv_extend(&uuids, *u);
         }
-        if (r >= 0 && in->n_bad_records > 0)
+        for (char * const *u = in->bad_records; u && *u && r >= 0; u++)
+                r = strv_extend(&uuids, *u);
+        if (r >= 0 && in->n_bad_records > strv_length(in->bad_records))
                 r = plan_add(&p, NULL, "unreadable-records", NULL, RECONCILE_ACTION_NONE, true, NULL,
                              "%zu file(s) under /" LEDGER_DIR " do not parse; fix or remove them by hand",
-                             in->n_bad_records);
+                             in->n_bad_records - strv_length(in->bad_records));
 
         /* Each UUID once, in order. */
         strv_sort(uuids);
@@ -891,6 +917,8 @@ static void help(FILE *f) {
               "  incoming-expired     a migration's claim over 10 minutes old, guest not here: as unused\n"
               "  unrecorded-in-use    a running guest uses an mdev the record does not give it: record it\n"
               "  foreign              an mdev mdev-hooks did not create: never touched (does not count)\n"
+              "  unreadable-record    a record file that does not parse: record the mdev as borrowed\n"
+              "                       if a guest runs with it, else drop the file (the mdev stays)\n"
               "  missing-mdev, shared-mdev, unreadable-guest, unreadable-records: for a person\n"
               "\n"
               "Exit status: 0 all agrees (or all was fixed), 1 something found (or not\n"
@@ -909,11 +937,13 @@ typedef struct HostState {
         LedgerEntry *records;
         size_t n_records;
         size_t n_bad;
+        char **bad;          /* the UUIDs of the n_bad files */
         SysfsMdev *mdevs;
         size_t n_mdevs;
 } HostState;
 
 static void host_state_done(HostState *h) {
+        strv_free(h->bad);
         free(h->records);
         free(h->mdevs);
         *h = (HostState) { 0 };
@@ -929,8 +959,11 @@ static int host_state_read(int rootfd, HostState *ret) {
         r = ledger_open_existing(rootfd, &ledgerfd);
         if (r >= 0)
                 r = ledger_list(ledgerfd, &h.records, &h.n_records, &h.n_bad);
+        if (r >= 0 && h.n_bad > 0)
+                r = ledger_list_unreadable(ledgerfd, &h.bad);
         if (r < 0 && r != -ENOENT) {
                 log_error("cannot read the record under /" LEDGER_DIR ": %s", error_get(r));
+                host_state_done(&h);
                 return r;
         }
         error_clear();
@@ -954,8 +987,12 @@ static bool entry_equal(const LedgerEntry *a, const LedgerEntry *b) {
 }
 
 static bool host_state_equal(const HostState *a, const HostState *b) {
-        if (a->n_records != b->n_records || a->n_bad != b->n_bad || a->n_mdevs != b->n_mdevs)
+        if (a->n_records != b->n_records || a->n_bad != b->n_bad || a->n_mdevs != b->n_mdevs ||
+            strv_length(a->bad) != strv_length(b->bad))
                 return false;
+        for (size_t i = 0; a->bad && a->bad[i]; i++)
+                if (!streq(a->bad[i], b->bad[i]))
+                        return false;
         for (size_t i = 0; i < a->n_records; i++)
                 if (!entry_equal(&a->records[i], &b->records[i]))
                         return false;
@@ -1107,6 +1144,7 @@ int reconcile_main(int argc, char *argv[], const char *config_path) {
                         .records = host.records,
                         .n_records = host.n_records,
                         .n_bad_records = host.n_bad,
+                        .bad_records = host.bad,
                         .mdevs = host.mdevs,
                         .n_mdevs = host.n_mdevs,
                         .release = config->release,

@@ -84,6 +84,9 @@ typedef struct ReconcileInput {
         const LedgerEntry *records;
         size_t n_records;
         size_t n_bad_records;   /* record files that do not parse */
+        /* NULL, or the sorted, NULL-terminated UUIDs of those files: each is
+         * planned for ("unreadable-record"), the rest only counted. */
+        char * const *bad_records;
         const SysfsMdev *mdevs;
         size_t n_mdevs;
         ConfigRelease release;

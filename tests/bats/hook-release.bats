@@ -228,3 +228,104 @@ keep_conf() {
         run hook web1 reconnect begin - < "$BATS_TEST_TMPDIR/web1.xml"
         [ "$status" -eq 0 ]
 }
+
+# Defect: a prepare made room for one of the guest's mdevs by removing
+# another of its own kept mdevs, then claimed that one from what it had read
+# before, and exited 0 with the mdev gone.
+keep_two_conf() {
+        config_write <<-EOF
+	[devices]
+	enabled_mdev_types = nvidia-44
+
+	[mdev_nvidia-44]
+	device_addresses = $P84, $P85
+
+	[hooks]
+	release = keep
+	EOF
+}
+
+# Guest web1 has U1 (on 84) and U2 (on 85), both kept free after it stopped;
+# web2 then takes 84's only instance, reclaiming U1.
+keep_two_setup() {
+        keep_two_conf
+        run -0 prepare web1 "$U1,type=nvidia-44" "$U2,type=nvidia-44"
+        [ "$(mdev_parent "$U1")" = "$P84" ]
+        [ "$(mdev_parent "$U2")" = "$P85" ]
+        run -0 release web1
+        [ "$(record_get "$U1" state)" = free ]
+        [ "$(record_get "$U2" state)" = free ]
+        run -0 prepare web2 "$U3,type=nvidia-44"
+        mdev_absent "$U1"
+        [ "$(mdev_parent "$U3")" = "$P84" ]
+        mdev_exists "$U2"
+}
+
+# After web1's new start: either it holds both, existing and recorded as its
+# own, or it failed and lost nothing (U2 still there and kept free, web2's
+# U3 untouched).
+assert_kept_not_lost() {
+        mdev_exists "$U3"
+        [ "$(record_get "$U3" guest)" = web2 ]
+        mdev_exists "$U2"
+        if [ "$status" -eq 0 ]; then
+                mdev_exists "$U1"
+                [ "$(record_get "$U1" guest)" = web1 ]
+                [ "$(record_get "$U2" guest)" = web1 ]
+                [ "$(record_get "$U1" state)" = "${1:-assigned}" ]
+                [ "$(record_get "$U2" state)" = "${1:-assigned}" ]
+        else
+                [ "$(record_get "$U2" state)" = free ]
+                [ "$(record_get "$U2" origin)" = created ]
+                mdev_absent "$U1"
+        fi
+        assert_record_matches_sysfs
+}
+
+@test "release = keep: a prepare never removes one of the guest's own kept mdevs to make room for another" {
+        keep_two_setup
+        # U1 must be created and every parent is full: the kept U2 is the
+        # guest's own, and must not be the one removed.
+        run prepare web1 "$U1,type=nvidia-44" "$U2,type=nvidia-44"
+        echo "$output"
+        assert_kept_not_lost
+        [ "$status" -eq 1 ]
+        [[ "$output" == "mdev-hooks: web1: no capacity for nvidia-44"* ]]
+}
+
+@test "release = keep: a prepare never removes the guest's own kept mdev, whatever the hostdev order" {
+        keep_two_setup
+        run prepare web1 "$U2,type=nvidia-44" "$U1,type=nvidia-44"
+        echo "$output"
+        assert_kept_not_lost
+        [ "$status" -eq 1 ]
+}
+
+# Defect: release exited 0 without a word when a record of the guest did not
+# parse, and the mdev stayed for good.
+@test "release reports a record it cannot read, naming the file and reconcile" {
+        run -0 prepare web1 "$U1" "$U2"
+        head -n 3 "$MDEV_HOOKS_ROOT/var/lib/mdev-hooks/$U1" > "$BATS_TEST_TMPDIR/cut"
+        cat "$BATS_TEST_TMPDIR/cut" > "$MDEV_HOOKS_ROOT/var/lib/mdev-hooks/$U1"   # truncated
+        printf 'garbage\001\n' > "$MDEV_HOOKS_ROOT/var/lib/mdev-hooks/$U2"          # garbage
+        run --separate-stderr release web1
+        echo "$stderr"
+        [ "$status" -eq 0 ]
+        [ -z "$output" ]
+        for u in "$U1" "$U2"; do
+                grep -qx "mdev-hooks: web1: cannot read the record of mdev $u: '/var/lib/mdev-hooks/$u' line [0-9]*: .*; the mdev, if it exists, is left in place: run 'mdev-hooks reconcile' to report it and 'mdev-hooks reconcile --apply' to repair it" <<< "$stderr"
+                # what it kept cannot be known: left in place
+                mdev_exists "$u"
+        done
+}
+
+@test "release reports an unreadable record that only the XML names" {
+        run -0 prepare web1 "$U1"
+        printf 'garbage\n' > "$MDEV_HOOKS_ROOT/var/lib/mdev-hooks/$U1"
+        rm -r "$MDEV_HOOKS_ROOT/var/lib/mdev-hooks.by-guest"
+        run --separate-stderr release web1
+        echo "$stderr"
+        [ "$status" -eq 0 ]
+        [[ "$stderr" == *"cannot read the record of mdev $U1: '/var/lib/mdev-hooks/$U1' line 1: "*"mdev-hooks reconcile"* ]]
+        mdev_exists "$U1"
+}

@@ -42,9 +42,24 @@ migrate_to_b() {
         run --separate-stderr hook "$1" "${2:-migrate}" begin - < "$T/$1.xml"
         if [ -n "$output" ]; then
                 printf '%s\n' "$output" > "$T/$1.b.xml"
+                assert_prepare_accepts "$T/$1.b.xml" "$T/$1.xml"
         else
                 cp "$T/$1.xml" "$T/$1.b.xml"
         fi
+}
+
+# assert_prepare_accepts OUT IN: a property of every rewrite: the XML that
+# migrate or restore printed passes prepare's own checks (domxml_parse()),
+# with as many mdev hostdevs as the incoming XML, each with the UUID the
+# output's hostdev names.
+assert_prepare_accepts() {
+        local got
+        got="$("$MH_BUILD_DIR/tests/unit/domxml-check" < "$1")" || {
+                echo "prepare would refuse the XML that migrate printed ($1)"
+                return 1
+        }
+        [ "$got" = "$(xml_uuids "$1")" ] || { echo "hostdevs differ: $got"; return 1; }
+        [ "$(printf '%s\n' "$got" | wc -l)" -eq "$(xml_uuids "$2" | wc -l)" ]
 }
 
 # The rest of a successful migration: prepare on B with the XML that migrate
@@ -753,6 +768,7 @@ assert_only_uuids_changed() {
         [ "$status" -eq 0 ]
         [ -n "$output" ]
         printf '%s\n' "$output" > "$T/web1.r.xml"
+        assert_prepare_accepts "$T/web1.r.xml" "$T/web1.xml"
         new="$(xml_uuids "$T/web1.r.xml")"
         [ "$new" != "$U1" ]
         [ "$(record_get "$new" guest)" = web1 ]
@@ -778,4 +794,102 @@ assert_only_uuids_changed() {
         [ "$status" -eq 0 ]
         [ -z "$(sim_mdevs)" ]
         [ -z "$(records)" ]
+}
+
+# Defect (prepare's twin): making room for one hostdev must never remove a
+# free mdev that the same call claims for another. On B (release = keep),
+# web1 left U1 (on 84) and U2 (on 85) kept free; web2 then took 84's only
+# instance, reclaiming U1. web1 now comes back with U1 and U2 (OP: migrate
+# from A, or restore on B), in the given hostdev order.
+kept_own_back() {
+        local op="$1"
+        shift
+        one_type_conf "$A" nvidia-44
+        conf_on "$B" <<-EOF
+	[devices]
+	enabled_mdev_types = nvidia-44
+
+	[mdev_nvidia-44]
+	device_addresses = $P84, $P85
+
+	[hooks]
+	release = keep
+	EOF
+        sim_use "$B"
+        run -0 prepare web1 "$U1,type=nvidia-44" "$U2,type=nvidia-44"
+        [ "$(mdev_parent "$U1")" = "$P84" ]
+        [ "$(mdev_parent "$U2")" = "$P85" ]
+        run -0 release web1 migrated
+        run -0 prepare web2 "$U3,type=nvidia-44"
+        mdev_absent "$U1"
+        domxml web1 "$@" > "$T/web1.xml"
+
+        migrate_to_b web1 "$op"
+        echo "$stderr"
+        # Either both are web1's now, or nothing was lost: U2 still there
+        # and kept free, web2's U3 untouched.
+        mdev_exists "$U3"
+        [ "$(record_get "$U3" guest)" = web2 ]
+        mdev_exists "$U2"
+        if [ "$status" -eq 0 ]; then
+                for u in $(xml_uuids "$T/web1.b.xml"); do
+                        mdev_exists "$u"
+                        [ "$(record_get "$u" guest)" = web1 ]
+                        [ "$(record_get "$u" state)" = incoming ]
+                done
+        else
+                [ "$(record_get "$U2" state)" = free ]
+                [ -z "$(guest_records web1)" ]
+        fi
+        assert_record_matches_sysfs
+}
+
+@test "release = keep: migrate never removes a kept mdev it claims for another hostdev of the guest" {
+        kept_own_back migrate "$U1,type=nvidia-44" "$U2,type=nvidia-44"
+        [ "$status" -ne 0 ]
+}
+
+@test "release = keep: restore never removes a kept mdev it claims for another hostdev of the guest" {
+        kept_own_back restore "$U2,type=nvidia-44" "$U1,type=nvidia-44"
+        [ "$status" -ne 0 ]
+}
+
+# Defect: a metadata entry left over for a UUID that no hostdev uses any more
+# (hot-unplugged), and that UUID kept free on the destination. migrate chose
+# it for another hostdev and printed two <mh:mdev> entries for it, which the
+# next prepare refused.
+@test "migrate never rewrites a hostdev to a UUID that a leftover metadata entry names" {
+        one_type_conf "$A"
+        conf_on "$B" <<-EOF
+	[devices]
+	enabled_mdev_types = nvidia-35
+
+	[hooks]
+	release = keep
+	EOF
+        sim_use "$B"
+        run -0 prepare old "$U3,type=nvidia-35"
+        run -0 release old
+        [ "$(record_get "$U3" state)" = free ]
+        sim_use "$B"
+        run -0 prepare other "$U1,type=nvidia-35"
+        # web1 on A: U1, plus a metadata entry for U3 whose hostdev is gone
+        domxml web1 "$U1,type=nvidia-35" |
+                sed "s|</mh:mdevs>|  <mh:mdev uuid=\"$U3\" type=\"nvidia-35\"/>\n    </mh:mdevs>|" > "$T/web1.xml"
+        grep -q "mh:mdev uuid=\"$U3\"" "$T/web1.xml"
+
+        # U1 is other's on B: the hostdev needs another UUID, and the kept
+        # U3 is not one it may take.
+        migrate_to_b web1
+        echo "$stderr"
+        [ "$status" -eq 0 ]
+        new="$(xml_uuids "$T/web1.b.xml")"
+        [ "$new" != "$U1" ]
+        [ "$new" != "$U3" ]
+        [ "$(grep -c "uuid=\"$U3\"" "$T/web1.b.xml")" -eq 1 ]
+        [ "$(record_get "$U3" state)" = free ]
+        [ "$(record_get "$new" state)" = incoming ]
+        finish_migration web1
+        sim_use "$B"
+        [ "$(record_get "$new" state)" = assigned ]
 }

@@ -305,13 +305,54 @@ release = keep"
         [ "$output" = "$U2 missing-mdev: running guest 'web2' uses this mdev but it does not exist and has no record -> none: needs a person" ]
 }
 
-@test "record files that do not parse are reported" {
+@test "a record file that does not parse and names no mdev is reported and dropped" {
         mkdir -p "$MDEV_HOOKS_ROOT/var/lib/mdev-hooks"
         echo "garbage" > "$MDEV_HOOKS_ROOT/var/lib/mdev-hooks/$U9"
         uri="$(node_xml "$BATS_TEST_TMPDIR/node.xml" web1:off)"
-        reconcile "$uri" --apply
+        reconcile "$uri"
         [ "$status" -eq 1 ]
-        [[ "$output" == "- unreadable-records: 1 file(s) under /var/lib/mdev-hooks do not parse"* ]]
+        [ "$output" = "$U9 unreadable-record: its record file '/var/lib/mdev-hooks/$U9' does not parse, and the mdev does not exist -> drop the record (with --apply)" ]
+        reconcile "$uri" --apply
+        [ "$status" -eq 0 ]
+        [[ "$output" == "$U9 unreadable-record: "*"-> drop the record: done" ]]
+        [ -z "$(records)" ]
+        reconcile "$uri"
+        [ "$status" -eq 0 ]
+}
+
+# Defect: release left the mdev of an unreadable record in place, silently.
+@test "an unreadable record of a running guest's mdev is rewritten for that guest, as borrowed" {
+        sim_create $P $T $U1
+        record_write $U1 $P $T assigned created web1
+        head -n 3 "$MDEV_HOOKS_ROOT/var/lib/mdev-hooks/$U1" > "$BATS_TEST_TMPDIR/cut"
+        cat "$BATS_TEST_TMPDIR/cut" > "$MDEV_HOOKS_ROOT/var/lib/mdev-hooks/$U1"
+        uri="$(node_xml "$BATS_TEST_TMPDIR/node.xml" web1)"
+        reconcile "$uri"
+        [ "$status" -eq 1 ]
+        [[ "$output" == "$U1 unreadable-record: its record file '/var/lib/mdev-hooks/$U1' does not parse; running guest 'web1' uses this mdev"*"-> record it as assigned to 'web1' (borrowed) (with --apply)" ]]
+        reconcile "$uri" --apply
+        [ "$status" -eq 0 ]
+        [ "$(record_get $U1 state)" = assigned ]
+        [ "$(record_get $U1 guest)" = web1 ]
+        [ "$(record_get $U1 origin)" = borrowed ]
+        [ "$(sim_mdevs)" = "$U1" ]
+        reconcile "$uri"
+        [ "$status" -eq 0 ]
+}
+
+@test "an unreadable record of an mdev no guest runs with is dropped, and the mdev is left as foreign" {
+        sim_create $P $T $U3
+        mkdir -p "$MDEV_HOOKS_ROOT/var/lib/mdev-hooks"
+        printf '[mdev]\nuuid = %s\nparent = 0000:84:0' $U3 > "$MDEV_HOOKS_ROOT/var/lib/mdev-hooks/$U3"
+        uri="$(node_xml "$BATS_TEST_TMPDIR/node.xml" db1:off)"
+        reconcile "$uri" --apply
+        [ "$status" -eq 0 ]
+        [[ "$output" == "$U3 unreadable-record: "*"no running guest uses the mdev: it stays"*"-> drop the record: done" ]]
+        [ -z "$(records)" ]
+        [ "$(sim_mdevs)" = "$U3" ]
+        reconcile "$uri"
+        [ "$status" -eq 0 ]
+        [[ "$output" == "$U3 foreign: "* ]]
 }
 
 @test "two running guests using one mdev are reported and nothing is changed" {

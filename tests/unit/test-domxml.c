@@ -5,6 +5,7 @@
  * Sample documents are in tests/data/domxml/.
  */
 #include <fcntl.h>
+#include <iconv.h>
 #include <stdarg.h>
 #include <strings.h>
 #include <sys/mman.h>
@@ -702,6 +703,291 @@ static void test_set_uuid_checks(void) {
         CHECK_STREQ(d->mdevs[1].uuid, "0f0e0d0c-0b0a-4908-8706-050403020100");
         CHECK(domxml_find_mdev(d, "0f0e0d0c-0b0a-4908-8706-050403020100") == 1);
         CHECK(domxml_find_mdev(d, "5d0c4e8a-8d3a-4b38-9f7e-2f0f4c1d9a10") == -ENOENT);
+        /* the third metadata entry has no hostdev: its UUID is taken, or
+         * the document would hold two entries for it */
+        CHECK(domxml_has_orphan_meta(d, "11111111-2222-3333-4444-555555555555"));
+        CHECK(!domxml_has_orphan_meta(d, "b1ae8bf6-38b0-4c81-9d44-78ce2e5d2b9d"));
+        error_clear();
+        CHECK(domxml_set_mdev_uuid(d, 0, "11111111-2222-3333-4444-555555555555") == -EEXIST);
+        CHECK(strstr(error_get(-EEXIST), "metadata entry"));
+        CHECK_STREQ(d->mdevs[0].uuid, "b1ae8bf6-38b0-4c81-9d44-78ce2e5d2b9d");
+}
+
+/* Every UUID-shaped string in text (any case), lower-cased, and one fresh
+ * one: what a rewrite might be asked to use. */
+static char **uuids_in(const char *text) {
+        char **l = NULL;
+        size_t n = strlen(text);
+
+        for (size_t i = 0; i + UUID_STRING_MAX - 1 <= n; i++) {
+                char u[UUID_STRING_MAX], norm[UUID_STRING_MAX];
+
+                memcpy(u, text + i, UUID_STRING_MAX - 1);
+                u[UUID_STRING_MAX - 1] = '\0';
+                if (!uuid_is_valid(u))
+                        continue;
+                uuid_normalize(u, norm);
+                if (!strv_contains(l, norm) && strv_extend(&l, norm) < 0)
+                        abort();
+        }
+        if (strv_extend(&l, "0f0e0d0c-0b0a-4908-8706-0504030201aa") < 0)
+                abort();
+        return l;
+}
+
+/* A rewrite either refuses or gives a document that prepare accepts
+ * (domxml_parse()), with the same hostdevs and the new UUIDs: for every
+ * hostdev, every UUID the document holds anywhere and a fresh one, one
+ * rewrite and then a second of every other hostdev. */
+static void check_rewrites_parse(const char *name, const char *buf, size_t len) {
+        _cleanup_strv_free_ char **cand = uuids_in(buf);
+        _cleanup_domxml_free_ Domxml *probe = NULL;
+        size_t n;
+
+        if (domxml_parse(buf, len, &probe) < 0) {
+                error_clear();
+                return; /* refused input: nothing to rewrite */
+        }
+        n = probe->n_mdevs;
+        for (size_t i = 0; i < n; i++)
+                for (size_t j = 0; j < n; j++)
+                        for (char **u = cand; *u; u++)
+                                for (char **v = cand; *v; v++) {
+                                        _cleanup_domxml_free_ Domxml *d = NULL, *out = NULL;
+                                        _cleanup_free_ char *text = NULL;
+                                        char want_i[UUID_STRING_MAX], want_j[UUID_STRING_MAX];
+                                        size_t text_len;
+
+                                        CHECK(domxml_parse(buf, len, &d) == 0);
+                                        if (!d)
+                                                return;
+                                        if (domxml_set_mdev_uuid(d, i, *u) < 0)
+                                                continue;
+                                        if (i != j && domxml_set_mdev_uuid(d, j, *v) < 0)
+                                                continue;
+                                        memcpy(want_i, d->mdevs[i].uuid, sizeof want_i);
+                                        memcpy(want_j, d->mdevs[j].uuid, sizeof want_j);
+                                        CHECK(domxml_format(d, &text, &text_len) == 0);
+                                        if (!text)
+                                                continue;
+                                        error_clear();
+                                        if (domxml_parse(text, text_len, &out) < 0) {
+                                                fprintf(stderr, "%s: hostdev %zu -> %s, %zu -> %s: prepare refuses the rewrite: %s\n",
+                                                        name, i, *u, j, *v, error_get(-EINVAL));
+                                                failures++;
+                                                continue;
+                                        }
+                                        CHECK(out->n_mdevs == n);
+                                        if (out->n_mdevs != n)
+                                                continue;
+                                        CHECK_STREQ(out->mdevs[i].uuid, want_i);
+                                        CHECK_STREQ(out->mdevs[j].uuid, want_j);
+                                }
+}
+
+static void test_rewrites_parse(void) {
+        static const char *const files[] = { "two-mdevs.xml", "default-namespace.xml", "wrong-namespace.xml", "meta-dup.xml" };
+
+        for (size_t f = 0; f < ELEMENTSOF(files); f++) {
+                _cleanup_free_ char *buf = NULL;
+                size_t len;
+
+                buf = read_data(files[f], &len);
+                check_rewrites_parse(files[f], buf, len);
+        }
+}
+
+/* --- the front end's filter against the parser ------------------------ */
+
+/* A small domain whose one hostdev start tag is `tag`, in UTF-8 after an
+ * optional XML declaration `decl`. */
+static char *doc_with_tag(const char *decl, const char *tag) {
+        return strdup_printf("%s<domain type='kvm'>\n  <name>f</name>\n  <devices>\n"
+                             "    %s\n      <source>\n        <address uuid='b1ae8bf6-38b0-4c81-9d44-78ce2e5d2b01'/>\n"
+                             "      </source>\n    </hostdev>\n  </devices>\n</domain>\n",
+                             decl, tag);
+}
+
+/* The property: where the parser finds an mdev hostdev, the filter never
+ * says no. Returns whether the parser found one. */
+static bool check_filter_agrees(const char *what, const char *buf, size_t len) {
+        _cleanup_domxml_free_ Domxml *d = NULL;
+        bool parsed;
+
+        error_clear();
+        parsed = domxml_parse(buf, len, &d) == 0 && d->n_mdevs > 0;
+        error_clear();
+        if (parsed && !domscan_has_mdev(buf, len)) {
+                fprintf(stderr, "%s: the parser finds an mdev hostdev, the front end's filter says none\n", what);
+                failures++;
+        }
+        return parsed;
+}
+
+/* text converted to an encoding with iconv; NULL if iconv does not know it. */
+static char *convert(const char *text, const char *to, size_t *ret_len) {
+        iconv_t cd = iconv_open(to, "UTF-8");
+        size_t in_left = strlen(text), out_size = 8 * in_left + 16, out_left = out_size;
+        char *in = (char *) text, *out, *o;
+
+        if (cd == (iconv_t) -1)
+                return NULL;
+        out = o = malloc(out_size);
+        if (!out || iconv(cd, &in, &in_left, &o, &out_left) == (size_t) -1) {
+                iconv_close(cd);
+                free(out);
+                return NULL;
+        }
+        iconv_close(cd);
+        *ret_len = out_size - out_left;
+        return out;
+}
+
+static void test_filter_never_misses(void) {
+        static const char *const tags[] = {
+                "<hostdev mode='subsystem' type='mdev'>",
+                "<hostdev mode='subsystem' type='&#109;dev'>",
+                "<hostdev mode='subsystem' type=\"&#x6d;dev\">",
+                "<hostdev mode='subsystem' type=\"&#X6D;&#x64;&#101;&#118;\">",
+                "<hostdev mode='subsystem' type='md&#101;v'>",
+                "<hostdev mode='&#115;ubsystem' type='mdev'>",
+                "<hostdev\n  type\n  =\n  'mdev'\tmode='subsystem'>",
+                "<hostdev display='a>b' mode='subsystem' type='mdev'>",
+                "<hostdev xmlns='' mode='subsystem' type='mdev'>",
+                "<hostdev mode='subsystem' type='pci'>",
+        };
+        static const char *const decls[] = {
+                "",
+                "<?xml version='1.0'?>\n",
+                "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n",
+                "\xef\xbb\xbf",
+                "<?xml version='1.0' encoding='ISO-8859-1'?>\n",
+        };
+        /* Encodings libxml2 detects or is told, in which the bytes of
+         * "mdev" are not ASCII's. */
+        static const struct {
+                const char *iconv_name, *decl;
+        } encodings[] = {
+                { "UTF-16LE", "" }, { "UTF-16BE", "" }, { "UTF-16", "" },
+                { "UCS-4LE", "" }, { "UCS-4BE", "" },
+                { "UTF-16LE", "<?xml version='1.0' encoding='UTF-16'?>" },
+                { "IBM037", "<?xml version='1.0' encoding='IBM037'?>" },
+                { "UTF-7", "<?xml version='1.0' encoding='UTF-7'?>" },
+        };
+        unsigned found = 0;
+
+        for (size_t d = 0; d < ELEMENTSOF(decls); d++)
+                for (size_t t = 0; t < ELEMENTSOF(tags); t++) {
+                        _cleanup_free_ char *doc = doc_with_tag(decls[d], tags[t]);
+
+                        found += check_filter_agrees(tags[t], doc, strlen(doc));
+                }
+
+        /* Every letter of "mdev" literal or a character reference, decimal or hex. */
+        for (unsigned mask = 0; mask < 16; mask++)
+                for (unsigned hex = 0; hex < 2; hex++) {
+                        char tag[256] = "<hostdev mode='subsystem' type='";
+                        _cleanup_free_ char *doc = NULL;
+
+                        for (unsigned k = 0; k < 4; k++) {
+                                size_t o = strlen(tag);
+
+                                if (mask & (1u << k))
+                                        snprintf(tag + o, sizeof tag - o, hex ? "&#x%x;" : "&#%d;", "mdev"[k]);
+                                else
+                                        snprintf(tag + o, sizeof tag - o, "%c", "mdev"[k]);
+                        }
+                        strcat(tag, "'>");
+                        doc = doc_with_tag("", tag);
+                        found += check_filter_agrees(tag, doc, strlen(doc));
+                }
+
+        for (size_t e = 0; e < ELEMENTSOF(encodings); e++) {
+                _cleanup_free_ char *utf8 = NULL, *doc = NULL;
+                size_t len;
+
+                utf8 = doc_with_tag(encodings[e].decl, "<hostdev mode='subsystem' type='mdev'>");
+                doc = convert(utf8, encodings[e].iconv_name, &len);
+                if (!doc) {
+                        printf("# iconv does not know %s: not tried\n", encodings[e].iconv_name);
+                        continue;
+                }
+                found += check_filter_agrees(encodings[e].iconv_name, doc, len);
+        }
+        /* The property is not empty: the parser did find most of them. */
+        printf("# the parser found an mdev hostdev in %u tricky documents; the filter never missed one\n", found);
+        CHECK(found >= 60);
+
+        /* And the filter still says no where there is nothing to find. */
+        {
+                _cleanup_free_ char *pci = doc_with_tag("", "<hostdev mode='subsystem' type='pci'>");
+                _cleanup_free_ char *ref = doc_with_tag("", "<interface type='n&#101;twork'>");
+                _cleanup_free_ char *cdata = doc_with_tag("", "<![CDATA[ <hostdev-ish type='mdev'> ]]>");
+
+                CHECK(!domscan_has_mdev(pci, strlen(pci)));
+                CHECK(!domscan_has_mdev(ref, strlen(ref)));
+                CHECK(!domscan_has_mdev(cdata, strlen(cdata)));
+        }
+}
+
+/* domscan_read_all() over a document of about `size` bytes without any
+ * hostdev, with `insert` placed at offset `at` (if not NULL). */
+static int read_all_of(size_t size, const char *insert, size_t at, bool *ret_has_mdev, size_t *ret_len) {
+        _cleanup_free_ char *doc = NULL, *buf = NULL;
+        char path[] = "/tmp/test-domscan-XXXXXX";
+        _cleanup_close_ int fd = -1;
+        size_t len;
+        int r;
+
+        doc = malloc(size + 1);
+        if (!doc)
+                abort();
+        memset(doc, ' ', size);
+        memcpy(doc, "<domain><name>x</name><devices>", 31);
+        memcpy(doc + size - 19, "</devices></domain>", 19);
+        for (size_t o = 64; o + 40 < size - 64; o += 4096)
+                memcpy(o + doc, "<disk type='file'><x/></disk><hostdevx>", 39);
+        if (insert)
+                memcpy(doc + at, insert, strlen(insert));
+        fd = mkostemp(path, O_CLOEXEC);
+        if (fd < 0)
+                abort();
+        unlink(path);
+        if (write(fd, doc, size) != (ssize_t) size || lseek(fd, 0, SEEK_SET) != 0)
+                abort();
+        r = domscan_read_all(fd, DOMSCAN_MAX_SIZE, &buf, &len, ret_has_mdev);
+        *ret_len = len;
+        /* all of it read, whatever the answer */
+        CHECK(lseek(fd, 0, SEEK_CUR) == (off_t) size);
+        return r;
+}
+
+static void test_read_all_large(void) {
+        static const char mdev_tag[] = "<hostdev mode='subsystem' type='mdev'>";
+        static const char ref_tag[] = "<hostdev mode='subsystem' type='&#109;dev'>";
+        size_t big = 9u * 1024u * 1024u + 12345, len = 0;
+        bool has = true;
+
+        /* small: all of it, and the answer */
+        CHECK(read_all_of(4096, NULL, 0, &has, &len) == 0 && !has && len == 4096);
+        CHECK(read_all_of(4096, mdev_tag, 100, &has, &len) == 0 && has);
+        /* exactly the limit is not "larger" */
+        CHECK(read_all_of(DOMSCAN_MAX_SIZE, NULL, 0, &has, &len) == 0 && !has && len == DOMSCAN_MAX_SIZE);
+
+        /* larger: -EFBIG, the head kept, and whether any of it may be an mdev hostdev */
+        CHECK(read_all_of(big, NULL, 0, &has, &len) == -EFBIG && !has && len == DOMSCAN_MAX_SIZE + 1);
+        CHECK(read_all_of(big, mdev_tag, 1000, &has, &len) == -EFBIG && has);
+        CHECK(read_all_of(big, mdev_tag, big - 4096, &has, &len) == -EFBIG && has);
+        CHECK(read_all_of(big, ref_tag, big - 4096, &has, &len) == -EFBIG && has);
+        /* a tag across the head's end, and across the scan window's */
+        for (size_t at = DOMSCAN_MAX_SIZE - 20; at <= DOMSCAN_MAX_SIZE + 2; at += 11) {
+                CHECK(read_all_of(big, mdev_tag, at, &has, &len) == -EFBIG);
+                CHECK(has);
+        }
+        for (size_t at = DOMSCAN_MAX_SIZE + 1024 * 1024 - 40; at <= DOMSCAN_MAX_SIZE + 1024 * 1024 + 2; at += 7) {
+                CHECK(read_all_of(big, mdev_tag, at, &has, &len) == -EFBIG);
+                CHECK(has);
+        }
 }
 
 /* --- a large migration XML --------------------------------------------- */
@@ -788,6 +1074,9 @@ int main(void) {
         test_rewrite_changes_only_uuids();
         test_rewrite_bytes();
         test_set_uuid_checks();
+        test_rewrites_parse();
+        test_filter_never_misses();
+        test_read_all_large();
         test_large();
         xmlCleanupParser();
         if (failures) {

@@ -37,6 +37,7 @@ typedef enum Dev {
 
 typedef struct Model {
         bool has_record;
+        bool bad;         /* instead: a record file for U that does not parse */
         LedgerEntry record;
         Dev dev;
         Use use[2];       /* guests "g" and "h" */
@@ -54,9 +55,9 @@ static unsigned n_cases, n_findings;
 static const char *model_describe(const Model *m) {
         static char buf[512];
 
-        snprintf(buf, sizeof buf, "record=%s state=%s origin=%s guest='%s' pending=%d boot=%s since=%" PRIu64
+        snprintf(buf, sizeof buf, "record=%s bad=%d state=%s origin=%s guest='%s' pending=%d boot=%s since=%" PRIu64
                  " dev=%d use[g]=%d use[h]=%d release=%d",
-                 m->has_record ? "yes" : "no", strna(ledger_state_to_string(m->record.state)),
+                 m->has_record ? "yes" : "no", m->bad, strna(ledger_state_to_string(m->record.state)),
                  strna(ledger_origin_to_string(m->record.origin)), m->record.guest, m->record.remove_pending,
                  streq(m->record.boot_id, BOOT) ? "this" : "old", m->record.since, m->dev, m->use[0], m->use[1],
                  m->release);
@@ -98,6 +99,8 @@ static void model_plan(const Model *m, ReconcileGuest guests[2], SysfsMdev *mdev
                         .n_guests = n,
                         .records = m->has_record ? &m->record : NULL,
                         .n_records = m->has_record,
+                        .n_bad_records = m->bad,
+                        .bad_records = m->bad ? with_u : NULL,
                         .mdevs = mdev,
                         .n_mdevs = m->dev != DEV_ABSENT,
                         .release = m->release,
@@ -130,9 +133,10 @@ static void model_apply(Model *m, const ReconcilePlan *p) {
                 case RECONCILE_ACTION_NONE:
                         break;
                 case RECONCILE_ACTION_DROP:
-                        check(m, m->has_record, "drop without a record");
+                        check(m, m->has_record || m->bad, "drop without a record");
                         check(m, n_run == 0 || m->dev == DEV_ABSENT, "dropped the record of an mdev a running guest uses");
                         m->has_record = false;
+                        m->bad = false;
                         break;
                 case RECONCILE_ACTION_MARK_LOST:
                         check(m, m->has_record && m->dev == DEV_ABSENT, "marked lost an mdev that exists");
@@ -147,6 +151,7 @@ static void model_apply(Model *m, const ReconcilePlan *p) {
                               "an mdev without record recorded as created");
                         check(m, f->entry.state == LEDGER_ASSIGNED && !f->entry.remove_pending, "record writes another state");
                         m->has_record = true;
+                        m->bad = false;
                         m->record = f->entry;
                         break;
                 case RECONCILE_ACTION_KEEP_FREE:
@@ -197,6 +202,13 @@ static void run_case(const Model *start) {
                       "a recent incoming claim was undone while its guest may be arriving");
         if (start->has_record && start->record.origin == LEDGER_BORROWED)
                 check(start, m.dev == start->dev, "a borrowed mdev was removed");
+        /* An unreadable record is repaired (dropped or rewritten) unless two
+         * running guests use the mdev (a person decides), and its mdev,
+         * whose origin cannot be read, is never removed. */
+        if (start->bad) {
+                check(start, !m.bad || n_run > 1, "an unreadable record was left as it is");
+                check(start, m.dev == start->dev, "an mdev whose record does not parse was removed");
+        }
 
         /* A second run finds nothing to do. */
         model_plan(&m, guests, &mdev, &p);
@@ -221,9 +233,13 @@ int main(void) {
                         .release = release ? CONFIG_RELEASE_KEEP : CONFIG_RELEASE_REMOVE,
                 };
 
-                /* No record. */
-                if (dev != DEV_ELSEWHERE)
+                /* No record, or one that does not parse. */
+                if (dev != DEV_ELSEWHERE) {
                         run_case(&m);
+                        m.bad = true;
+                        run_case(&m);
+                        m.bad = false;
+                }
 
                 m.has_record = true;
                 for (size_t s = 0; s < ELEMENTSOF(states); s++)
