@@ -62,6 +62,9 @@ typedef struct Config {
         ConfigSriovPf *sriov;
         size_t n_sriov;
         char *sriov_command;  /* NULL: write sriov_numvfs */
+
+        char *placement_url;        /* [placement] url, or NULL */
+        char *placement_token_file; /* [placement] token_file (absolute), or NULL */
 } Config;
 
 /* Loads and validates the config. path NULL means CONFIG_DEFAULT_PATH under

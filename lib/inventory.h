@@ -41,6 +41,14 @@ typedef struct InventoryParent {
 /* Sorts the parents by name and fills in total, used, free and reason. */
 void inventory_compute(InventoryParent *parents, size_t n);
 
+/* Reads every registered parent (sysfs_parent_list()) with the type the
+ * config gives it and that type's two numbers, and computes the inventory
+ * (inventory_compute()): the code behind `inventory`, `metrics` and
+ * `placement sync`. *ret owns the parent names; free with inventory_free(). */
+struct Config;
+int inventory_read(int rootfd, const struct Config *c, InventoryParent **ret, size_t *ret_n);
+void inventory_free(InventoryParent *p, size_t n);
+
 /* "ok", "no type configured", ... for text and JSON. */
 const char *inventory_reason_to_string(InventoryReason r);
 
