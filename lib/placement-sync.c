@@ -5,6 +5,7 @@
 #include <math.h>
 #include <sys/stat.h>
 
+#include "crash.h"
 #include "placement-sync.h"
 
 /* --- JSON <-> model ---------------------------------------------------- */
@@ -542,6 +543,7 @@ static int send_write(Sync *s, const char *method, const char *path, json_object
         r = record_change(s, method, path, body, what);
         if (r < 0 || s->o->dry_run)
                 return r < 0 ? r : 200;
+        PAUSEPOINT("placement-write");
         r = placement_http_request(s->h, method, path, body, &answer);
         if (r == 409) {
                 const char *code = placement_http_error_code(answer);
@@ -721,6 +723,7 @@ static int apply_allocations(Sync *s, const PlacementOp *op, const PlacementStat
                 r = get_json(s, path, &current);
                 if (r < 0)
                         return r;
+                PAUSEPOINT("placement-allocations-read");
         }
         r = placement_consumer_usages(desired, op->name, &want, &n_want);
         if (r < 0) {
@@ -857,6 +860,7 @@ int placement_sync(PlacementHttp *h, PlacementState *desired, const PlacementSyn
                 }
                 if (r < 0)
                         break;
+                PAUSEPOINT("placement-after-fetch");
                 r = placement_plan(desired, &s.fetched, &plan);
                 if (r < 0)
                         break;
