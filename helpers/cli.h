@@ -21,6 +21,7 @@ int cli_types_main(int argc, char *argv[], const char *config_path);
 int cli_list_main(int argc, char *argv[], const char *config_path);
 int cli_inventory_main(int argc, char *argv[], const char *config_path);
 int cli_check_config_main(int argc, char *argv[], const char *config_path);
+int cli_metrics_main(int argc, char *argv[], const char *config_path);
 int cli_placement_main(int argc, char *argv[], const char *config_path);
 
 /* --- shared by the commands (cli.c) ------------------------------------ */
