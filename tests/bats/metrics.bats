@@ -98,3 +98,20 @@ masked() {
         [[ "$output" == *$'\nmdev_hooks_parents_registered 4'* ]]
         [[ "$output" == *'mdev_hooks_mdevs{state="assigned"} 0'* ]]
 }
+
+@test "the example conf/mdev-hooks-metrics.service writes the textfile atomically" {
+        timesliced_host
+        unit="$MH_SOURCE_DIR/conf/mdev-hooks-metrics.service"
+        cmd=$(sed -n 's/^ExecStart=//p' "$unit")
+        [[ "$cmd" == "/bin/sh -c '"*"'" ]]
+        script=${cmd#/bin/sh -c \'}
+        script=${script%\'}
+        dir="$BATS_TEST_TMPDIR/textfile"
+        mkdir "$dir"
+        # systemd expands ${TEXTFILE_DIR} from Environment=; mdev-hooks comes from PATH
+        script=${script//\$\{TEXTFILE_DIR\}/$dir}
+        PATH="$(dirname "$MH_CLI"):$PATH" run -0 /bin/sh -c "$script"
+        [ "$(ls -A "$dir")" = "mdev-hooks.prom" ]
+        run -0 "$MH_CLI" metrics
+        [ "$(masked "$(cat "$dir/mdev-hooks.prom")")" = "$(masked "$output")" ]
+}
