@@ -676,6 +676,8 @@ static int track_allocations(PlacementState *after, const PlacementState *desire
                 bool moved = false;
                 size_t k = 0;
 
+                if (!placement_managed(desired, p))
+                        continue; /* the consumer's allocation there was kept */
                 for (size_t j = 0; j < p->n_usages; j++) {
                         if (streq(p->usages[j].consumer, consumer)) {
                                 free(p->usages[j].resource_class);
@@ -725,7 +727,7 @@ static int apply_allocations(Sync *s, const PlacementOp *op, const PlacementStat
                         return r;
                 PAUSEPOINT("placement-allocations-read");
         }
-        r = placement_consumer_usages(desired, op->name, &want, &n_want);
+        r = placement_consumer_usages(desired, desired, op->name, &want, &n_want);
         if (r < 0) {
                 json_object_put(current);
                 return r;
@@ -740,8 +742,13 @@ static int apply_allocations(Sync *s, const PlacementOp *op, const PlacementStat
                 json_object_object_foreach(x, rp, v) {
                         json_object *res = get(v, "resources", json_type_object), *keep;
 
-                        if (!res || placement_state_find_uuid(&s->fetched, rp) || placement_state_find_uuid(desired, rp) ||
-                            placement_state_find_uuid(after, rp))
+                        const PlacementProvider *p = placement_state_find_uuid(&s->fetched, rp);
+
+                        if (!p)
+                                p = placement_state_find_uuid(after, rp);
+                        if (!p)
+                                p = placement_state_find_uuid(desired, rp);
+                        if (!res || (p && placement_managed(desired, p)))
                                 continue;
                         keep = json_object_new_object();
                         json_object_object_add(keep, "resources", json_object_get(res));

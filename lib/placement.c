@@ -309,12 +309,31 @@ static int cmp_usage_provider(const void *a, const void *b) {
         return cmp_usage(a, b); /* consumer holds the provider's UUID here */
 }
 
-int placement_consumer_usages(const PlacementState *s, const char *consumer, PlacementUsage **ret, size_t *ret_n) {
+bool placement_provider_is_ours(const PlacementProvider *p) {
+        char u[UUID_STRING_MAX];
+
+        placement_uuid_for_name(p->name, u);
+        if (streq(u, p->uuid))
+                return true;
+        for (char **t = p->traits; t && *t; t++)
+                if (strncmp(*t, "CUSTOM_MDEV_", 12) == 0)
+                        return true;
+        return false;
+}
+
+bool placement_managed(const PlacementState *desired, const PlacementProvider *p) {
+        if (!p->parent_uuid[0])
+                return false;
+        return placement_state_find_uuid(desired, p->uuid) || placement_provider_is_ours(p);
+}
+
+int placement_consumer_usages(const PlacementState *s, const PlacementState *desired, const char *consumer,
+                              PlacementUsage **ret, size_t *ret_n) {
         PlacementUsage *l = NULL;
         size_t n = 0;
 
         for (size_t i = 0; i < s->n_providers; i++)
-                for (size_t j = 0; j < s->providers[i].n_usages; j++) {
+                for (size_t j = 0; placement_managed(desired, &s->providers[i]) && j < s->providers[i].n_usages; j++) {
                         const PlacementUsage *u = &s->providers[i].usages[j];
                         PlacementUsage *a;
 
@@ -347,10 +366,10 @@ static int consumer_differs(const PlacementState *desired, const PlacementState 
         bool differs = false;
         int r;
 
-        r = placement_consumer_usages(desired, consumer, &a, &na);
+        r = placement_consumer_usages(desired, desired, consumer, &a, &na);
         if (r < 0)
                 return r;
-        r = placement_consumer_usages(fetched, consumer, &b, &nb);
+        r = placement_consumer_usages(fetched, desired, consumer, &b, &nb);
         if (r < 0) {
                 placement_usages_free(a, na);
                 return r;
@@ -407,6 +426,8 @@ int placement_plan(PlacementState *desired, const PlacementState *fetched, Place
                 const PlacementProvider *f = placement_state_find_uuid(fetched, d->uuid);
 
                 create[i] = !f;
+                if (i == 0)
+                        continue; /* the root: created, never changed */
                 write_inv[i] = f ? !inventories_equal(d, f) : d->n_inventories > 0;
                 write_traits[i] = f ? !traits_equal(d->traits, f->traits) : strv_length(d->traits) > 0;
                 for (size_t k = 0; write_inv[i] && k < d->n_inventories; k++)
@@ -456,7 +477,7 @@ int placement_plan(PlacementState *desired, const PlacementState *fetched, Place
                 const PlacementState *s = side == 0 ? desired : fetched;
 
                 for (size_t i = 0; i < s->n_providers; i++)
-                        for (size_t j = 0; j < s->providers[i].n_usages; j++) {
+                        for (size_t j = 0; placement_managed(desired, &s->providers[i]) && j < s->providers[i].n_usages; j++) {
                                 const char *c = s->providers[i].usages[j].consumer;
 
                                 if (strv_contains(consumers, c))
@@ -478,7 +499,7 @@ int placement_plan(PlacementState *desired, const PlacementState *fetched, Place
                         const char *keep = NULL;
 
                         for (size_t i = 0; !keep && i < s->n_providers; i++)
-                                for (size_t j = 0; !keep && j < s->providers[i].n_usages; j++)
+                                for (size_t j = 0; !keep && placement_managed(desired, &s->providers[i]) && j < s->providers[i].n_usages; j++)
                                         if (streq(s->providers[i].usages[j].consumer, *c))
                                                 keep = s->providers[i].usages[j].consumer;
                         if (keep) {
@@ -499,12 +520,13 @@ int placement_plan(PlacementState *desired, const PlacementState *fetched, Place
                                 return r;
                 }
 
-        /* Providers of the tree that are gone (a parent unregistered or no
-         * longer configured), the deepest first; never the root. */
+        /* Providers mdev-hooks made that are gone (a parent unregistered or
+         * no longer configured), the deepest first; never the root, never
+         * one made by another (Nova's own children of its compute node). */
         for (size_t i = fetched->n_providers; i-- > 0;) {
                 const PlacementProvider *f = &fetched->providers[i];
 
-                if (!f->parent_uuid[0] || placement_state_find_uuid(desired, f->uuid))
+                if (!placement_managed(desired, f) || placement_state_find_uuid(desired, f->uuid))
                         continue;
                 r = plan_add(&plan, PLACEMENT_OP_DELETE_PROVIDER, f->name, f->uuid, NULL);
                 if (r < 0)

@@ -158,8 +158,19 @@ const char *placement_op_kind_to_string(PlacementOpKind k);
  * name what exists. The plan points into both states: keep them. */
 int placement_plan(PlacementState *desired, const PlacementState *fetched, PlacementPlan *ret);
 
-/* The allocations of one consumer in a state: every (provider, class, used)
- * with that consumer, sorted by provider UUID and class, into *ret (usages
- * whose `consumer` holds the provider's UUID instead). */
-int placement_consumer_usages(const PlacementState *s, const char *consumer, PlacementUsage **ret, size_t *ret_n);
+/* Whether a provider is one mdev-hooks manages: a child of the root (the
+ * root itself is only created, never changed: on a host that Nova also
+ * runs, it is Nova's compute node with its CPU and memory) that the desired
+ * tree holds, or that mdev-hooks made (its UUID is placement_uuid_for_name()
+ * of its name, or it carries a CUSTOM_MDEV_ trait). Other providers in the
+ * tree, their inventories, traits and allocations are left alone. */
+bool placement_provider_is_ours(const PlacementProvider *p);
+bool placement_managed(const PlacementState *desired, const PlacementProvider *p);
+
+/* The allocations of one consumer on the managed providers of a state
+ * (placement_managed() against desired): every (provider, class, used),
+ * sorted by provider UUID and class, into *ret (usages whose `consumer`
+ * holds the provider's UUID instead). */
+int placement_consumer_usages(const PlacementState *s, const PlacementState *desired, const char *consumer,
+                              PlacementUsage **ret, size_t *ret_n);
 void placement_usages_free(PlacementUsage *u, size_t n);

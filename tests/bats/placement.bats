@@ -194,6 +194,47 @@ EOF
         [ "$(pl_get "/resource_providers/$rp/usages" | jq .usages.VGPU)" -eq 0 ]
 }
 
+# pl_send METHOD PATH BODY: a write as an admin; fails on an HTTP error.
+pl_send() {
+        curl -sf -X "$1" -H 'X-Auth-Token: admin' -H 'OpenStack-API-Version: placement 1.38' \
+                -H 'Content-Type: application/json' ${3:+-d "$3"} "$PL_URL$2"
+}
+
+@test "placement sync on a host that Nova reports too leaves Nova's root, children and instances alone" {
+        R=3f1e0c2a-5b6d-4e7f-8a9b-0c1d2e3f4a5b
+        C=3f1e0c2a-5b6d-4e7f-8a9b-0c1d2e3f4a5c
+        I=3f1e0c2a-5b6d-4e7f-8a9b-0c1d2e3f4a5d
+        pl_send POST /resource_providers "{\"name\": \"nova1\", \"uuid\": \"$R\"}" >/dev/null
+        pl_send PUT "/resource_providers/$R/inventories" '{"resource_provider_generation": 0, "inventories": {"VCPU": {"total": 8}}}' >/dev/null
+        pl_send PUT /resource_classes/CUSTOM_PCI_10DE_1EB8 >/dev/null
+        pl_send POST /resource_providers "{\"name\": \"nova1_0000:81:00.0\", \"uuid\": \"$C\", \"parent_provider_uuid\": \"$R\"}" >/dev/null
+        pl_send PUT "/resource_providers/$C/inventories" '{"resource_provider_generation": 0, "inventories": {"CUSTOM_PCI_10DE_1EB8": {"total": 1}}}' >/dev/null
+        pl_send PUT "/allocations/$I" "{\"allocations\": {\"$R\": {\"resources\": {\"VCPU\": 2}}, \"$C\": {\"resources\": {\"CUSTOM_PCI_10DE_1EB8\": 1}}}, \"consumer_generation\": null, \"project_id\": \"p\", \"user_id\": \"u\", \"consumer_type\": \"INSTANCE\"}"
+        nova_alloc=$(pl_get "/allocations/$I" | jq -cS .allocations)
+
+        sim_mount nvidia-timesliced
+        timesliced_conf
+        U1=3f1e0c2a-5b6d-4e7f-8a9b-0c1d2e3f4a01
+        run -0 prepare web1 "$U1,type=nvidia-35"
+        guest=$(grep -o '<uuid>[^<]*' "$BATS_TEST_TMPDIR/web1.xml" | cut -c7-)
+        run -0 sync nova1 --json
+        [ "$(jq -r .root_provider <<<"$output")" = "$R" ]
+        # Nova's: the root's inventory, its child, its instance's allocations
+        [ "$(pl_get "/resource_providers/$R/inventories" | jq .inventories.VCPU.total)" -eq 8 ]
+        [ "$(pl_get "/resource_providers/$C" | jq -r .name)" = "nova1_0000:81:00.0" ]
+        [ "$(pl_get "/allocations/$I" | jq -cS .allocations)" = "$nova_alloc" ]
+        # ours, nested under Nova's compute node
+        [ "$(pl_get "/resource_providers?name=nova1_pci_0000_84_00_0" | jq -r '.resource_providers[0].parent_provider_uuid')" = "$R" ]
+        [ "$(pl_get "/allocations/$guest" | jq '[.allocations[].resources.VGPU] | add')" -eq 1 ]
+        run -0 release web1
+        run -0 sync nova1
+        [ "$(pl_get "/allocations/$I" | jq -cS .allocations)" = "$nova_alloc" ]
+        [ "$(pl_get "/allocations/$guest" | jq '.allocations | length')" -eq 0 ]
+        run -0 sync nova1 --json
+        run -0 sync nova1 --json
+        [ "$(jq -r .requests.writes <<<"$output")" -eq 0 ]
+}
+
 @test "placement sync removes the provider of a parent that is gone" {
         sim_mount nvidia-timesliced
         timesliced_conf

@@ -232,6 +232,58 @@ static void test_custom_class_ensured(void) {
         placement_state_done(&d);
 }
 
+/* A host that Nova runs too: its compute node is the root, with CPU and
+ * memory, an instance's allocation on it, and a child of Nova's own. */
+static void test_leaves_nova_alone(void) {
+        PlacementHolding h[] = { { .guest_uuid = G1, .parent = "0000:84:00.0" } };
+        PlacementState d, f;
+        PlacementPlan p;
+        PlacementProvider *root, *nova_child;
+        PlacementProvider child = { .name = (char *) "myhost_0000:81:00.0", .generation = 2,
+                                    .uuid = "abababab-abab-4bab-8bab-abababababab" };
+        PlacementInventory vcpu = { .resource_class = (char *) "VCPU", .total = 64, .max_unit = 64, .min_unit = 1,
+                                    .step_size = 1, .allocation_ratio = 16.0 };
+        PlacementUsage nova_use = { .consumer = G2, .resource_class = (char *) "VCPU", .used = 4 };
+
+        desired(h, ELEMENTSOF(h), &d);
+        as_fetched(&d, &f);
+        root = &f.providers[0];
+        memcpy(root->uuid, "12345678-1234-4234-8234-123456789abc", UUID_STRING_MAX);
+        for (size_t i = 1; i < f.n_providers; i++)
+                memcpy(f.providers[i].parent_uuid, root->uuid, UUID_STRING_MAX);
+        root->inventories = calloc(1, sizeof *root->inventories);
+        root->inventories[0] = vcpu;
+        root->inventories[0].resource_class = strdup("VCPU");
+        root->n_inventories = 1;
+        check(strv_extend(&root->traits, "COMPUTE_STATUS_ENABLED") == 0);
+        root->usages = calloc(1, sizeof *root->usages);
+        root->usages[0] = nova_use;
+        root->usages[0].resource_class = strdup("VCPU");
+        root->n_usages = 1;
+        memcpy(child.parent_uuid, root->uuid, UUID_STRING_MAX);
+        check(placement_state_add(&f, &child, &nova_child) == 0);
+        nova_child->usages = calloc(1, sizeof *nova_child->usages);
+        nova_child->usages[0] = (PlacementUsage) { .consumer = G2, .resource_class = strdup("CUSTOM_PCI_10DE_1EB8"), .used = 1 };
+        nova_child->n_usages = 1;
+
+        check(!placement_provider_is_ours(nova_child));
+        check(!placement_managed(&d, &f.providers[0]));
+        check(placement_plan(&d, &f, &p) == 0);
+        check(p.n_ops == 0); /* root kept, child kept, Nova's instance kept */
+        check(streq(d.providers[1].parent_uuid, root->uuid)); /* ours nest under Nova's node */
+        placement_plan_done(&p);
+
+        /* a child that mdev-hooks made (its UUIDv5) and no longer wants is removed */
+        child.name = (char *) "myhost_pci_0000_99_00_0";
+        placement_uuid_for_name(child.name, child.uuid);
+        check(placement_state_add(&f, &child, NULL) == 0);
+        check(placement_plan(&d, &f, &p) == 0);
+        check(p.n_ops == 1 && p.ops[0].kind == PLACEMENT_OP_DELETE_PROVIDER && streq(p.ops[0].name, child.name));
+        placement_plan_done(&p);
+        placement_state_done(&f);
+        placement_state_done(&d);
+}
+
 int main(void) {
         test_names_uuids_inventories();
         test_everything_from_nothing();
@@ -241,5 +293,6 @@ int main(void) {
         test_guest_gone_before_inventory_emptied();
         test_adopts_by_name();
         test_custom_class_ensured();
+        test_leaves_nova_alone();
         return 0;
 }
