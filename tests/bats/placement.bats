@@ -370,6 +370,24 @@ pl_send() {
         [ "$(jq '.resource_providers | length' <<<"$output")" -eq 0 ]
 }
 
+@test "placement sync: a Placement that never answers times out in one line, exit 1" {
+        sim_mount nvidia-timesliced
+        timesliced_conf
+        # accepts the connection and never answers
+        python3 -c 'import socket, sys, time
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen()
+open(sys.argv[1], "w").write(str(s.getsockname()[1]))
+c = s.accept(); time.sleep(300)' "$BATS_TEST_TMPDIR/port" 3>&- &
+        silent=$!
+        for i in $(seq 100); do [ -s "$BATS_TEST_TMPDIR/port" ] && break; sleep 0.1; done
+        port=$(cat "$BATS_TEST_TMPDIR/port")
+        run -1 "$MH_CLI" placement sync --url "http://127.0.0.1:$port" --token admin --host slow1
+        kill "$silent"
+        [ "${#lines[@]}" -eq 1 ]
+        [[ "$output" == "mdev-hooks: placement sync: cannot reach Placement at http://127.0.0.1:$port (GET /resource_providers?in_tree="*"): Operation timed out after "* ]]
+        [ ! -e "$MDEV_HOOKS_ROOT/run/mdev-hooks/placement" ]
+}
+
 @test "placement sync --dry-run prints the writes and sends none" {
         sim_mount nvidia-timesliced
         timesliced_conf
