@@ -51,8 +51,10 @@ int placement_http_new(const char *url, const char *token, unsigned timeout, Pla
         if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
                 return error_set(-EIO, "cannot initialise libcurl");
         h = calloc(1, sizeof *h);
-        if (!h)
+        if (!h) {
+                curl_global_cleanup();
                 return -ENOMEM;
+        }
         h->url = strdup(url);
         h->token = token ? strdup(token) : NULL;
         h->curl = curl_easy_init();
@@ -78,6 +80,7 @@ void placement_http_free(PlacementHttp *h) {
                 explicit_bzero(h->token, strlen(h->token));
         free(h->token);
         free(h);
+        curl_global_cleanup();
 }
 
 unsigned placement_http_requests(const PlacementHttp *h) {

@@ -416,3 +416,22 @@ c = s.accept(); time.sleep(300)' "$BATS_TEST_TMPDIR/port" 3>&- &
         run -2 "$MH_CLI" placement sync --host conf1
         [[ "$output" == *"no Placement URL: give --url or set url in the [placement] section of /etc/mdev-hooks/mdev-hooks.conf" ]]
 }
+
+@test "placement sync is clean under valgrind: first sync, at rest, dry run" {
+        command -v valgrind >/dev/null || skip "valgrind is not installed (scripts/setup installs it)"
+        if nm -A "$MH_CLI" 2>/dev/null | grep -q __asan_init || ldd "$MH_CLI" | grep -q libasan; then
+                skip "sanitizer build: valgrind runs on the plain build"
+        fi
+        sim_mount nvidia-timesliced
+        timesliced_conf
+        run -0 prepare vg1 "9a9a9a9a-0000-4000-8000-000000000001,type=nvidia-35"
+        for args in "" "" "--dry-run" "--json"; do
+                # shellcheck disable=SC2086
+                run -0 valgrind --quiet --error-exitcode=99 --leak-check=full --show-leak-kinds=all \
+                        --errors-for-leak-kinds=all --suppressions="$MH_SOURCE_DIR/tests/valgrind.supp" \
+                        --log-file="$BATS_TEST_TMPDIR/vg.%p" "$MH_CLI" placement sync --url "$PL_URL" --token admin --host vg1 $args
+        done
+        run grep -lE 'ERROR SUMMARY: [1-9]|definitely lost|indirectly lost|possibly lost|still reachable|Invalid|uninitialised' "$BATS_TEST_TMPDIR"/vg.*
+        [ "$status" -eq 1 ]   # no log holds one
+        [ "$(ls "$BATS_TEST_TMPDIR"/vg.* | wc -l)" -eq 4 ]
+}
