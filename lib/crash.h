@@ -15,7 +15,8 @@
  * run without guessing at timing: when MDEV_HOOKS_PAUSE_AT is "name" or
  * "name:N" (the Nth time the point is reached, default the first), the
  * process creates the file MDEV_HOOKS_PAUSE_FILE and waits until the test
- * removes it (at most 120 s), once per process. Names in use:
+ * removes it (at most 120 s), once per process; "name:every" pauses each
+ * time. Names in use:
  *   placement-after-fetch       placement sync read Placement, wrote nothing yet
  *   placement-write             placement sync is about to send a write
  *   placement-allocations-read  read a consumer's allocations, not yet written
@@ -49,11 +50,13 @@ static inline void pausepoint(const char *name) {
 
         if (done || !at || !file || strncmp(at, name, l) != 0 || (at[l] && at[l] != ':'))
                 return;
-        if (at[l] == ':')
+        if (at[l] == ':' && strcmp(at + l + 1, "every") == 0)
+                want = 0;
+        else if (at[l] == ':')
                 want = (unsigned) strtoul(at + l + 1, NULL, 10);
         if (++hits < want)
                 return;
-        done = 1;
+        done = want > 0;
         fd = open(file, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
         if (fd < 0)
                 return;

@@ -899,7 +899,7 @@ int placement_sync(PlacementHttp *h, PlacementState *desired, const PlacementSyn
                 }
                 break;
         }
-        if (r >= 0 && result.rounds > PLACEMENT_SYNC_ROUNDS)
+        if (result.rounds > PLACEMENT_SYNC_ROUNDS)
                 r = error_set(-EAGAIN, "Placement at %s: still conflicting after %u rounds (another writer keeps changing this host's providers); run the sync again",
                               placement_http_url(h), PLACEMENT_SYNC_ROUNDS);
         if (r >= 0) {

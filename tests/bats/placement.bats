@@ -324,6 +324,38 @@ pl_send() {
         [[ "$output" == *"gen1_pci_0000_86_00_0 VGPU=16 CUSTOM_MDEV_NVIDIA_35"* ]]
 }
 
+@test "placement sync gives up after 5 rounds of conflicts, in one line, exit 1" {
+        sim_mount nvidia-timesliced
+        timesliced_conf
+        run -0 sync busy1
+        printf '[devices]\nenabled_mdev_types = nvidia-35\n' | conf
+        rp=$(pl_get "/resource_providers?name=busy1_pci_0000_86_00_0" | jq -r '.resource_providers[0].uuid')
+        export MDEV_HOOKS_PAUSE_FILE="$BATS_TEST_TMPDIR/pause"
+        MDEV_HOOKS_PAUSE_AT=placement-after-fetch:every sync busy1 > "$BATS_TEST_TMPDIR/out" 2> "$BATS_TEST_TMPDIR/err" &
+        pid=$!
+        # another writer moves the provider's generation in every round
+        for round in 1 2 3 4 5; do
+                for i in $(seq 600); do [ -e "$MDEV_HOOKS_PAUSE_FILE" ] && break; sleep 0.1; done
+                [ -e "$MDEV_HOOKS_PAUSE_FILE" ]
+                # a trait of its own each time (writing the same traits again moves nothing)
+                pl_send PUT "/traits/CUSTOM_BUSY_$round" >/dev/null
+                gen=$(pl_get "/resource_providers/$rp" | jq .generation)
+                pl_send PUT "/resource_providers/$rp/traits" "{\"traits\": [\"CUSTOM_BUSY_$round\"], \"resource_provider_generation\": $gen}" >/dev/null
+                [ "$(pl_get "/resource_providers/$rp" | jq .generation)" -gt "$gen" ]
+                rm "$MDEV_HOOKS_PAUSE_FILE"
+        done
+        rc=0
+        wait "$pid" || rc=$?
+        [ "$rc" -eq 1 ]
+        [ "$(wc -l < "$BATS_TEST_TMPDIR/err")" -eq 1 ]
+        grep -q "^mdev-hooks: placement sync: Placement at $PL_URL: still conflicting after 5 rounds" "$BATS_TEST_TMPDIR/err"
+        # left alone, the next sync completes
+        unset MDEV_HOOKS_PAUSE_FILE
+        run -0 sync busy1
+        run -0 tree busy1
+        [[ "$output" == *"busy1_pci_0000_86_00_0 VGPU=16 CUSTOM_MDEV_NVIDIA_35"* ]]
+}
+
 @test "placement sync: Placement stopped mid-sync fails in one line and the next sync completes" {
         sim_mount nvidia-timesliced
         timesliced_conf
