@@ -1,8 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Fetch, apply and cache for `placement sync` (placement-sync.h). */
 #include <fcntl.h>
-#include <inttypes.h>
-#include <math.h>
 #include <sys/stat.h>
 
 #include "crash.h"
