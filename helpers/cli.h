@@ -22,6 +22,8 @@ int cli_list_main(int argc, char *argv[], const char *config_path);
 int cli_inventory_main(int argc, char *argv[], const char *config_path);
 int cli_check_config_main(int argc, char *argv[], const char *config_path);
 int cli_pick_main(int argc, char *argv[], const char *config_path);
+int cli_metrics_main(int argc, char *argv[], const char *config_path);
+int cli_placement_main(int argc, char *argv[], const char *config_path);
 
 /* --- shared by the commands (cli.c) ------------------------------------ */
 

@@ -66,7 +66,9 @@ static const CliCommand commands[] = {
         { "list",         cli_list_main,         "every mdev with its parent, type, state and guest" },
         { "inventory",    cli_inventory_main,    "capacity per parent as Nova counts it (--placement)" },
         { "check-config", cli_check_config_main, "check the config, and against this host" },
-        { "pick",         cli_pick_main,         "a free VF for an NVIDIA VFIO vGPU type (--xml: the hostdev to paste)" },
+        { "metrics",      cli_metrics_main,      "capacity and states for Prometheus (node_exporter textfile)" },
+        { "placement",    cli_placement_main,    "placement sync: publish this host to OpenStack Placement" },
+        { "pick",         cli_pick_main,         "a free VF for a VFIO vGPU type (--xml: what to paste)" },
         { "reconcile",    reconcile_exec,        "compare libvirt's guests with the record and sysfs; --apply fixes" },
 };
 

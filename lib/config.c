@@ -51,6 +51,7 @@ typedef enum SectionKind {
         SECTION_TYPE,     /* [mdev_<type>] or [vgpu_<type>] */
         SECTION_HOOKS,
         SECTION_SRIOV,
+        SECTION_PLACEMENT,
 } SectionKind;
 
 typedef struct ParseError {
@@ -484,6 +485,37 @@ static void handle_sriov(Parser *p, const char *key, const char *value) {
         c->sriov[c->n_sriov++] = (ConfigSriovPf) { .address = steal_pointer(&pf), .numvfs = u, .max = max, .line = p->line };
 }
 
+/* [placement]: where `placement sync` publishes the host (issue 21). */
+static void handle_placement(Parser *p, const char *key, const char *value) {
+        Config *c = p->config;
+        char **slot;
+
+        if (!streq(key, "url") && !streq(key, "token_file")) {
+                parser_error(p, p->line, "unknown key '%s' in [placement] (known: url, token_file)", key);
+                p->last_key_bad = true;
+                return;
+        }
+        if (!parser_key_once(p, "placement", key, key)) {
+                p->last_key_bad = true;
+                return;
+        }
+        if (streq(key, "url")) {
+                if (strncmp(value, "http://", 7) != 0 && strncmp(value, "https://", 8) != 0) {
+                        parser_error(p, p->line, "url must start with http:// or https://, not '%s'", value);
+                        return;
+                }
+                slot = &c->placement_url;
+        } else {
+                if (value[0] != '/') {
+                        parser_error(p, p->line, "token_file must be an absolute path, not '%s'", value);
+                        return;
+                }
+                slot = &c->placement_token_file;
+        }
+        free(*slot);
+        *slot = strdup(value);
+}
+
 static void handle_continuation(Parser *p, const char *raw) {
         _cleanup_free_ char *buf = strdup(raw);
         const char *value = buf;
@@ -554,6 +586,9 @@ static int config_handler(void *user, const char *section, const char *raw_name,
         case SECTION_SRIOV:
                 handle_sriov(p, name, value);
                 break;
+        case SECTION_PLACEMENT:
+                handle_placement(p, name, value);
+                break;
         }
         return 1;
 }
@@ -572,6 +607,8 @@ static void parser_section(Parser *p, const char *name) {
                 p->kind = SECTION_HOOKS;
         else if (streq(name, "sriov"))
                 p->kind = SECTION_SRIOV;
+        else if (streq(name, "placement"))
+                p->kind = SECTION_PLACEMENT;
         else if (strncmp(name, "mdev_", 5) == 0 || strncmp(name, "vgpu_", 5) == 0) {
                 type = name + 5;
                 if (!name_is_valid(type)) {
@@ -582,7 +619,7 @@ static void parser_section(Parser *p, const char *name) {
                 p->section = parser_type_section(p, type);
                 p->kind = p->section ? SECTION_TYPE : SECTION_INVALID;
         } else {
-                parser_error(p, p->line, "unknown section [%s] (known: devices, mdev_<type>, vgpu_<type>, hooks, sriov)", name);
+                parser_error(p, p->line, "unknown section [%s] (known: devices, mdev_<type>, vgpu_<type>, hooks, sriov, placement)", name);
                 p->kind = SECTION_INVALID;
         }
 }
@@ -728,6 +765,8 @@ void config_free(Config *c) {
         free(c->sriov);
         free(c->sriov_command);
         strv_free(c->warnings);
+        free(c->placement_url);
+        free(c->placement_token_file);
         free(c);
 }
 

@@ -67,6 +67,8 @@ typedef struct Config {
          * mdev-hooks does too, the way Nova does ("<file>:<line>: ..."):
          * programs log them; check-config refuses them. */
         char **warnings;
+        char *placement_url;        /* [placement] url, or NULL */
+        char *placement_token_file; /* [placement] token_file (absolute), or NULL */
 } Config;
 
 /* Loads and validates the config. path NULL means CONFIG_DEFAULT_PATH under

@@ -10,6 +10,16 @@
  *   prepare-after-record        one mdev recorded, the next not yet handled
  *   release-after-remove        sysfs remove written, record not yet changed
  *   migrate-after-create        migrate created an mdev, record not yet written
+ *
+ * PAUSEPOINT("name") (same build only) lets a test act in the middle of a
+ * run without guessing at timing: when MDEV_HOOKS_PAUSE_AT is "name" or
+ * "name:N" (the Nth time the point is reached, default the first), the
+ * process creates the file MDEV_HOOKS_PAUSE_FILE and waits until the test
+ * removes it (at most 120 s), once per process; "name:every" pauses each
+ * time. Names in use:
+ *   placement-after-fetch       placement sync read Placement, wrote nothing yet
+ *   placement-write             placement sync is about to send a write
+ *   placement-allocations-read  read a consumer's allocations, not yet written
  */
 #pragma once
 
@@ -26,6 +36,36 @@ static inline void crashpoint(const char *name) {
                 kill(getpid(), SIGKILL);
 }
 #define CRASHPOINT(name) crashpoint(name)
+
+#include <fcntl.h>
+#include <time.h>
+
+static inline void pausepoint(const char *name) {
+        static unsigned hits;
+        static int done;
+        const char *at = getenv("MDEV_HOOKS_PAUSE_AT"), *file = getenv("MDEV_HOOKS_PAUSE_FILE");
+        size_t l = strlen(name);
+        unsigned want = 1;
+        int fd;
+
+        if (done || !at || !file || strncmp(at, name, l) != 0 || (at[l] && at[l] != ':'))
+                return;
+        if (at[l] == ':' && strcmp(at + l + 1, "every") == 0)
+                want = 0;
+        else if (at[l] == ':')
+                want = (unsigned) strtoul(at + l + 1, NULL, 10);
+        if (++hits < want)
+                return;
+        done = want > 0;
+        fd = open(file, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+        if (fd < 0)
+                return;
+        close(fd);
+        for (int i = 0; i < 12000 && access(file, F_OK) == 0; i++)
+                nanosleep(&(struct timespec) { .tv_nsec = 10000000 }, NULL);
+}
+#define PAUSEPOINT(name) pausepoint(name)
 #else
 #define CRASHPOINT(name) do { } while (0)
+#define PAUSEPOINT(name) do { } while (0)
 #endif

@@ -3,8 +3,11 @@
 #include <ctype.h>
 #include <limits.h>
 
+#include "config.h"
 #include "inventory.h"
+#include "sysfs.h"
 #include "util.h"
+#include "vfio.h"
 
 static const char * const reason_table[_INVENTORY_REASON_MAX] = {
         [INVENTORY_OK] = "ok",
@@ -121,4 +124,85 @@ static char *underscored(const char *prefix, const char *s, bool upper) {
 
 char *inventory_type_trait(const char *type) {
         return underscored("CUSTOM_MDEV_", type, true);
+}
+
+/* --- the host ---------------------------------------------------------- */
+
+int inventory_read(int rootfd, const Config *c, InventoryParent **ret, size_t *ret_n) {
+        _cleanup_strv_free_ char **parents = NULL;
+        InventoryParent *p;
+        size_t n = 0;
+        int r;
+
+        r = sysfs_parent_list(rootfd, &parents);
+        if (r < 0)
+                return r;
+        {
+                /* NVIDIA's VFIO framework: one provider per PF (vfio.h) */
+                _cleanup_strv_free_ char **pfs = NULL;
+                r = vfio_pf_list(rootfd, &pfs);
+                if (r < 0)
+                        return r;
+                for (char **pf = pfs; *pf; pf++) {
+                        r = strv_extend(&parents, *pf);
+                        if (r < 0)
+                                return r;
+                }
+        }
+        p = calloc(strv_length(parents) + 1, sizeof *p);
+        if (!p)
+                return -ENOMEM;
+        for (char **q = parents; *q; q++) {
+                const ConfigType *t = config_parent_type(c, *q);
+                InventoryParent *ip = &p[n++];
+
+                *ip = (InventoryParent) { .parent = *q };
+                if (!t)
+                        continue;
+                ip->type = t->name;
+                ip->max_instances = t->max_instances;
+                if (vfio_is_pf(rootfd, *q) > 0) {
+                        VfioOffer o;
+                        bool offered;
+                        r = vfio_pf_offer(rootfd, *q, t->name, &o, &offered);
+                        if (r < 0) {
+                                free(p);
+                                return r;
+                        }
+                        ip->offered = offered;
+                        ip->existing = o.existing;
+                        ip->available = o.creatable;
+                        continue;
+                }
+                r = sysfs_type_available(rootfd, *q, t->name, &ip->available);
+                if (r == -ENOENT)
+                        continue;
+                if (r >= 0)
+                        r = sysfs_type_count(rootfd, *q, t->name, &ip->existing);
+                if (r < 0) {
+                        free(p);
+                        return r;
+                }
+                ip->offered = true;
+        }
+        inventory_compute(p, n);
+        /* the names belong to parents: hand both out together */
+        for (size_t i = 0; i < n; i++) {
+                p[i].parent = strdup(p[i].parent);
+                if (!p[i].parent) {
+                        for (size_t j = 0; j < i; j++)
+                                free((char *) p[j].parent);
+                        free(p);
+                        return -ENOMEM;
+                }
+        }
+        *ret = p;
+        *ret_n = n;
+        return 0;
+}
+
+void inventory_free(InventoryParent *p, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                free((char *) p[i].parent);
+        free(p);
 }

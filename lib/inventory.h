@@ -53,6 +53,14 @@ void inventory_sort(InventoryParent *parents, size_t n);
 /* A parent of sorted parents by name, or NULL. */
 InventoryParent *inventory_find(InventoryParent *parents, size_t n, const char *parent);
 
+/* Reads every registered parent (sysfs_parent_list()) with the type the
+ * config gives it and that type's two numbers, and computes the inventory
+ * (inventory_compute()): the code behind `inventory`, `metrics` and
+ * `placement sync`. *ret owns the parent names; free with inventory_free(). */
+struct Config;
+int inventory_read(int rootfd, const struct Config *c, InventoryParent **ret, size_t *ret_n);
+void inventory_free(InventoryParent *p, size_t n);
+
 /* "ok", "no type configured", ... for text and JSON. */
 const char *inventory_reason_to_string(InventoryReason r);
 

@@ -423,7 +423,7 @@ add_late_record() {
         [ "$status" -eq 0 ]
         [[ "$output" == *"Usage: mdev-hooks"* ]]
         local usage="$output"
-        for c in types list inventory check-config; do
+        for c in types list inventory check-config metrics placement; do
                 [[ "$usage" == *"  $c "* ]]
                 run "$MH_CLI" "$c" --help
                 [ "$status" -eq 0 ]
@@ -460,7 +460,7 @@ add_late_record() {
         fixture_root nvidia
         sed -E 's/^#([a-z0-9_:.]+ *=|\[)/\1/; s/^#(    0000)/\1/' "$MH_SOURCE_DIR/conf/mdev-hooks.conf" > "$BATS_TEST_TMPDIR/all.conf"
         # every option of config.h is there
-        for k in enabled_mdev_types device_addresses max_instances mdev_class release placement lock_timeout parent_wait recreate command '0000:41:00.0'; do
+        for k in enabled_mdev_types device_addresses max_instances mdev_class release placement lock_timeout parent_wait recreate command '0000:41:00.0' url token_file; do
                 grep -q "^$k *=" "$BATS_TEST_TMPDIR/all.conf"
         done
         run "$MH_CLI" inventory --config "$BATS_TEST_TMPDIR/all.conf"

@@ -75,6 +75,10 @@ assert_clean() {
         vg inventory "$MH_CLI" inventory --json
         vg placement "$MH_CLI" inventory --placement --hostname h
         vg check "$MH_CLI" check-config
+        vg metrics "$MH_CLI" metrics
+        # placement sync's failure path (its work is checked in placement.bats)
+        run vg placement-down "$MH_CLI" placement sync --url http://127.0.0.1:1 --token x --host h
+        [ "$status" -eq 1 ]
         assert_clean
 }
 

@@ -975,3 +975,18 @@ vf_event() {
         [ "$status" -eq 2 ]
         [[ "$output" == *"'$PF2' in device_addresses of nvidia-$Q8 is a GPU bound to nvidia without VFs: enable them (sriov-manage -e $PF2"* ]]
 }
+
+@test "metrics counts a guest's VFIO vGPU by state and gives each PF inventory's numbers" {
+        sim_mount nvidia-vfio
+        vfio_conf
+        run -0 vprepare g1 "pci=$VF1,type=nvidia-$Q4"
+        run -0 "$MH_CLI" metrics
+        metrics="$output"
+        grep -qxF 'mdev_hooks_mdevs{state="assigned"} 1' <<<"$metrics"
+        run -0 "$MH_CLI" inventory --json
+        read -r total used free < <(jq -r ".parents[] | select(.parent == \"$PF1\") | \"\(.total) \(.used) \(.free)\"" <<<"$output")
+        [ "$used" = 1 ]
+        grep -qE "^mdev_hooks_parent_capacity_vgpus\{.*parent=\"$PF1\".*\} $total\$" <<<"$metrics"
+        grep -qE "^mdev_hooks_parent_used_vgpus\{.*parent=\"$PF1\".*\} 1\$" <<<"$metrics"
+        grep -qE "^mdev_hooks_parent_free_vgpus\{.*parent=\"$PF1\".*\} $free\$" <<<"$metrics"
+}

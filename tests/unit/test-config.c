@@ -498,6 +498,26 @@ static void test_error_unknown_key_and_section(void) {
         expect_error("release = keep\n", 1, "key 'release' outside a section");
 }
 
+static void test_placement_section(void) {
+        Config *c = load_ok("[placement]\n"
+                            "url = http://placement.example.net:8778\n"
+                            "token_file = /etc/mdev-hooks/placement-token\n");
+
+        check(streq(c->placement_url, "http://placement.example.net:8778"));
+        check(streq(c->placement_token_file, "/etc/mdev-hooks/placement-token"));
+        config_free(c);
+        c = load_ok("[devices]\nenabled_mdev_types = nvidia-35\n");
+        check(!c->placement_url && !c->placement_token_file);
+        config_free(c);
+        expect_error("[placement]\n"
+                     "url = http://p:8778\n"
+                     "password = x\n",
+                     3, "unknown key 'password' in [placement] (known: url, token_file)");
+        expect_error("[placement]\nurl = placement:8778\n", 2, "url must start with http:// or https://, not 'placement:8778'");
+        expect_error("[placement]\ntoken_file = token\n", 2, "token_file must be an absolute path, not 'token'");
+        expect_error("[placement]\nurl = http://a\nurl = http://b\n", 3, "duplicate key 'url' (first set on line 2)");
+}
+
 static void test_error_section_for_type_not_enabled(void) {
         expect_error("[devices]\n"
                      "enabled_mdev_types = nvidia-35\n"
@@ -711,6 +731,7 @@ int main(void) {
         test_error_mdev_class();
         test_error_unknown_key_and_section();
         test_error_section_for_type_not_enabled();
+        test_placement_section();
         test_error_duplicate_key();
         test_error_hooks_values();
         test_error_syntax();
