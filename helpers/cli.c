@@ -12,6 +12,7 @@ int cli_parse_options(int argc, char *argv[], unsigned accepted, const char *hel
                 { "placement", no_argument,       NULL, 'p' },
                 { "hostname",  required_argument, NULL, 'H' },
                 { "help",      no_argument,       NULL, 'h' },
+                { "version",   no_argument,       NULL, 'V' },
                 { 0 }
         };
         int c;
@@ -40,6 +41,9 @@ int cli_parse_options(int argc, char *argv[], unsigned accepted, const char *hel
                         break;
                 case 'h':
                         fputs(help, stdout);
+                        return CLI_EXIT_OK;
+                case 'V':
+                        puts("mdev-hooks " PACKAGE_VERSION);
                         return CLI_EXIT_OK;
                 default:
                 unknown:

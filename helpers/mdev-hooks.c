@@ -71,7 +71,7 @@ static const CliCommand commands[] = {
         { "list",         cli_list_main,         "every mdev with its parent, type, state and guest" },
         { "inventory",    cli_inventory_main,    "capacity per parent as Nova counts it (--placement)" },
         { "check-config", cli_check_config_main, "check the config, and against this host" },
-        { "reconcile",    reconcile_exec,        "compare libvirt's guests with the record and sysfs; --apply fixes" },
+        { "reconcile",    reconcile_exec,        "libvirt's guests against the record and sysfs" },
 };
 
 static void usage(FILE *f) {
