@@ -72,3 +72,17 @@ teardown() {
         [ -f "$BATS_TEST_TMPDIR/dest/etc/mdev-hooks/mdev-hooks.conf.example" ]
         [ ! -e "$BATS_TEST_TMPDIR/dest/etc/mdev-hooks/mdev-hooks.conf" ]
 }
+
+@test "without /dev/fuse, the demo says what is missing and how to get it" {
+        why=$(unshare -m true 2>&1) || skip "cannot make a mount namespace here (uid $(id -u)): ${why:-unshare -m failed}"
+        # a /dev without fuse, as in a container started without --device /dev/fuse
+        run unshare -m sh -c '
+                mount --make-rprivate / && mount -t tmpfs tmpfs /dev &&
+                mknod -m 666 /dev/null c 1 3 && exec "$1"' sh "$MH_SOURCE_DIR/scripts/demo"
+        echo "$output"
+        [ "$status" -eq 1 ]
+        [[ "$output" == *"/dev/fuse is missing"* ]]
+        [[ "$output" == *"modprobe fuse"* ]]
+        [[ "$output" == *"--device /dev/fuse"* ]]
+        [[ "$output" != *"fuse: device not found"* ]]
+}
