@@ -119,9 +119,18 @@ sys_unchanged() {
         [[ "$output" == *"nvidia-35  assigned  created  web1"* ]]
 }
 
-# In a mount namespace: /run and /var/lib are private tmpfs, udevadm and
-# systemctl are stand-ins that log their arguments (systemctl says libvirtd
-# is active). Runs the package's postinst or postrm with ARGS.
+# Skips, with unshare's reason, where no private mount namespace can be made
+# (no CAP_SYS_ADMIN; a chroot whose / is not a mount point).
+need_mount_namespace() {
+        command -v unshare > /dev/null || skip "unshare is not installed"
+        local why
+        why=$(unshare -m --propagation unchanged sh -c 'mount --make-rprivate /' 2>&1) ||
+                skip "cannot make a private mount namespace here: ${why:-unshare -m failed}"
+}
+
+# In a mount namespace where /run and /var/lib are private tmpfs, with
+# stand-ins for udevadm and systemctl first on PATH that log their arguments
+# (systemctl says libvirtd is active). Runs the package's postinst or postrm with ARGS.
 # usage: run_script postinst|postrm ARGS...
 run_script() {
         local script="$1"
@@ -129,35 +138,34 @@ run_script() {
         ctl="$BATS_TEST_TMPDIR/ctl"
         mkdir -p "$ctl"
         dpkg-deb -e "$MH_DEB" "$ctl"
-        cat > "$BATS_TEST_TMPDIR/udevadm" <<-'EOF'
+        mkdir -p "$BATS_TEST_TMPDIR/bin"
+        cat > "$BATS_TEST_TMPDIR/bin/udevadm" <<-'EOF'
 	#!/bin/sh
 	echo "udevadm $*" >> /run/calls
 	EOF
-        cat > "$BATS_TEST_TMPDIR/systemctl" <<-'EOF'
+        cat > "$BATS_TEST_TMPDIR/bin/systemctl" <<-'EOF'
 	#!/bin/sh
 	echo "systemctl $*" >> /run/calls
 	case "$*" in *libvirtd.service*) exit 0 ;; esac
 	exit 3
 	EOF
-        chmod +x "$BATS_TEST_TMPDIR/udevadm" "$BATS_TEST_TMPDIR/systemctl"
-        unshare -m sh -ec '
+        chmod +x "$BATS_TEST_TMPDIR/bin/udevadm" "$BATS_TEST_TMPDIR/bin/systemctl"
+        unshare -m --propagation unchanged sh -ec '
                 mount --make-rprivate /
                 mount -t tmpfs tmpfs /run
                 mount -t tmpfs tmpfs /var/lib
                 mkdir -p /run/udev /run/systemd/system
-                mount --bind "$1/udevadm" "$(command -v udevadm)"
-                mount --bind "$1/systemctl" "$(command -v systemctl)"
-                script=$2; shift 2
-                DPKG_ROOT= "$script" "$@"
+                bin=$1 script=$2; shift 2
+                PATH="$bin:$PATH" DPKG_ROOT= "$script" "$@"
                 echo "--- calls"
                 cat /run/calls 2>/dev/null || true
                 echo "--- record"
                 stat -c %a /var/lib/mdev-hooks 2>/dev/null || echo none
-        ' sh "$BATS_TEST_TMPDIR" "$ctl/$script" "$@"
+        ' sh "$BATS_TEST_TMPDIR/bin" "$ctl/$script" "$@"
 }
 
 @test "postinst on a running system: record made, rules reloaded, mdevs and PFs replayed, one line for libvirtd" {
-        command -v unshare > /dev/null || skip "unshare is not installed"
+        need_mount_namespace
         run run_script postinst configure ""
         echo "$output"
         [ "$status" -eq 0 ]
@@ -175,7 +183,7 @@ run_script() {
 }
 
 @test "postinst on upgrade says nothing about libvirtd (the hook was there at its start)" {
-        command -v unshare > /dev/null || skip "unshare is not installed"
+        need_mount_namespace
         run run_script postinst configure 0.0.9
         [ "$status" -eq 0 ]
         [[ "$output" != *"restart libvirtd"* ]]
@@ -183,7 +191,7 @@ run_script() {
 }
 
 @test "postrm remove reloads the rules and touches nothing else" {
-        command -v unshare > /dev/null || skip "unshare is not installed"
+        need_mount_namespace
         run run_script postrm remove
         echo "$output"
         [ "$status" -eq 0 ]
