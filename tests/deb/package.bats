@@ -49,9 +49,10 @@ sys_unchanged() {
         (cd "$BATS_TEST_TMPDIR/dest" && find . ! -type d | sed 's|^\./||' | sort) > "$BATS_TEST_TMPDIR/meson.files"
         # the package's files, without Debian's own (copyright, changelog,
         # lintian overrides) and
-        # with man pages compressed by dh_compress named as meson names them
+        # with man pages and docs compressed by dh_compress named as meson
+        # names them
         dpkg-deb -c "$MH_DEB" | awk '$1 !~ /^d/ { print $6 }' | sed 's|^\./||' |
-                grep -vE '^usr/share/(doc|lintian/overrides)/mdev-hooks' | sed 's|\.gz$||' | sort > "$BATS_TEST_TMPDIR/deb.files"
+                grep -vxE 'usr/share/doc/mdev-hooks/(copyright|changelog\.gz)|usr/share/lintian/overrides/mdev-hooks' | sed 's|\.gz$||' | sort > "$BATS_TEST_TMPDIR/deb.files"
         diff -u "$BATS_TEST_TMPDIR/meson.files" "$BATS_TEST_TMPDIR/deb.files"
         grep -qx 'etc/libvirt/hooks/qemu.d/mdev-hooks' "$BATS_TEST_TMPDIR/deb.files"
         grep -qx 'usr/share/bash-completion/completions/mdev-hooks' "$BATS_TEST_TMPDIR/deb.files"
