@@ -13,7 +13,8 @@
 #include "vfio.h"
 
 static const char help[] =
-        "Usage: mdev-hooks inventory [--json | --placement [--hostname NAME]] [--config FILE]\n"
+        "Usage: mdev-hooks inventory [--json | --placement [--hostname NAME]]\n"
+        "                            [--config FILE]\n"
         "\n"
         "Per registered mdev parent: the type the config gives it and that type's\n"
         "mdev_class, and the capacity as OpenStack Nova counts it:\n"

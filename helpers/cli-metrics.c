@@ -31,7 +31,7 @@ static const char help[] =
         "                                when /var/lib/mdev-hooks last changed\n"
         "\n"
         "Write it atomically into the collector's directory, e.g.\n"
-        "  mdev-hooks metrics > DIR/.mdev-hooks.prom.$$ && mv DIR/.mdev-hooks.prom.$$ DIR/mdev-hooks.prom\n"
+        "  mdev-hooks metrics > DIR/.mh.prom.$$ && mv DIR/.mh.prom.$$ DIR/mdev-hooks.prom\n"
         "\n"
         "  --config FILE   read FILE instead of /etc/mdev-hooks/mdev-hooks.conf\n"
         "  --help          show this help\n";

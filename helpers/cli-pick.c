@@ -103,6 +103,7 @@ int cli_pick_main(int argc, char *argv[], const char *config_path) {
         static const struct option options[] = {
                 { "xml", no_argument, NULL, 'x' },
                 { "help", no_argument, NULL, 'h' },
+                { "version", no_argument, NULL, 'V' },
                 { 0 }
         };
         _cleanup_close_ int rootfd = -1, ledgerfd = -1;
@@ -123,6 +124,9 @@ int cli_pick_main(int argc, char *argv[], const char *config_path) {
                         break;
                 case 'h':
                         fputs(help, stdout);
+                        return CLI_EXIT_OK;
+                case 'V':
+                        puts("mdev-hooks " PACKAGE_VERSION);
                         return CLI_EXIT_OK;
                 default:
                         log_error("unknown option or missing argument '%s'; see 'mdev-hooks pick --help'", argv[optind - 1]);

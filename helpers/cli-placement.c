@@ -63,6 +63,7 @@ static int parse_options(int argc, char *argv[], Options *o) {
                 { "dry-run", no_argument,       NULL, 'n' },
                 { "json",    no_argument,       NULL, 'j' },
                 { "help",    no_argument,       NULL, 'h' },
+                { "version", no_argument,       NULL, 'V' },
                 { 0 }
         };
         int c;
@@ -71,6 +72,10 @@ static int parse_options(int argc, char *argv[], Options *o) {
         if (argc < 2 || argv[1][0] == '-') {
                 if (argc >= 2 && streq(argv[1], "--help")) {
                         fputs(help, stdout);
+                        return CLI_EXIT_OK;
+                }
+                if (argc >= 2 && streq(argv[1], "--version")) {
+                        puts("mdev-hooks " PACKAGE_VERSION);
                         return CLI_EXIT_OK;
                 }
                 log_error("placement: missing action; see 'mdev-hooks placement --help'");
@@ -106,6 +111,9 @@ static int parse_options(int argc, char *argv[], Options *o) {
                         break;
                 case 'h':
                         fputs(help, stdout);
+                        return CLI_EXIT_OK;
+                case 'V':
+                        puts("mdev-hooks " PACKAGE_VERSION);
                         return CLI_EXIT_OK;
                 default:
                         log_error("placement sync: unknown option or missing argument '%s'; see 'mdev-hooks placement --help'",

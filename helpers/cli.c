@@ -14,6 +14,7 @@ int cli_parse_options(int argc, char *argv[], unsigned accepted, const char *hel
                 { "parent",    required_argument, NULL, 'p' },
                 { "uuid",      required_argument, NULL, 'u' },
                 { "help",      no_argument,       NULL, 'h' },
+                { "version",   no_argument,       NULL, 'V' },
                 { 0 }
         };
         int c;
@@ -60,6 +61,9 @@ int cli_parse_options(int argc, char *argv[], unsigned accepted, const char *hel
                         break;
                 case 'h':
                         fputs(help, stdout);
+                        return CLI_EXIT_OK;
+                case 'V':
+                        puts("mdev-hooks " PACKAGE_VERSION);
                         return CLI_EXIT_OK;
                 default:
                 unknown:

@@ -19,6 +19,20 @@ int main(int argc, char *argv[]) {
         int r;
 
         log_open("mdev-hooks", LOG_TARGET_STDERR);
+        if (argc == 2 && streq(argv[1], "--help")) {
+                puts("Usage: mdev-hooks-reconcile reconcile [OPTIONS]\n"
+                     "\n"
+                     "The program behind 'mdev-hooks reconcile' (it alone links libvirt);\n"
+                     "run that instead. 'mdev-hooks reconcile --help' lists the options.\n"
+                     "\n"
+                     "  --help     show this help\n"
+                     "  --version  show the version");
+                return 0;
+        }
+        if (argc == 2 && streq(argv[1], "--version")) {
+                puts("mdev-hooks-reconcile " PACKAGE_VERSION);
+                return 0;
+        }
         argc--, argv++;
         if (argc >= 2 && streq(argv[0], "--config")) {
                 config_path = argv[1];

@@ -59,6 +59,27 @@ int main(int argc, char **argv) {
         Uevent ev;
         int r;
 
+        /* udev always sets ACTION: without it, a person is asking. */
+        if (argc == 2 && !getenv("ACTION") && streq(argv[1], "--help")) {
+                puts("Usage: mdev-hooks-udev KERNEL-NAME   (run by udev, with the event in its\n"
+                     "       environment)\n"
+                     "\n"
+                     "The udev helper of mdev-hooks, run by 60-mdev-hooks.rules when an mdev\n"
+                     "parent registers or unregisters, an mdev appears or goes, or an SR-IOV\n"
+                     "physical function appears. It brings the record (/var/lib/mdev-hooks)\n"
+                     "up to date, recreates lost mdevs (recreate = eager) and enables the VFs\n"
+                     "of the PFs named in [sriov]. It logs to syslog and never fails an event.\n"
+                     "\n"
+                     "  --help     show this help\n"
+                     "  --version  show the version\n"
+                     "\n"
+                     "See mdev-hooks-udev(8) and mdev-hooks.conf(5).");
+                return 0;
+        }
+        if (argc == 2 && !getenv("ACTION") && streq(argv[1], "--version")) {
+                puts("mdev-hooks-udev " PACKAGE_VERSION);
+                return 0;
+        }
         log_open("mdev-hooks-udev", LOG_TARGET_SYSLOG | LOG_TARGET_STDERR);
 
         /* The event as udev passes it: no access to sysfs here. */

@@ -69,7 +69,7 @@ static const CliCommand commands[] = {
         { "metrics",      cli_metrics_main,      "capacity and states for Prometheus (node_exporter textfile)" },
         { "placement",    cli_placement_main,    "placement sync: publish this host to OpenStack Placement" },
         { "pick",         cli_pick_main,         "a free VF for a VFIO vGPU type (--xml: what to paste)" },
-        { "reconcile",    reconcile_exec,        "compare libvirt's guests with the record and sysfs; --apply fixes" },
+        { "reconcile",    reconcile_exec,        "libvirt's guests against the record and sysfs" },
 };
 
 static void usage(FILE *f) {

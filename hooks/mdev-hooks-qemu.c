@@ -93,6 +93,29 @@ int main(int argc, char **argv) {
         size_t len;
         int r;
 
+        /* libvirt always passes four arguments: one is a person asking. */
+        if (argc == 2 && streq(argv[1], "--help")) {
+                puts("Usage: mdev-hooks-qemu GUEST OPERATION SUB-OPERATION EXTRA < DOMAIN.XML\n"
+                     "\n"
+                     "The libvirt qemu hook of mdev-hooks, run by libvirtd as\n"
+                     "/etc/libvirt/hooks/qemu.d/mdev-hooks with the domain XML on stdin. It\n"
+                     "creates a guest's mdevs at prepare and removes them at release; migrate\n"
+                     "and restore find or create them here, reconnect re-asserts them.\n"
+                     "Guests without an mdev hostdev cost nothing. A refusal is one line on\n"
+                     "stderr (libvirt shows it) and in syslog: 'mdev-hooks: GUEST: reason'.\n"
+                     "\n"
+                     "  --help     show this help\n"
+                     "  --version  show the version\n"
+                     "\n"
+                     "Exit status: 0 done or nothing to do, 1 the guest must not start,\n"
+                     "2 bad usage.\n"
+                     "See mdev-hooks-qemu(8) and mdev-hooks.conf(5).");
+                return 0;
+        }
+        if (argc == 2 && streq(argv[1], "--version")) {
+                puts("mdev-hooks-qemu " PACKAGE_VERSION);
+                return 0;
+        }
         if (argc < 3) {
                 fprintf(stderr, "usage: %s <guest> <operation> <sub-operation> <extra>  (run by libvirt, with the domain XML on stdin)\n",
                         program_invocation_short_name);

@@ -1059,6 +1059,7 @@ int config_load(int rootfd, const char *path, Config **ret, char ***ret_errors) 
                         Config *c = config_new(shown);
                         if (!c)
                                 return -ENOMEM;
+                        c->missing = true;
                         *ret = c;
                         return 0;
                 }
@@ -1165,6 +1166,16 @@ void config_enabled_types_string(const Config *c, char *buf, size_t size) {
                         break;
                 o += (size_t) n;
         }
-        if (o == 0)
-                snprintf(buf, size, "none");
+        if (o == 0) {
+                /* Name the file to write: the refusal is all an operator sees. */
+                const char *root = getenv("MDEV_HOOKS_ROOT");
+                bool rooted = root && *root && !streq(root, "/") && c->path[0] == '/' && streq(c->path, CONFIG_DEFAULT_DISPLAY);
+
+                if (c->missing)
+                        snprintf(buf, size, "none (%s%s does not exist: copy %s%s.example there and enable types in [devices] enabled_mdev_types)",
+                                 rooted ? root : "", c->path, rooted ? root : "", c->path);
+                else
+                        snprintf(buf, size, "none (%s%s enables no type: set [devices] enabled_mdev_types)",
+                                 rooted ? root : "", c->path);
+        }
 }

@@ -48,6 +48,7 @@ typedef struct ConfigSriovPf {
 
 typedef struct Config {
         char *path;           /* as given, for messages */
+        bool missing;         /* the default config does not exist (no types enabled) */
 
         ConfigType *types;    /* in the order of enabled_mdev_types */
         size_t n_types;
@@ -100,8 +101,10 @@ const ConfigType *config_find_type(const Config *c, const char *type);
 /* True when a parent is named explicitly under some type. */
 bool config_parent_is_listed(const Config *c, const char *parent);
 
-/* "nvidia-35, nvidia-36" (config order), or "none": for messages such as
- * "type X is not enabled here; enabled: ...". Cut short to fit size. */
+/* "nvidia-35, nvidia-36" (config order): for messages such as "type X is not
+ * enabled here; enabled: ...". With no type enabled, "none" and the file to
+ * write, under MDEV_HOOKS_ROOT: "none (/etc/mdev-hooks/mdev-hooks.conf does
+ * not exist: ...)". Cut short to fit size. */
 void config_enabled_types_string(const Config *c, char *buf, size_t size);
 
 /* Strings for the enums, for messages and JSON. */

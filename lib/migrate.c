@@ -95,8 +95,8 @@ static int resolve_want(const HookContext *ctx, const Alloc *a, const DomxmlMdev
         if (!m->type[0] && !m->mdev_class[0]) {
                 config_enabled_types_string(c, enabled, sizeof enabled);
                 if (c->n_types == 0)
-                        return error_set(-ENOENT, "mdev %s: no mdev types are enabled here ([devices] enabled_mdev_types is empty)",
-                                         m->uuid);
+                        return error_set(-ENOENT, "mdev %s: no mdev types are enabled here: %s",
+                                         m->uuid, enabled);
                 if (c->n_types > 1)
                         return error_set(-ENOENT, "mdev %s has no type in the domain metadata and this host enables several (%s), "
                                          "so the type it has on the source is unknown: add <mh:mdev uuid=\"%s\" type=\"...\"/> to "

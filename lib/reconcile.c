@@ -900,30 +900,26 @@ int reconcile_print_json(const ReconcilePlan *p, bool applied, FILE *f) {
 static void help(FILE *f) {
         fputs("usage: mdev-hooks reconcile [--connect URI] [--apply] [--json]\n"
               "\n"
-              "Compare the mdevs libvirt's guests use with the record (/" LEDGER_DIR ")\n"
-              "and with sysfs, print one line per disagreement with what fixes it, and\n"
-              "with --apply fix it under the hooks' lock. libvirt is asked over a\n"
-              "read-only connection (default " RECONCILE_DEFAULT_URI ").\n"
-              "\n"
-              "  UUID KIND: what disagrees -> what is done\n"
-              "\n"
-              "  record-without-mdev  the mdev is gone: mark it lost (a running guest uses it, or\n"
-              "                       a defined one after a reboot), else drop the record\n"
-              "  stale-record         the record is from an earlier boot or names another mdev:\n"
-              "                       record the mdev as borrowed if a guest runs with it, else drop\n"
-              "  unused               no running guest uses it: remove it if mdev-hooks created it\n"
-              "                       (keep it free with release = keep), forget it if borrowed\n"
+              "Compare the mdevs libvirt's guests use (read-only connection, default\n"
+              RECONCILE_DEFAULT_URI ") with the record (/" LEDGER_DIR ") and sysfs; print one\n"
+              "line per disagreement, UUID KIND: what disagrees -> what is done, and\n"
+              "with --apply do it under the hooks' lock. KIND is one of:\n"
+              "  record-without-mdev  mdev gone: mark lost if a guest uses it, else drop\n"
+              "  stale-record         earlier boot or other mdev: borrowed if in use, else drop\n"
+              "  unused               no guest uses it: remove if created (keep free with\n"
+              "                       release = keep), forget if borrowed\n"
               "  remove-pending       a remove that was busy: try it again\n"
-              "  incoming-expired     a migration's claim over 10 minutes old, guest not here: as unused\n"
-              "  unrecorded-in-use    a running guest uses an mdev the record does not give it: record it\n"
-              "  foreign              an mdev mdev-hooks did not create: never touched (does not count)\n"
-              "  unreadable-record    a record file that does not parse: record the mdev as borrowed\n"
-              "                       if a guest runs with it, else drop the file (the mdev stays)\n"
+              "  incoming-expired     a migration's claim over 10 minutes old: as unused\n"
+              "  unrecorded-in-use    a running guest uses an unrecorded mdev: record it\n"
+              "  foreign              not created by mdev-hooks: never touched (not counted)\n"
+              "  unreadable-record    a record that does not parse: borrowed if in use, else\n"
+              "                       drop the file (the mdev stays)\n"
               "  missing-mdev, shared-mdev, unreadable-guest, unreadable-records: for a person\n"
               "\n"
-              "Exit status: 0 all agrees (or all was fixed), 1 something found (or not\n"
-              "all fixed, or libvirt, the record or sysfs could not be read), 2 bad\n"
-              "usage or config.\n", f);
+              "  --connect URI  libvirt URI     --apply  fix     --json  print JSON\n"
+              "  --help         show this help  --version  show the version\n"
+              "Exit status: 0 all agrees (or all fixed), 1 something found or not fixed\n"
+              "(or unreadable), 2 bad usage or config. See mdev-hooks(8).\n", f);
 }
 
 static int safe_close(int fd) {
@@ -1013,6 +1009,7 @@ int reconcile_main(int argc, char *argv[], const char *config_path) {
                 { "apply",   no_argument,       NULL, 'a' },
                 { "json",    no_argument,       NULL, 'j' },
                 { "help",    no_argument,       NULL, 'h' },
+                { "version", no_argument,       NULL, 'V' },
                 { 0 }
         };
         _cleanup_config_free_ Config *config = NULL;
@@ -1042,6 +1039,9 @@ int reconcile_main(int argc, char *argv[], const char *config_path) {
                         break;
                 case 'h':
                         help(stdout);
+                        return 0;
+                case 'V':
+                        puts("mdev-hooks " PACKAGE_VERSION);
                         return 0;
                 default:
                         log_error("reconcile: unknown option or missing argument '%s'; see 'mdev-hooks reconcile --help'",

@@ -649,7 +649,11 @@ fake_device() {
 rules_skip_unless_possible() {
         command -v udevadm > /dev/null || skip "udevadm is not installed"
         command -v unshare > /dev/null || skip "unshare is not installed"
-        unshare -m true 2> /dev/null || skip "cannot make a mount namespace here (needs root)"
+        # Say why not, as unshare says it (in a container: seccomp or a missing
+        # CAP_SYS_ADMIN, even as root).
+        local why
+        why=$(unshare -m true 2>&1) ||
+                skip "cannot make a mount namespace here (uid $(id -u)): ${why:-unshare -m failed}"
 }
 
 @test "the rules run the helper with %k for a parent's registered and unregistered events" {
