@@ -356,7 +356,7 @@ static int ledger_load(int dirfd, const char *uuid, char buf[LEDGER_FILE_MAX]) {
         return 0;
 }
 
-static int ledger_parse(const char *uuid, const char *text, LedgerEntry *ret) {
+int ledger_parse(const char *uuid, const char *text, LedgerEntry *ret) {
         ParseState p = { .pos = text };
         int r;
 
@@ -731,7 +731,7 @@ static int pindex_add(int dirfd, const char *parent, const char *uuid) {
 
 /* --- writing ------------------------------------------------------------ */
 
-static int ledger_format(const LedgerEntry *e, char **ret) {
+int ledger_format(const LedgerEntry *e, char **ret) {
         char enc[GUEST_NAME_MAX * 3 + 1];
         char guest[GUEST_NAME_MAX * 3 + GUEST_NAME_MAX * 4 / GUEST_CHUNK + 16];
         size_t len, o = 0;

@@ -136,3 +136,11 @@ int ledger_list_unreadable(int dirfd, char ***ret);
  * Without the index it builds it, from every record: call it with the
  * host-wide lock held, as a writer. */
 int ledger_list_free(int dirfd, LedgerEntry **ret, size_t *ret_n);
+
+/* The text of a record and back, without the file system (ledger_read() and
+ * ledger_write() use these; exported for the fuzzer, tests/fuzz/).
+ * ledger_format(): a fresh string, -EINVAL for an entry it would not write.
+ * ledger_parse(): text is the whole file, NUL-terminated; uuid is its file
+ * name, which the record must name. -EBADMSG with a message otherwise. */
+int ledger_format(const LedgerEntry *e, char **ret);
+int ledger_parse(const char *uuid, const char *text, LedgerEntry *ret);

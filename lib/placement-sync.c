@@ -6,6 +6,12 @@
 #include "crash.h"
 #include "placement-sync.h"
 
+/* json-c's json_object_object_foreach() is a GNU statement expression,
+ * which clang's -Wpedantic flags (the fuzz build uses clang). */
+#ifdef __clang__
+#pragma clang diagnostic ignored "-Wgnu-statement-expression"
+#endif
+
 /* --- JSON <-> model ---------------------------------------------------- */
 
 static json_object *get(json_object *o, const char *key, json_type type) {
