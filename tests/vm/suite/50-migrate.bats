@@ -55,6 +55,8 @@ teardown_file() {
         rm -f /etc/libvirt/hooks/qemu.d/00-mh-log "$SAVE"
         cp -a /var/log/mh-hook-log "$MH_VM_OUT/hook-log-a" 2>/dev/null || true
         cp -a "$HOSTB/var-log/mh-hook-log" "$MH_VM_OUT/hook-log-b" 2>/dev/null || true
+        /mh/suite/hook-transcript /var/log/mh-hook-log "$HOSTB/var-log/mh-hook-log" \
+                > "$MH_VM_OUT/hook-transcript.txt" 2>&1 || true
         mkdir -p "$MH_VM_OUT/var-log-hostb"
         cp -a "$HOSTB/var-log/libvirt" "$MH_VM_OUT/var-log-hostb/" 2>/dev/null || true
         vm_remove_all_mdevs

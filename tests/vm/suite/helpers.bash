@@ -187,7 +187,7 @@ vm_hostb_prepare() {
         done
         cp -a /etc/libvirt/. "$HOSTB/etc-libvirt/"
         cp -a /var/lib/libvirt/. "$HOSTB/var-lib-libvirt/"
-        rm -rf "$HOSTB/var-lib-libvirt/qemu/"*.xml 2>/dev/null || true
+        rm -f "$HOSTB/etc-libvirt/qemu/"*.xml
         echo "host_uuid = \"$HOSTB_UUID\"" >> "$HOSTB/etc-libvirt/libvirtd.conf"
         mkdir -p /etc/mdev-hooks
 }
