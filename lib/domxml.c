@@ -101,7 +101,15 @@ typedef struct ParseState {
         bool oom;
 } ParseState;
 
-static void parse_structured_error(void *userdata, xmlErrorPtr e) {
+/* libxml2 2.12 made the structured error handler's error const
+ * (xmlStructuredErrorFunc); Debian 12 and 13 have 2.9.14. */
+#if LIBXML_VERSION >= 21200
+typedef const xmlError *ParseErrorPtr;
+#else
+typedef xmlError *ParseErrorPtr;
+#endif
+
+static void parse_structured_error(void *userdata, ParseErrorPtr e) {
         xmlParserCtxt *ctxt = userdata;
         ParseState *st = ctxt->_private;
         size_t n;

@@ -32,7 +32,13 @@ assert_golden() {
                 printf '%s\n' "$actual" > "$expected"
                 return 0
         fi
-        diff -u "$expected" <(printf '%s\n' "$actual")
+        # json-c 0.16 (Debian 12) prints an empty array or object as
+        # "[\n  ]", json-c 0.18 (Debian 13) as "[]": that one difference
+        # of the library's layout is folded on both sides.
+        diff -u <(json_c_empty_fold < "$expected") <(printf '%s\n' "$actual" | json_c_empty_fold)
+}
+json_c_empty_fold() {
+        perl -0pe 's/([\[{])\n[ \t]*([\]}])/$1$2/g'
 }
 
 # A fresh copy of a fixture tree as this test's root.

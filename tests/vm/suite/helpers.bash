@@ -155,3 +155,81 @@ vm_libvirtd_wait() {
         tail -20 /var/log/libvirt/libvirtd.out >&2
         return 1
 }
+
+# The Debian release of the image ("bookworm", "trixie"), from the runner.
+vm_suite_name() {
+        cat /mh/suite-name 2>/dev/null || echo bookworm
+}
+
+# --- a second libvirt "host" in the same VM (50-migrate.bats) ---------------
+# Host B is a second libvirtd in its own mount and UTS namespaces (unshare
+# -mu): its own hostname and host_uuid, and its own /etc/libvirt, /run/libvirt,
+# /var/lib/libvirt, /var/log, /var/cache and /etc/mdev-hooks (config), bound
+# from $HOSTB. It shares the one kernel, hence sysfs and mtty's parent, with
+# host A (the VM's own libvirtd): mdev-hooks' record (/var/lib/mdev-hooks)
+# and lock (/run/mdev-hooks) describe one kernel's mdevs, so both hosts
+# share them (two records of one sysfs would each take the other's mdevs
+# for unrecorded ones, and the destination would borrow the very mdev the
+# source's QEMU holds open). The network namespace is shared: migrations go
+# over tcp://127.0.0.1.
+HOSTB=/srv/hostb
+HOSTB_SOCK=$HOSTB/run-libvirt/libvirt-sock
+HOSTB_URI="qemu+unix:///system?socket=$HOSTB_SOCK"
+HOSTB_CONF=$HOSTB/etc-mdev-hooks/mdev-hooks.conf
+HOSTB_UUID=b0b0b0b0-0000-4000-8000-00000000000b
+
+# Copies host A's libvirt configuration (with the installed hooks) for B.
+vm_hostb_prepare() {
+        local d
+        rm -rf "$HOSTB"
+        for d in etc-libvirt run-libvirt var-lib-libvirt var-log/libvirt var-cache etc-mdev-hooks; do
+                mkdir -p "$HOSTB/$d"
+        done
+        cp -a /etc/libvirt/. "$HOSTB/etc-libvirt/"
+        cp -a /var/lib/libvirt/. "$HOSTB/var-lib-libvirt/"
+        rm -f "$HOSTB/etc-libvirt/qemu/"*.xml
+        echo "host_uuid = \"$HOSTB_UUID\"" >> "$HOSTB/etc-libvirt/libvirtd.conf"
+        mkdir -p /etc/mdev-hooks
+}
+
+vm_hostb_start() {
+        (cd / && exec setsid unshare -mu --propagation private -- /bin/bash -c '
+                set -e
+                hb=$1
+                echo mhvm-b > /proc/sys/kernel/hostname
+                mount --bind "$hb/etc-libvirt" /etc/libvirt
+                mount --bind "$hb/run-libvirt" /run/libvirt
+                mount --bind "$hb/var-lib-libvirt" /var/lib/libvirt
+                mount --bind "$hb/var-log" /var/log
+                mount --bind "$hb/var-cache" /var/cache
+                mount --bind "$hb/etc-mdev-hooks" /etc/mdev-hooks
+                # libvirt names cgroup scopes by the domain: A and B would collide.
+                ! mountpoint -q /sys/fs/cgroup || umount -R /sys/fs/cgroup
+                exec libvirtd --pid-file /run/libvirt/libvirtd-b.pid >> /var/log/libvirt/libvirtd.out 2>&1
+        ' hostb "$HOSTB" < /dev/null > /dev/null 2>&1 3>&- 4>&-) &
+        disown 2>/dev/null || true
+}
+
+vm_hostb_wait() {
+        local _
+        for _ in $(seq "${1:-240}"); do
+                virsh -c "$HOSTB_URI" version > /dev/null 2>&1 && return 0
+                sleep 1
+        done
+        echo "host B's libvirtd did not answer within ${1:-240} s" >&2
+        tail -20 "$HOSTB/var-log/libvirt/libvirtd.out" >&2
+        return 1
+}
+
+vm_hostb_stop() {
+        local pid
+        pid=$(cat "$HOSTB/run-libvirt/libvirtd-b.pid" 2>/dev/null) || return 0
+        kill "$pid" 2>/dev/null || return 0
+        local _
+        for _ in $(seq 300); do
+                kill -0 "$pid" 2>/dev/null || return 0
+                sleep 0.2
+        done
+        echo "host B's libvirtd ($pid) did not exit within 60 s" >&2
+        return 1
+}
