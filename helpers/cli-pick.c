@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * `mdev-hooks pick TYPE [--xml]` (DESIGN.md §3): a guest with a vGPU of
+ * `mdev-hooks pick TYPE [--xml]` (doc/design.md §3): a guest with a vGPU of
  * NVIDIA's VFIO framework names a fixed VF in its XML before prepare runs,
  * so the operator needs a VF to name: a free one that can take the type,
  * chosen as migrate chooses on the destination (vgpu_choose(): config,

@@ -485,7 +485,7 @@ static void handle_sriov(Parser *p, const char *key, const char *value) {
         c->sriov[c->n_sriov++] = (ConfigSriovPf) { .address = steal_pointer(&pf), .numvfs = u, .max = max, .line = p->line };
 }
 
-/* [placement]: where `placement sync` publishes the host (issue 21). */
+/* [placement]: where `placement sync` publishes the host. */
 static void handle_placement(Parser *p, const char *key, const char *value) {
         Config *c = p->config;
         char **slot;

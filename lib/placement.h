@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * `placement sync` (DESIGN.md §3, issue 21): the host as OpenStack Placement
+ * `placement sync` (doc/design.md §3): the host as OpenStack Placement
  * should see it, what Placement holds, and the plan that turns the one into
  * the other. Pure: no I/O here (placement-http.c talks HTTP,
  * placement-sync.c fetches, applies and caches), so the plan is unit-tested.
