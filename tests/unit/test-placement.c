@@ -262,6 +262,7 @@ static void test_leaves_nova_alone(void) {
         root->n_usages = 1;
         memcpy(child.parent_uuid, root->uuid, UUID_STRING_MAX);
         check(placement_state_add(&f, &child, &nova_child) == 0);
+        root = &f.providers[0]; /* the add may have moved the array */
         nova_child->usages = calloc(1, sizeof *nova_child->usages);
         nova_child->usages[0] = (PlacementUsage) { .consumer = G2, .resource_class = strdup("CUSTOM_PCI_10DE_1EB8"), .used = 1 };
         nova_child->n_usages = 1;
