@@ -166,7 +166,7 @@ refused() {
                 run -1 grep -E 'calling init: /.*/libstdc\+\+\.so' "$BATS_TEST_TMPDIR/ld.log"
         fi
         mdev_exists "$U1"
-        [ "$(record "$U1" guest)" = g ]
+        [ "$(record_get "$U1" guest)" = g ]
         run -0 hook g release end - < "$BATS_TEST_TMPDIR/g.xml"
         mdev_absent "$U1"
 }
