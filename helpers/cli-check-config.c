@@ -11,6 +11,7 @@
 
 #include "cli.h"
 #include "log.h"
+#include "pciaddr.h"
 #include "sysfs.h"
 #include "vfio.h"
 
@@ -142,7 +143,7 @@ static bool nvidia_pf_without_vfs(int rootfd, const char *a) {
         char path[PATH_MAX], target[PATH_MAX], num[32];
         ssize_t n;
 
-        if (!config_pci_address_is_valid(a))
+        if (!pci_address_is_valid(a))
                 return false;
         snprintf(path, sizeof path, "sys/bus/pci/devices/%s/sriov_numvfs", a);
         if (read_small_at(rootfd, path, num, sizeof num) < 0 || !streq(num, "0")) {

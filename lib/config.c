@@ -36,6 +36,7 @@
 #include <ini.h>
 
 #include "config.h"
+#include "pciaddr.h"
 #include "nodedev.h"
 
 #define CONFIG_DEFAULT_DISPLAY "/" CONFIG_DEFAULT_PATH
@@ -136,24 +137,6 @@ static int table_lookup(const char * const *table, size_t n, const char *s) {
                 if (streq(table[i], s))
                         return (int) i;
         return -EINVAL;
-}
-
-bool config_pci_address_is_valid(const char *s) {
-        /* dddd:bb:ss.f with slot <= 0x1f and function <= 7, as the kernel names them. */
-        static const char pattern[] = "xxxx:xx:xx.x";
-        unsigned slot;
-
-        if (!s || strlen(s) != sizeof pattern - 1)
-                return false;
-        for (size_t i = 0; pattern[i]; i++) {
-                if (pattern[i] == 'x') {
-                        if (!isxdigit((unsigned char) s[i]))
-                                return false;
-                } else if (s[i] != pattern[i])
-                        return false;
-        }
-        slot = (unsigned) strtoul((char[]) { s[8], s[9], '\0' }, NULL, 16);
-        return slot <= 0x1f && s[11] >= '0' && s[11] <= '7';
 }
 
 /* --- errors ------------------------------------------------------------ */
@@ -272,7 +255,7 @@ static int parse_parent_name(const char *given, char **ret) {
         if (r > 0)
                 s = sysname;
         if (strchr(s, ':')) {
-                if (!config_pci_address_is_valid(s))
+                if (!pci_address_is_valid(s))
                         return -EINVAL;
         } else if (!name_is_valid(s))
                 return -EINVAL;
@@ -461,7 +444,7 @@ static void handle_sriov(Parser *p, const char *key, const char *value) {
                 c->sriov_command = strdup(value);
                 return;
         }
-        if (!config_pci_address_is_valid(key)) {
+        if (!pci_address_is_valid(key)) {
                 parser_error(p, p->line, "unknown key '%s' in [sriov] (a PF's PCI address such as 0000:41:00.0, or command)", key);
                 p->last_key_bad = true;
                 return;

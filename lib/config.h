@@ -112,5 +112,3 @@ const char *config_release_to_string(ConfigRelease r);
 const char *config_placement_to_string(ConfigPlacement p);
 const char *config_recreate_to_string(ConfigRecreate r);
 
-/* A PCI address "dddd:bb:dd.f" (hex, domain 4 digits). */
-bool config_pci_address_is_valid(const char *s);

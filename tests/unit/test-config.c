@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "config.h"
+#include "pciaddr.h"
 
 #define check(expr)                                                              \
         do {                                                                     \
@@ -307,19 +308,19 @@ static void test_empty_and_missing(void) {
 }
 
 static void test_pci_address_validation(void) {
-        check(config_pci_address_is_valid("0000:84:00.0"));
-        check(config_pci_address_is_valid("ffff:ff:1f.7"));
-        check(config_pci_address_is_valid("0000:AF:00.0"));
-        check(!config_pci_address_is_valid("0000:84:20.0")); /* slot > 0x1f */
-        check(!config_pci_address_is_valid("0000:84:00.8")); /* function > 7 */
-        check(!config_pci_address_is_valid("84:00.0"));
-        check(!config_pci_address_is_valid("0000:84:00"));
-        check(!config_pci_address_is_valid("0000:84:00.0 "));
-        check(!config_pci_address_is_valid("00000:84:00.0"));
-        check(!config_pci_address_is_valid("0000-84-00.0"));
-        check(!config_pci_address_is_valid("0000:g4:00.0"));
-        check(!config_pci_address_is_valid(""));
-        check(!config_pci_address_is_valid(NULL));
+        check(pci_address_is_valid("0000:84:00.0"));
+        check(pci_address_is_valid("ffff:ff:1f.7"));
+        check(pci_address_is_valid("0000:AF:00.0"));
+        check(!pci_address_is_valid("0000:84:20.0")); /* slot > 0x1f */
+        check(!pci_address_is_valid("0000:84:00.8")); /* function > 7 */
+        check(!pci_address_is_valid("84:00.0"));
+        check(!pci_address_is_valid("0000:84:00"));
+        check(!pci_address_is_valid("0000:84:00.0 "));
+        check(!pci_address_is_valid("00000:84:00.0"));
+        check(!pci_address_is_valid("0000-84-00.0"));
+        check(!pci_address_is_valid("0000:g4:00.0"));
+        check(!pci_address_is_valid(""));
+        check(!pci_address_is_valid(NULL));
 }
 
 /* --- every error, with its line ------------------------------------------ */
