@@ -20,6 +20,7 @@
 #include "config.h"
 #include "fuzz-common.h"
 #include "macro.h"
+#include "pciaddr.h"
 #include "util.h"
 
 static int memfd = -1;
@@ -55,7 +56,7 @@ static void check_config(const Config *c) {
         FUZZ_CHECK(config_release_to_string(c->release) && config_placement_to_string(c->placement) &&
                    config_recreate_to_string(c->recreate), "an enum without a name");
         for (size_t i = 0; i < c->n_sriov; i++)
-                FUZZ_CHECK(config_pci_address_is_valid(c->sriov[i].address), "[sriov] '%s'", c->sriov[i].address);
+                FUZZ_CHECK(pci_address_is_valid(c->sriov[i].address), "[sriov] '%s'", c->sriov[i].address);
         config_enabled_types_string(c, buf, sizeof buf);
         FUZZ_CHECK(memchr(buf, '\0', sizeof buf), "enabled types string not terminated");
 }

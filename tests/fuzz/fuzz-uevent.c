@@ -14,6 +14,7 @@
 
 #include "config.h"
 #include "fuzz-common.h"
+#include "pciaddr.h"
 #include "uevent.h"
 #include "util.h"
 
@@ -55,7 +56,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
                         FUZZ_CHECK(strcmp(norm, ev.name) == 0, "mdev name '%s' is not lower case", ev.name);
                 }
                 if (ev.kind == UEVENT_PCI)
-                        FUZZ_CHECK(config_pci_address_is_valid(ev.name), "'%s' is not a PCI address", ev.name);
+                        FUZZ_CHECK(pci_address_is_valid(ev.name), "'%s' is not a PCI address", ev.name);
         }
         free(copy);
         return 0;
