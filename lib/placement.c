@@ -392,22 +392,11 @@ static int plan_ensure(PlacementPlan *plan, char ***seen, PlacementOpKind kind, 
         return plan_add(plan, kind, name, NULL, NULL);
 }
 
-int placement_plan(PlacementState *desired, const PlacementState *fetched, PlacementPlan *ret) {
-        _cleanup_(placement_plan_done) PlacementPlan plan = { 0 };
-        _cleanup_strv_free_ char **ensured = NULL, **consumers = NULL;
-        _cleanup_free_ bool *write_inv = NULL, *write_traits = NULL, *create = NULL;
+/* Adopts the UUIDs of what exists under our names (the root's is every
+ * child's parent). */
+static void plan_adopt_uuids(PlacementState *desired, const PlacementState *fetched) {
         size_t n = desired->n_providers;
-        int r;
 
-        if (n == 0)
-                return -EINVAL;
-        write_inv = calloc(n, sizeof *write_inv);
-        write_traits = calloc(n, sizeof *write_traits);
-        create = calloc(n, sizeof *create);
-        if (!write_inv || !write_traits || !create)
-                return -ENOMEM;
-
-        /* Adopt the UUIDs of what exists under our names. */
         for (size_t i = 0; i < n; i++) {
                 PlacementProvider *d = &desired->providers[i];
                 const PlacementProvider *f = placement_state_find_name(fetched, d->name);
@@ -419,6 +408,15 @@ int placement_plan(PlacementState *desired, const PlacementState *fetched, Place
                                         memcpy(desired->providers[j].parent_uuid, f->uuid, sizeof f->uuid);
                 }
         }
+}
+
+/* Which providers to create, whose inventories and traits to write, and the
+ * custom classes and traits those need, ensured first. */
+static int plan_changes(PlacementPlan *plan, const PlacementState *desired, const PlacementState *fetched,
+                        bool *create, bool *write_inv, bool *write_traits) {
+        _cleanup_strv_free_ char **ensured = NULL;
+        size_t n = desired->n_providers;
+        int r;
 
         for (size_t i = 0; i < n; i++) {
                 const PlacementProvider *d = &desired->providers[i];
@@ -431,47 +429,57 @@ int placement_plan(PlacementState *desired, const PlacementState *fetched, Place
                 write_traits[i] = f ? !traits_equal(d->traits, f->traits) : strv_length(d->traits) > 0;
                 for (size_t k = 0; write_inv[i] && k < d->n_inventories; k++)
                         if (strncmp(d->inventories[k].resource_class, "CUSTOM_", 7) == 0) {
-                                r = plan_ensure(&plan, &ensured, PLACEMENT_OP_ENSURE_CLASS, d->inventories[k].resource_class);
+                                r = plan_ensure(plan, &ensured, PLACEMENT_OP_ENSURE_CLASS, d->inventories[k].resource_class);
                                 if (r < 0)
                                         return r;
                         }
         }
-        for (size_t i = 0; i < n; i++) {
-                const PlacementProvider *d = &desired->providers[i];
-
-                for (char **t = d->traits; write_traits[i] && t && *t; t++)
+        for (size_t i = 0; i < n; i++)
+                for (char **t = desired->providers[i].traits; write_traits[i] && t && *t; t++)
                         if (strncmp(*t, "CUSTOM_", 7) == 0) {
-                                r = plan_ensure(&plan, &ensured, PLACEMENT_OP_ENSURE_TRAIT, *t);
+                                r = plan_ensure(plan, &ensured, PLACEMENT_OP_ENSURE_TRAIT, *t);
                                 if (r < 0)
                                         return r;
                         }
+        return 0;
+}
+
+/* One operation of KIND for each desired provider that WHICH marks and
+ * whose inventory count passes the filter (ANY, or only the empty or only
+ * the non-empty ones). */
+typedef enum InventoryFilter { INVENTORIES_ANY, INVENTORIES_EMPTY, INVENTORIES_SOME } InventoryFilter;
+
+static int plan_add_marked(PlacementPlan *plan, PlacementState *desired, const bool *which,
+                           PlacementOpKind kind, InventoryFilter filter) {
+        for (size_t i = 0; i < desired->n_providers; i++) {
+                PlacementProvider *d = &desired->providers[i];
+                int r;
+
+                if (!which[i] || (filter == INVENTORIES_EMPTY && d->n_inventories > 0) ||
+                    (filter == INVENTORIES_SOME && d->n_inventories == 0))
+                        continue;
+                r = plan_add(plan, kind, d->name, d->uuid, d);
+                if (r < 0)
+                        return r;
         }
+        return 0;
+}
 
-        /* New providers, the root first (it comes first in desired). */
-        for (size_t i = 0; i < n; i++)
-                if (create[i]) {
-                        r = plan_add(&plan, PLACEMENT_OP_CREATE_PROVIDER, desired->providers[i].name,
-                                     desired->providers[i].uuid, &desired->providers[i]);
-                        if (r < 0)
-                                return r;
-                }
-        /* Inventories that stay or grow: before the allocations that need them. */
-        for (size_t i = 0; i < n; i++)
-                if (write_inv[i] && desired->providers[i].n_inventories > 0) {
-                        r = plan_add(&plan, PLACEMENT_OP_SET_INVENTORIES, desired->providers[i].name,
-                                     desired->providers[i].uuid, &desired->providers[i]);
-                        if (r < 0)
-                                return r;
-                }
-        for (size_t i = 0; i < n; i++)
-                if (write_traits[i]) {
-                        r = plan_add(&plan, PLACEMENT_OP_SET_TRAITS, desired->providers[i].name,
-                                     desired->providers[i].uuid, &desired->providers[i]);
-                        if (r < 0)
-                                return r;
-                }
+/* The first usage of CONSUMER in the providers of S that mdev-hooks manages:
+ * a name that outlives the plan's making. */
+static const char *consumer_in(const PlacementState *s, const PlacementState *desired, const char *consumer) {
+        for (size_t i = 0; i < s->n_providers; i++)
+                for (size_t j = 0; placement_managed(desired, &s->providers[i]) && j < s->providers[i].n_usages; j++)
+                        if (streq(s->providers[i].usages[j].consumer, consumer))
+                                return s->providers[i].usages[j].consumer;
+        return NULL;
+}
 
-        /* Every consumer on either side whose allocations in the tree differ. */
+/* Every consumer on either side whose allocations in the tree differ. */
+static int plan_allocations(PlacementPlan *plan, const PlacementState *desired, const PlacementState *fetched) {
+        _cleanup_strv_free_ char **consumers = NULL;
+        int r;
+
         for (int side = 0; side < 2; side++) {
                 const PlacementState *s = side == 0 ? desired : fetched;
 
@@ -487,50 +495,76 @@ int placement_plan(PlacementState *desired, const PlacementState *fetched, Place
         }
         strv_sort(consumers);
         for (char **c = consumers; c && *c; c++) {
+                const char *keep;
+
                 r = consumer_differs(desired, fetched, *c);
-                if (r < 0)
-                        return r;
-                if (r == 0)
-                        continue;
-                /* The name must outlive this function: point into a state. */
-                for (int side = 0; side < 2; side++) {
-                        const PlacementState *s = side == 0 ? desired : fetched;
-                        const char *keep = NULL;
-
-                        for (size_t i = 0; !keep && i < s->n_providers; i++)
-                                for (size_t j = 0; !keep && placement_managed(desired, &s->providers[i]) && j < s->providers[i].n_usages; j++)
-                                        if (streq(s->providers[i].usages[j].consumer, *c))
-                                                keep = s->providers[i].usages[j].consumer;
-                        if (keep) {
-                                r = plan_add(&plan, PLACEMENT_OP_SET_ALLOCATIONS, keep, NULL, NULL);
-                                if (r < 0)
-                                        return r;
-                                break;
-                        }
-                }
-        }
-
-        /* Inventories emptied (a parent capped to 0): after the allocations left. */
-        for (size_t i = 0; i < n; i++)
-                if (write_inv[i] && desired->providers[i].n_inventories == 0) {
-                        r = plan_add(&plan, PLACEMENT_OP_SET_INVENTORIES, desired->providers[i].name,
-                                     desired->providers[i].uuid, &desired->providers[i]);
+                if (r <= 0) {
                         if (r < 0)
                                 return r;
+                        continue;
                 }
+                keep = consumer_in(desired, desired, *c);
+                if (!keep)
+                        keep = consumer_in(fetched, desired, *c);
+                r = plan_add(plan, PLACEMENT_OP_SET_ALLOCATIONS, keep, NULL, NULL);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
 
-        /* Providers mdev-hooks made that are gone (a parent unregistered or
-         * no longer configured), the deepest first; never the root, never
-         * one made by another (Nova's own children of its compute node). */
+/* Providers mdev-hooks made that are gone (a parent unregistered or no
+ * longer configured), the deepest first; never the root, never one made by
+ * another (Nova's own children of its compute node). */
+static int plan_deletions(PlacementPlan *plan, const PlacementState *desired, const PlacementState *fetched) {
         for (size_t i = fetched->n_providers; i-- > 0;) {
                 const PlacementProvider *f = &fetched->providers[i];
+                int r;
 
                 if (!placement_managed(desired, f) || placement_state_find_uuid(desired, f->uuid))
                         continue;
-                r = plan_add(&plan, PLACEMENT_OP_DELETE_PROVIDER, f->name, f->uuid, NULL);
+                r = plan_add(plan, PLACEMENT_OP_DELETE_PROVIDER, f->name, f->uuid, NULL);
                 if (r < 0)
                         return r;
         }
+        return 0;
+}
+
+int placement_plan(PlacementState *desired, const PlacementState *fetched, PlacementPlan *ret) {
+        _cleanup_(placement_plan_done) PlacementPlan plan = { 0 };
+        _cleanup_free_ bool *write_inv = NULL, *write_traits = NULL, *create = NULL;
+        size_t n = desired->n_providers;
+        int r;
+
+        if (n == 0)
+                return -EINVAL;
+        write_inv = calloc(n, sizeof *write_inv);
+        write_traits = calloc(n, sizeof *write_traits);
+        create = calloc(n, sizeof *create);
+        if (!write_inv || !write_traits || !create)
+                return -ENOMEM;
+
+        plan_adopt_uuids(desired, fetched);
+        r = plan_changes(&plan, desired, fetched, create, write_inv, write_traits);
+        if (r < 0)
+                return r;
+        /* New providers, the root first (it comes first in desired); then
+         * inventories that stay or grow, before the allocations that need
+         * them; traits; the allocations; inventories emptied (a parent
+         * capped to 0) after the allocations left; deletions last. */
+        r = plan_add_marked(&plan, desired, create, PLACEMENT_OP_CREATE_PROVIDER, INVENTORIES_ANY);
+        if (r >= 0)
+                r = plan_add_marked(&plan, desired, write_inv, PLACEMENT_OP_SET_INVENTORIES, INVENTORIES_SOME);
+        if (r >= 0)
+                r = plan_add_marked(&plan, desired, write_traits, PLACEMENT_OP_SET_TRAITS, INVENTORIES_ANY);
+        if (r >= 0)
+                r = plan_allocations(&plan, desired, fetched);
+        if (r >= 0)
+                r = plan_add_marked(&plan, desired, write_inv, PLACEMENT_OP_SET_INVENTORIES, INVENTORIES_EMPTY);
+        if (r >= 0)
+                r = plan_deletions(&plan, desired, fetched);
+        if (r < 0)
+                return r;
 
         *ret = plan;
         plan = (PlacementPlan) { 0 };
