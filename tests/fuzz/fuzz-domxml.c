@@ -6,7 +6,8 @@
  *
  * The new UUIDs are ones the document does not use anywhere: not a hostdev's,
  * not a metadata entry's (leftovers included), not any other uuid= attribute
- * (what migrate must also respect, issue 15 defect 2: it is migrate.c, not
+ * (what migrate must also respect: a leftover metadata entry names a UUID
+ * that another guest may hold; it is migrate.c, not
  * this harness, that chooses them in the program). The first input byte picks
  * which hostdevs are rewritten (bit i: hostdev i, all when 0) and seeds the
  * UUIDs; the rest is the XML.
