@@ -9,10 +9,9 @@
  * says is the same document: characters inside the quoted attribute values
  * of each <hostdev ...> start tag written as character references (&#109;,
  * &#x6d;), chosen by a hash of the input. Random mutation rarely finds such
- * a spelling on its own, and one did hide an mdev from the front end
- * before the front end's filter (doc/design.md §4.2) handed such tags to the
- * worker:
- * type="&#109;dev").
+ * a spelling on its own, and one (type="&#109;dev") did hide an mdev from
+ * the front end before its filter (doc/design.md §4.2) handed such tags to
+ * the worker.
  */
 #include <stdint.h>
 #include <stdio.h>
