@@ -1,17 +1,15 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * `mdev-hooks reconcile` (doc/design.md §3): compare what libvirt's guests use with the
- * record (ledger.h) and with sysfs (sysfs.h), report every disagreement with
- * the action that fixes it, and with --apply carry the actions out under the
- * host-wide lock (lock.h).
+ * reconcile's decisions and actions (doc/design.md §3): compare what
+ * libvirt's guests use with the record (ledger.h) and with sysfs (sysfs.h),
+ * decide every disagreement with the action that fixes it, and carry the
+ * actions out (the caller holds the host-wide lock, lock.h).
  *
- * This is the one place that uses libvirt's API. It is linked into the
- * mdev-hooks-reconcile program only, never into the library that the hook
- * and the CLI link: a hook must never call libvirt (it deadlocks).
- *
- * The work is split so that the decisions can be read (and tested) apart from
- * libvirt: reconcile_guests_load() asks libvirt, reconcile_plan() decides from
- * three lists, reconcile_apply() acts, reconcile_print_*() report.
+ * No libvirt here: the mdev-hooks-reconcile program (helpers/) reads the
+ * guests through libvirt's API, fills ReconcileInput, and prints. The
+ * library, which the hook links, never calls libvirt (a hook that does
+ * deadlocks). reconcile_plan() decides from three lists, reconcile_apply()
+ * acts.
  */
 #pragma once
 
@@ -24,7 +22,6 @@
 #include "sysfs.h"
 #include "util.h"
 
-#define RECONCILE_DEFAULT_URI "qemu:///system"
 /* An `incoming` claim (migrate/restore on this host) becomes `assigned` at the
  * guest's prepare, seconds later. One older than this whose guest is not
  * running here belongs to a migration that failed without a release. */
@@ -97,9 +94,6 @@ typedef struct ReconcileInput {
 const char *reconcile_action_to_string(ReconcileAction a);
 const char *reconcile_result_to_string(ReconcileResult r);
 
-/* Reads every guest from libvirt over a read-only connection to uri. Sets a
- * message (error_set) with libvirt's reason when it cannot connect or list. */
-int reconcile_guests_load(const char *uri, ReconcileGuest **ret, size_t *ret_n);
 void reconcile_guests_free(ReconcileGuest *g, size_t n);
 
 /* Decides. Pure: reads nothing but its input. */
@@ -111,13 +105,3 @@ size_t reconcile_apply(ReconcilePlan *p, int rootfd, int ledgerfd);
 /* The number of findings that count (what the exit status looks at). */
 size_t reconcile_plan_count(const ReconcilePlan *p);
 void reconcile_plan_done(ReconcilePlan *p);
-
-/* One line per finding, sorted; a line saying all agrees when there is none. */
-void reconcile_print_text(const ReconcilePlan *p, bool applied, FILE *f);
-int reconcile_print_json(const ReconcilePlan *p, bool applied, FILE *f);
-
-/* The `reconcile` command: argv[0] is "reconcile". config_path is the CLI's
- * --config (NULL for the default). Prints, and returns the exit status:
- * 0 all agrees (or all was fixed), 1 something found (or not all fixed, or
- * libvirt/sysfs/the record could not be read), 2 bad usage or bad config. */
-int reconcile_main(int argc, char *argv[], const char *config_path);

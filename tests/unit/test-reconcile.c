@@ -5,9 +5,7 @@
  * must hold whatever the state (doc/design.md §4), and that a plan carried out
  * leaves nothing for the next run to do.
  *
- * Links reconcile.c, so it needs libvirt and json-c besides the library:
- *   executable('test-reconcile', 'test-reconcile.c', '../../lib/reconcile.c',
- *              dependencies : [mdevhooks_dep, jsonc_dep, libvirt_dep])
+ * The planner is part of the library: no libvirt here.
  */
 #include <assert.h>
 #include <inttypes.h>
