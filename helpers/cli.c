@@ -13,6 +13,8 @@ int cli_parse_options(int argc, char *argv[], unsigned accepted, const char *hel
                 { "hostname",  required_argument, NULL, 'H' },
                 { "parent",    required_argument, NULL, 'p' },
                 { "uuid",      required_argument, NULL, 'u' },
+                { "connect",   required_argument, NULL, 'C' },
+                { "apply",     no_argument,       NULL, 'A' },
                 { "help",      no_argument,       NULL, 'h' },
                 { "version",   no_argument,       NULL, 'V' },
                 { 0 }
@@ -58,6 +60,16 @@ int cli_parse_options(int argc, char *argv[], unsigned accepted, const char *hel
                         if (!(accepted & CLI_OPT_HOSTNAME))
                                 goto unknown;
                         o->hostname = optarg;
+                        break;
+                case 'C':
+                        if (!(accepted & CLI_OPT_CONNECT))
+                                goto unknown;
+                        o->connect = optarg;
+                        break;
+                case 'A':
+                        if (!(accepted & CLI_OPT_APPLY))
+                                goto unknown;
+                        o->apply = true;
                         break;
                 case 'h':
                         fputs(help, stdout);

@@ -39,6 +39,8 @@ typedef struct CliOptions {
         const char *hostname;
         const char *parent;   /* --parent / -p: only this parent (mdevctl's filter) */
         char uuid[UUID_STRING_MAX]; /* --uuid / -u: only this mdev, lower case; "" for any */
+        const char *connect;  /* --connect: libvirt's URI (reconcile) */
+        bool apply;           /* --apply: fix what is found (reconcile) */
 } CliOptions;
 
 /* Which of the optional options a command accepts. */
@@ -48,6 +50,8 @@ enum {
         CLI_OPT_HOSTNAME = 1 << 2,
         CLI_OPT_PARENT = 1 << 3,
         CLI_OPT_UUID = 1 << 4,
+        CLI_OPT_CONNECT = 1 << 5,
+        CLI_OPT_APPLY = 1 << 6,
 };
 
 /* Parses a command's argv. Returns -1 to go on, else the exit status to

@@ -10,13 +10,12 @@
  *
  *     mdev-hooks-reconcile [--config FILE] reconcile [OPTIONS]
  */
-#include <getopt.h>
 #include <time.h>
 
-#include <json-c/json.h>
 #include <libvirt/libvirt.h>
 #include <libvirt/virterror.h>
 
+#include "cli.h"
 #include "config.h"
 #include "domxml.h"
 #include "ledger.h"
@@ -251,106 +250,66 @@ static void reconcile_print_text(const ReconcilePlan *p, bool applied, FILE *f) 
         }
 }
 
-static void json_object_putp(json_object **o) {
-        if (*o)
-                json_object_put(*o);
+static json_object *finding_json(const ReconcileFinding *x) {
+        _cleanup_free_ char *what = action_describe(x);
+        json_object *o = json_object_new_object();
+
+        json_object_object_add(o, "uuid", cli_json_string(x->uuid[0] ? x->uuid : NULL));
+        json_object_object_add(o, "finding", cli_json_string(x->kind));
+        json_object_object_add(o, "guest", cli_json_string(x->guest));
+        json_object_object_add(o, "message", cli_json_string(x->message));
+        json_object_object_add(o, "action", cli_json_string(reconcile_action_to_string(x->action)));
+        json_object_object_add(o, "action_text", cli_json_string(what));
+        json_object_object_add(o, "counts", json_object_new_boolean(x->counts));
+        json_object_object_add(o, "result", cli_json_string(reconcile_result_to_string(x->result)));
+        json_object_object_add(o, "error", cli_json_string(x->error));
+        return o;
 }
 
-static int json_add_string(json_object *o, const char *key, const char *value) {
-        json_object *v = value ? json_object_new_string(value) : NULL;
-
-        if (value && !v)
-                return -ENOMEM;
-        if (json_object_object_add(o, key, v) < 0) {
-                json_object_put(v);
-                return -ENOMEM;
-        }
-        return 0;
-}
-
-static int json_add(json_object *o, const char *key, json_object *v) {
-        if (!v || json_object_object_add(o, key, v) < 0) {
-                json_object_put(v);
-                return -ENOMEM;
-        }
-        return 0;
-}
-
-static int reconcile_print_json(const ReconcilePlan *p, bool applied, FILE *f) {
-        _cleanup_(json_object_putp) json_object *root = json_object_new_object();
+/* The keys in the order they have always had (not sorted): scripts read it. */
+static int reconcile_print_json(const ReconcilePlan *p, bool applied) {
+        _cleanup_json_ json_object *root = json_object_new_object();
         json_object *list = json_object_new_array();
         size_t fixed = 0, failed = 0;
-        int r;
 
-        if (!root || !list) {
-                json_object_put(list);
-                return -ENOMEM;
-        }
-        r = json_add(root, "findings", list);
-        if (r < 0)
-                return r;
-
+        json_object_object_add(root, "findings", list);
         for (size_t i = 0; i < p->n_findings; i++) {
-                const ReconcileFinding *x = &p->findings[i];
-                _cleanup_free_ char *what = action_describe(x);
-                json_object *o = json_object_new_object();
-
-                if (!o || json_object_array_add(list, o) < 0) {
-                        json_object_put(o);
-                        return -ENOMEM;
-                }
-                if ((r = json_add_string(o, "uuid", x->uuid[0] ? x->uuid : NULL)) < 0 ||
-                    (r = json_add_string(o, "finding", x->kind)) < 0 ||
-                    (r = json_add_string(o, "guest", x->guest)) < 0 ||
-                    (r = json_add_string(o, "message", x->message)) < 0 ||
-                    (r = json_add_string(o, "action", reconcile_action_to_string(x->action))) < 0 ||
-                    (r = json_add_string(o, "action_text", what)) < 0 ||
-                    (r = json_add(o, "counts", json_object_new_boolean(x->counts))) < 0 ||
-                    (r = json_add_string(o, "result", reconcile_result_to_string(x->result))) < 0 ||
-                    (r = json_add_string(o, "error", x->error)) < 0)
-                        return r;
-                fixed += x->result == RECONCILE_DONE;
-                failed += x->result == RECONCILE_FAILED;
+                json_object_array_add(list, finding_json(&p->findings[i]));
+                fixed += p->findings[i].result == RECONCILE_DONE;
+                failed += p->findings[i].result == RECONCILE_FAILED;
         }
-
-        if ((r = json_add(root, "applied", json_object_new_boolean(applied))) < 0 ||
-            (r = json_add(root, "found", json_object_new_int64((int64_t) reconcile_plan_count(p)))) < 0 ||
-            (r = json_add(root, "fixed", json_object_new_int64((int64_t) fixed))) < 0 ||
-            (r = json_add(root, "failed", json_object_new_int64((int64_t) failed))) < 0)
-                return r;
-
-        fputs(json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
-                                                   JSON_C_TO_STRING_NOSLASHESCAPE), f);
-        fputc('\n', f);
-        return 0;
+        json_object_object_add(root, "applied", json_object_new_boolean(applied));
+        json_object_object_add(root, "found", json_object_new_int64((int64_t) reconcile_plan_count(p)));
+        json_object_object_add(root, "fixed", json_object_new_int64((int64_t) fixed));
+        json_object_object_add(root, "failed", json_object_new_int64((int64_t) failed));
+        return cli_print_json(root);
 }
 
 /* --- the command ------------------------------------------------------------ */
 
-static void help(FILE *f) {
-        fputs("usage: mdev-hooks reconcile [--connect URI] [--apply] [--json]\n"
-              "\n"
-              "Compare the mdevs libvirt's guests use (read-only connection, default\n"
+static const char help[] =
+        "usage: mdev-hooks reconcile [--connect URI] [--apply] [--json]\n"
+        "\n"
+        "Compare the mdevs libvirt's guests use (read-only connection, default\n"
               RECONCILE_DEFAULT_URI ") with the record (/" LEDGER_DIR ") and sysfs; print one\n"
-              "line per disagreement, UUID KIND: what disagrees -> what is done, and\n"
-              "with --apply do it under the hooks' lock. KIND is one of:\n"
-              "  record-without-mdev  mdev gone: mark lost if a guest uses it, else drop\n"
-              "  stale-record         earlier boot or other mdev: borrowed if in use, else drop\n"
-              "  unused               no guest uses it: remove if created (keep free with\n"
-              "                       release = keep), forget if borrowed\n"
-              "  remove-pending       a remove that was busy: try it again\n"
-              "  incoming-expired     a migration's claim over 10 minutes old: as unused\n"
-              "  unrecorded-in-use    a running guest uses an unrecorded mdev: record it\n"
-              "  foreign              not created by mdev-hooks: never touched (not counted)\n"
-              "  unreadable-record    a record that does not parse: borrowed if in use, else\n"
-              "                       drop the file (the mdev stays)\n"
-              "  missing-mdev, shared-mdev, unreadable-guest, unreadable-records: for a person\n"
-              "\n"
-              "  --connect URI  libvirt URI     --apply  fix     --json  print JSON\n"
-              "  --help         show this help  --version  show the version\n"
-              "Exit status: 0 all agrees (or all fixed), 1 something found or not fixed\n"
-              "(or unreadable), 2 bad usage or config. See mdev-hooks(8).\n", f);
-}
+        "line per disagreement, UUID KIND: what disagrees -> what is done, and\n"
+        "with --apply do it under the hooks' lock. KIND is one of:\n"
+        "  record-without-mdev  mdev gone: mark lost if a guest uses it, else drop\n"
+        "  stale-record         earlier boot or other mdev: borrowed if in use, else drop\n"
+        "  unused               no guest uses it: remove if created (keep free with\n"
+        "                       release = keep), forget if borrowed\n"
+        "  remove-pending       a remove that was busy: try it again\n"
+        "  incoming-expired     a migration's claim over 10 minutes old: as unused\n"
+        "  unrecorded-in-use    a running guest uses an unrecorded mdev: record it\n"
+        "  foreign              not created by mdev-hooks: never touched (not counted)\n"
+        "  unreadable-record    a record that does not parse: borrowed if in use, else\n"
+        "                       drop the file (the mdev stays)\n"
+        "  missing-mdev, shared-mdev, unreadable-guest, unreadable-records: for a person\n"
+        "\n"
+        "  --connect URI  libvirt URI     --apply  fix     --json  print JSON\n"
+        "  --help         show this help  --version  show the version\n"
+        "Exit status: 0 all agrees (or all fixed), 1 something found or not fixed\n"
+        "(or unreadable), 2 bad usage or config. See mdev-hooks(8).\n";
 
 static int safe_close(int fd) {
         if (fd >= 0)
@@ -434,70 +393,25 @@ static bool host_state_equal(const HostState *a, const HostState *b) {
 #define RECONCILE_READ_TRIES 5
 
 static int reconcile_main(int argc, char *argv[], const char *config_path) {
-        static const struct option options[] = {
-                { "connect", required_argument, NULL, 'c' },
-                { "apply",   no_argument,       NULL, 'a' },
-                { "json",    no_argument,       NULL, 'j' },
-                { "help",    no_argument,       NULL, 'h' },
-                { "version", no_argument,       NULL, 'V' },
-                { 0 }
-        };
+        CliOptions o = { .config_path = config_path, .connect = RECONCILE_DEFAULT_URI };
         _cleanup_config_free_ Config *config = NULL;
-        _cleanup_strv_free_ char **errors = NULL;
         _cleanup_close_ int rootfd = -1, lockfd = -1, ledgerfd = -1;
         HostState host = { 0 };
         ReconcileGuest *guests = NULL;
         ReconcilePlan plan = { 0 };
         char boot_id[UUID_STRING_MAX] = "";
-        const char *uri = RECONCILE_DEFAULT_URI;
-        bool apply = false, json = false;
         size_t n_guests = 0, unfixed;
-        int c, r, status;
+        int r, status;
 
-        optind = 0;
-        opterr = 0;
-        while ((c = getopt_long(argc, argv, "+c:ajh", options, NULL)) >= 0)
-                switch (c) {
-                case 'c':
-                        uri = optarg;
-                        break;
-                case 'a':
-                        apply = true;
-                        break;
-                case 'j':
-                        json = true;
-                        break;
-                case 'h':
-                        help(stdout);
-                        return 0;
-                case 'V':
-                        puts("mdev-hooks " PACKAGE_VERSION);
-                        return 0;
-                default:
-                        log_error("reconcile: unknown option or missing argument '%s'; see 'mdev-hooks reconcile --help'",
-                                  argv[optind - 1]);
-                        return 2;
-                }
-        if (optind < argc) {
-                log_error("reconcile: unexpected argument '%s'; see 'mdev-hooks reconcile --help'", argv[optind]);
-                return 2;
-        }
-
-        r = root_open(&rootfd);
-        if (r < 0) {
-                log_error("cannot open the root directory: %s", error_get(r));
-                return 1;
-        }
-        r = config_load(rootfd, config_path, &config, &errors);
-        if (r < 0) {
-                for (char **e = errors; e && *e; e++)
-                        log_error("%s", *e);
-                if (strv_length(errors) == 0)
-                        log_error("cannot load the config: %s", error_get(r));
-                return 2;
-        }
-        for (char **w = config->warnings; w && *w; w++)
-                log_warning("%s", *w);
+        r = cli_parse_options(argc, argv, CLI_OPT_CONNECT | CLI_OPT_APPLY | CLI_OPT_JSON, help, &o);
+        if (r >= 0)
+                return r;
+        r = cli_open_root(&rootfd);
+        if (r > 0)
+                return r;
+        r = cli_load_config(rootfd, o.config_path, stderr, &config);
+        if (r > 0)
+                return r;
 
         /* libvirt is never asked while the lock is held. A hook runs with
          * its domain locked inside libvirtd, and listing the guests or
@@ -512,7 +426,7 @@ static int reconcile_main(int argc, char *argv[], const char *config_path) {
         for (unsigned attempt = 1;; attempt++) {
                 HostState before = { 0 };
 
-                if (apply) {
+                if (o.apply) {
                         r = lock_acquire(rootfd, config->lock_timeout, "mdev-hooks reconcile --apply", &lockfd);
                         if (r < 0) {
                                 log_error("%s", error_get(r));
@@ -525,14 +439,14 @@ static int reconcile_main(int argc, char *argv[], const char *config_path) {
                 }
 
                 error_clear();
-                r = reconcile_guests_load(uri, &guests, &n_guests);
+                r = reconcile_guests_load(o.connect, &guests, &n_guests);
                 if (r < 0) {
                         log_error("%s", error_get(r));
                         host_state_done(&before);
                         return 1;
                 }
 
-                if (apply) {
+                if (o.apply) {
                         r = lock_acquire(rootfd, config->lock_timeout, "mdev-hooks reconcile --apply", &lockfd);
                         if (r < 0) {
                                 log_error("%s", error_get(r));
@@ -547,7 +461,7 @@ static int reconcile_main(int argc, char *argv[], const char *config_path) {
                         status = 1;
                         goto finish;
                 }
-                if (!apply || host_state_equal(&before, &host)) {
+                if (!o.apply || host_state_equal(&before, &host)) {
                         host_state_done(&before);
                         break;
                 }
@@ -588,7 +502,7 @@ static int reconcile_main(int argc, char *argv[], const char *config_path) {
         }
 
         unfixed = reconcile_plan_count(&plan);
-        if (apply && plan.n_findings > 0) {
+        if (o.apply && plan.n_findings > 0) {
                 r = ledger_open(rootfd, &ledgerfd);
                 if (r < 0) {
                         log_error("cannot open the record under /" LEDGER_DIR ": %s", error_get(r));
@@ -599,10 +513,10 @@ static int reconcile_main(int argc, char *argv[], const char *config_path) {
         }
         status = unfixed > 0 ? 1 : 0;
 
-        if (json)
-                r = reconcile_print_json(&plan, apply, stdout);
+        if (o.json)
+                r = reconcile_print_json(&plan, o.apply);
         else {
-                reconcile_print_text(&plan, apply, stdout);
+                reconcile_print_text(&plan, o.apply, stdout);
                 r = 0;
         }
         if (r < 0) {
