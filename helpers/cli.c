@@ -5,6 +5,27 @@
 #include "cli.h"
 #include "log.h"
 
+/* The options only some commands take, and the flag that admits each. */
+static const struct {
+        int option;
+        unsigned flag;
+} gated_options[] = {
+        { 'j', CLI_OPT_JSON },
+        { 'L', CLI_OPT_PLACEMENT },
+        { 'H', CLI_OPT_HOSTNAME },
+        { 'p', CLI_OPT_PARENT },
+        { 'u', CLI_OPT_UUID },
+        { 'C', CLI_OPT_CONNECT },
+        { 'A', CLI_OPT_APPLY },
+};
+
+static bool option_accepted(int c, unsigned accepted) {
+        for (size_t i = 0; i < ELEMENTSOF(gated_options); i++)
+                if (gated_options[i].option == c)
+                        return accepted & gated_options[i].flag;
+        return true;
+}
+
 int cli_parse_options(int argc, char *argv[], unsigned accepted, const char *help, CliOptions *o) {
         static const struct option options[] = {
                 { "config",    required_argument, NULL, 'c' },
@@ -24,23 +45,17 @@ int cli_parse_options(int argc, char *argv[], unsigned accepted, const char *hel
         optind = 0; /* glibc: start over, argv[0] is the command */
         opterr = 0;
         while ((c = getopt_long(argc, argv, "+c:jhp:u:", options, NULL)) >= 0)
-                switch (c) {
+                switch (option_accepted(c, accepted) ? c : '?') {
                 case 'c':
                         o->config_path = optarg;
                         break;
                 case 'j':
-                        if (!(accepted & CLI_OPT_JSON))
-                                goto unknown;
                         o->json = true;
                         break;
                 case 'L':
-                        if (!(accepted & CLI_OPT_PLACEMENT))
-                                goto unknown;
                         o->placement = true;
                         break;
                 case 'p':
-                        if (!(accepted & CLI_OPT_PARENT))
-                                goto unknown;
                         if (!name_is_valid(optarg)) {
                                 log_error("%s: --parent '%s' is not a parent's name", argv[0], optarg);
                                 return CLI_EXIT_USAGE;
@@ -48,8 +63,6 @@ int cli_parse_options(int argc, char *argv[], unsigned accepted, const char *hel
                         o->parent = optarg;
                         break;
                 case 'u':
-                        if (!(accepted & CLI_OPT_UUID))
-                                goto unknown;
                         if (!uuid_is_valid(optarg)) {
                                 log_error("%s: --uuid '%s' is not a UUID", argv[0], optarg);
                                 return CLI_EXIT_USAGE;
@@ -57,18 +70,12 @@ int cli_parse_options(int argc, char *argv[], unsigned accepted, const char *hel
                         uuid_normalize(optarg, o->uuid);
                         break;
                 case 'H':
-                        if (!(accepted & CLI_OPT_HOSTNAME))
-                                goto unknown;
                         o->hostname = optarg;
                         break;
                 case 'C':
-                        if (!(accepted & CLI_OPT_CONNECT))
-                                goto unknown;
                         o->connect = optarg;
                         break;
                 case 'A':
-                        if (!(accepted & CLI_OPT_APPLY))
-                                goto unknown;
                         o->apply = true;
                         break;
                 case 'h':
@@ -78,7 +85,6 @@ int cli_parse_options(int argc, char *argv[], unsigned accepted, const char *hel
                         puts("mdev-hooks " PACKAGE_VERSION);
                         return CLI_EXIT_OK;
                 default:
-                unknown:
                         log_error("%s: unknown option or missing argument '%s'; see 'mdev-hooks %s --help'",
                                   argv[0], argv[optind - 1], argv[0]);
                         return CLI_EXIT_USAGE;
