@@ -9,6 +9,11 @@
  * reconcile_exec()) as
  *
  *     mdev-hooks-reconcile [--config FILE] reconcile [OPTIONS]
+ *
+ * Here: reading the guests through libvirt (read-only), the record and sysfs
+ * read with them (snapshot_read() says why the lock is not held while
+ * libvirt is asked), and the printing. The decisions and the actions are the
+ * library's (lib/reconcile.c), which links no libvirt.
  */
 #include <time.h>
 
@@ -392,16 +397,155 @@ static bool host_state_equal(const HostState *a, const HostState *b) {
  * was being asked. */
 #define RECONCILE_READ_TRIES 5
 
+/* libvirt's guests, and the record and sysfs read with them. */
+typedef struct Snapshot {
+        ReconcileGuest *guests;
+        size_t n_guests;
+        HostState host;
+} Snapshot;
+
+static void snapshot_done(Snapshot *s) {
+        reconcile_guests_free(s->guests, s->n_guests);
+        host_state_done(&s->host);
+        *s = (Snapshot) { 0 };
+}
+
+/* lock_acquire(), logging the failure. */
+static int lock_take(int rootfd, const Config *config, int *ret_fd) {
+        int r = lock_acquire(rootfd, config->lock_timeout, "mdev-hooks reconcile --apply", ret_fd);
+
+        if (r < 0)
+                log_error("%s", error_get(r));
+        return r;
+}
+
+/* One try of snapshot_read(). Returns 1 when the record and sysfs did not
+ * change while libvirt was asked (always without --apply), with the lock
+ * held in *ret_lockfd under --apply; 0 when they changed; -errno (logged)
+ * when something could not be read. */
+static int snapshot_try(int rootfd, const Config *config, const CliOptions *o, Snapshot *ret, int *ret_lockfd) {
+        _cleanup_close_ int lockfd = -1;
+        HostState before = { 0 };
+        int r;
+
+        if (o->apply) {
+                r = lock_take(rootfd, config, &lockfd);
+                if (r < 0)
+                        return r;
+                r = host_state_read(rootfd, &before);
+                lockfd = safe_close(lockfd);
+                if (r < 0)
+                        return r;
+        }
+
+        error_clear();
+        r = reconcile_guests_load(o->connect, &ret->guests, &ret->n_guests);
+        if (r < 0)
+                log_error("%s", error_get(r));
+        if (r >= 0 && o->apply)
+                r = lock_take(rootfd, config, &lockfd);
+        if (r >= 0)
+                r = host_state_read(rootfd, &ret->host);
+        if (r >= 0)
+                r = !o->apply || host_state_equal(&before, &ret->host);
+        host_state_done(&before);
+        if (r <= 0) {
+                snapshot_done(ret);
+                return r;
+        }
+        *ret_lockfd = steal_fd(&lockfd);
+        return 1;
+}
+
+/* libvirt is never asked while the lock is held. A hook runs with its
+ * domain locked inside libvirtd, and listing the guests or reading one's XML
+ * takes that domain's lock: a prepare waiting for our lock would wait for us
+ * while we wait for it, until its lock_timeout fails the guest's start. So
+ * with --apply: read the record and sysfs under the lock, ask libvirt
+ * without it, take the lock again and act only if nothing changed meanwhile
+ * (every change a hook makes shows in the record or in sysfs); else read
+ * again. A guest being started is active in libvirt (paused, starting up)
+ * before its prepare runs, so no prepare can complete unseen. */
+static int snapshot_read(int rootfd, const Config *config, const CliOptions *o, Snapshot *ret, int *ret_lockfd) {
+        for (unsigned attempt = 1; attempt <= RECONCILE_READ_TRIES; attempt++) {
+                int r = snapshot_try(rootfd, config, o, ret, ret_lockfd);
+
+                if (r != 0)
+                        return r < 0 ? r : 0;
+        }
+        log_error("the record kept changing while reconcile read libvirt's guests "
+                  "(hooks at work); nothing was changed, run it again");
+        return -EAGAIN;
+}
+
+/* Decides from the snapshot. Logs. */
+static int plan_make(int rootfd, const Config *config, const Snapshot *s, ReconcilePlan *ret) {
+        char boot_id[UUID_STRING_MAX] = "";
+        int r;
+
+        if (boot_id_read(rootfd, boot_id) < 0)
+                boot_id[0] = '\0'; /* records' boot ids are then not compared */
+
+        r = reconcile_plan(&(ReconcileInput) {
+                        .guests = s->guests,
+                        .n_guests = s->n_guests,
+                        .records = s->host.records,
+                        .n_records = s->host.n_records,
+                        .n_bad_records = s->host.n_bad,
+                        .bad_records = s->host.bad,
+                        .mdevs = s->host.mdevs,
+                        .n_mdevs = s->host.n_mdevs,
+                        .release = config->release,
+                        .boot_id = boot_id,
+                        .now = (uint64_t) time(NULL),
+                }, ret);
+        if (r < 0)
+                log_error("reconcile: %s", strerror(-r));
+        return r;
+}
+
+/* Carries the plan out (the caller holds the lock): the number of findings
+ * that count and are not fixed in *ret_unfixed. Logs. */
+static int plan_carry_out(int rootfd, ReconcilePlan *plan, size_t *ret_unfixed) {
+        _cleanup_close_ int ledgerfd = -1;
+        int r;
+
+        r = ledger_open(rootfd, &ledgerfd);
+        if (r < 0) {
+                log_error("cannot open the record under /" LEDGER_DIR ": %s", error_get(r));
+                return r;
+        }
+        *ret_unfixed = reconcile_apply(plan, rootfd, ledgerfd);
+        return 0;
+}
+
+/* Prints the plan to stdout. Logs, except a failed flush. */
+static int plan_print(const ReconcilePlan *plan, const CliOptions *o) {
+        int r = 0;
+
+        if (o->json)
+                r = reconcile_print_json(plan, o->apply);
+        else
+                reconcile_print_text(plan, o->apply, stdout);
+        if (r < 0) {
+                log_error("reconcile: cannot print: %s", strerror(-r));
+                return r;
+        }
+        return fflush(stdout) != 0 ? -EIO : 0;
+}
+
+/* The `reconcile` command: argv[0] is "reconcile". config_path is the CLI's
+ * --config (NULL for the default). Prints, and returns the exit status:
+ * 0 all agrees (or all was fixed), 1 something found (or not all fixed, or
+ * libvirt/sysfs/the record could not be read), 2 bad usage or bad config. */
 static int reconcile_main(int argc, char *argv[], const char *config_path) {
         CliOptions o = { .config_path = config_path, .connect = RECONCILE_DEFAULT_URI };
         _cleanup_config_free_ Config *config = NULL;
-        _cleanup_close_ int rootfd = -1, lockfd = -1, ledgerfd = -1;
-        HostState host = { 0 };
-        ReconcileGuest *guests = NULL;
+        _cleanup_close_ int rootfd = -1, lockfd = -1;
+        Snapshot snap = { 0 };
         ReconcilePlan plan = { 0 };
-        char boot_id[UUID_STRING_MAX] = "";
-        size_t n_guests = 0, unfixed;
-        int r, status;
+        size_t unfixed;
+        int r, status = CLI_EXIT_FAILED;
 
         r = cli_parse_options(argc, argv, CLI_OPT_CONNECT | CLI_OPT_APPLY | CLI_OPT_JSON, help, &o);
         if (r >= 0)
@@ -413,123 +557,20 @@ static int reconcile_main(int argc, char *argv[], const char *config_path) {
         if (r > 0)
                 return r;
 
-        /* libvirt is never asked while the lock is held. A hook runs with
-         * its domain locked inside libvirtd, and listing the guests or
-         * reading one's XML takes that domain's lock: a prepare waiting for
-         * our lock would wait for us while we wait for it, until its
-         * lock_timeout fails the guest's start. So with --apply: read the
-         * record and sysfs under the lock, ask libvirt without it, take the
-         * lock again and act only if nothing changed meanwhile (every change
-         * a hook makes shows in the record or in sysfs); else read again.
-         * A guest being started is active in libvirt (paused, starting up)
-         * before its prepare runs, so no prepare can complete unseen. */
-        for (unsigned attempt = 1;; attempt++) {
-                HostState before = { 0 };
-
-                if (o.apply) {
-                        r = lock_acquire(rootfd, config->lock_timeout, "mdev-hooks reconcile --apply", &lockfd);
-                        if (r < 0) {
-                                log_error("%s", error_get(r));
-                                return 1;
-                        }
-                        r = host_state_read(rootfd, &before);
-                        lockfd = safe_close(lockfd);
-                        if (r < 0)
-                                return 1;
-                }
-
-                error_clear();
-                r = reconcile_guests_load(o.connect, &guests, &n_guests);
-                if (r < 0) {
-                        log_error("%s", error_get(r));
-                        host_state_done(&before);
-                        return 1;
-                }
-
-                if (o.apply) {
-                        r = lock_acquire(rootfd, config->lock_timeout, "mdev-hooks reconcile --apply", &lockfd);
-                        if (r < 0) {
-                                log_error("%s", error_get(r));
-                                host_state_done(&before);
-                                status = 1;
-                                goto finish;
-                        }
-                }
-                r = host_state_read(rootfd, &host);
-                if (r < 0) {
-                        host_state_done(&before);
-                        status = 1;
-                        goto finish;
-                }
-                if (!o.apply || host_state_equal(&before, &host)) {
-                        host_state_done(&before);
-                        break;
-                }
-                host_state_done(&before);
-                host_state_done(&host);
-                reconcile_guests_free(guests, n_guests);
-                guests = NULL;
-                n_guests = 0;
-                lockfd = safe_close(lockfd);
-                if (attempt >= RECONCILE_READ_TRIES) {
-                        log_error("the record kept changing while reconcile read libvirt's guests "
-                                  "(hooks at work); nothing was changed, run it again");
-                        return 1;
-                }
-        }
-
-        r = boot_id_read(rootfd, boot_id);
-        if (r < 0)
-                boot_id[0] = '\0'; /* records' boot ids are then not compared */
-
-        r = reconcile_plan(&(ReconcileInput) {
-                        .guests = guests,
-                        .n_guests = n_guests,
-                        .records = host.records,
-                        .n_records = host.n_records,
-                        .n_bad_records = host.n_bad,
-                        .bad_records = host.bad,
-                        .mdevs = host.mdevs,
-                        .n_mdevs = host.n_mdevs,
-                        .release = config->release,
-                        .boot_id = boot_id,
-                        .now = (uint64_t) time(NULL),
-                }, &plan);
-        if (r < 0) {
-                log_error("reconcile: %s", strerror(-r));
-                status = 1;
+        if (snapshot_read(rootfd, config, &o, &snap, &lockfd) < 0)
+                return CLI_EXIT_FAILED;
+        if (plan_make(rootfd, config, &snap, &plan) < 0)
                 goto finish;
-        }
-
         unfixed = reconcile_plan_count(&plan);
-        if (o.apply && plan.n_findings > 0) {
-                r = ledger_open(rootfd, &ledgerfd);
-                if (r < 0) {
-                        log_error("cannot open the record under /" LEDGER_DIR ": %s", error_get(r));
-                        status = 1;
-                        goto finish;
-                }
-                unfixed = reconcile_apply(&plan, rootfd, ledgerfd);
-        }
-        status = unfixed > 0 ? 1 : 0;
-
-        if (o.json)
-                r = reconcile_print_json(&plan, o.apply);
-        else {
-                reconcile_print_text(&plan, o.apply, stdout);
-                r = 0;
-        }
-        if (r < 0) {
-                log_error("reconcile: cannot print: %s", strerror(-r));
-                status = 1;
-        }
-        if (fflush(stdout) != 0)
-                status = 1;
+        if (o.apply && plan.n_findings > 0 && plan_carry_out(rootfd, &plan, &unfixed) < 0)
+                goto finish;
+        status = unfixed > 0 ? CLI_EXIT_FAILED : CLI_EXIT_OK;
+        if (plan_print(&plan, &o) < 0)
+                status = CLI_EXIT_FAILED;
 
 finish:
         reconcile_plan_done(&plan);
-        reconcile_guests_free(guests, n_guests);
-        host_state_done(&host);
+        snapshot_done(&snap);
         return status;
 }
 

@@ -236,150 +236,162 @@ static int plan_release(ReconcilePlan *p, const ReconcileInput *in, const Ledger
                         "%s, %s", desc, why);
 }
 
-static int plan_uuid(ReconcilePlan *p, const ReconcileInput *in, const char *uuid) {
-        const LedgerEntry *e = in->n_records > 0 ?
-                bsearch(uuid, in->records, in->n_records, sizeof *in->records, entry_cmp) : NULL;
-        const SysfsMdev *m = in->n_mdevs > 0 ?
-                bsearch(uuid, in->mdevs, in->n_mdevs, sizeof *in->mdevs, mdev_cmp) : NULL;
-        const ReconcileGuest *run = NULL, *def = NULL, *owner = NULL;
-        size_t n_run = 0;
-        _cleanup_free_ char *desc = NULL;
+/* Who uses one UUID: running guests (live XML) and defined ones. */
+typedef struct Users {
+        const ReconcileGuest *run;    /* the running guest that uses it */
+        const ReconcileGuest *shared; /* a second running guest that uses it: a person decides */
+        const ReconcileGuest *def;    /* a guest whose definition uses it, the record's own first */
+        const ReconcileGuest *owner;  /* the guest the record names */
+} Users;
 
-        /* Who uses this UUID: running guests (live XML) and defined ones. The
-         * guests are sorted by name, so the first one found is stable. */
+/* The guests are sorted by name, so the first one found is stable. */
+static Users uuid_users(const ReconcileInput *in, const char *uuid, const LedgerEntry *e) {
+        Users u = { 0 };
+
         for (size_t i = 0; i < in->n_guests; i++) {
                 const ReconcileGuest *g = &in->guests[i];
                 bool uses_live = g->active && strv_has(g->live, uuid);
                 bool uses_def = strv_has(g->config, uuid) || uses_live;
 
-                if (uses_live) {
-                        if (n_run++ == 0)
-                                run = g;
-                        else
-                                return plan_add(p, uuid, "shared-mdev", g->name, RECONCILE_ACTION_NONE, true, e,
-                                                "running guests '%s' and '%s' both use this mdev", run->name, g->name);
+                if (uses_live && u.run) {
+                        u.shared = g;
+                        break;
                 }
-                if (uses_def && (!def || (e && record_is_guest(e, g) && !record_is_guest(e, def))))
-                        def = g;
+                if (uses_live)
+                        u.run = g;
+                if (uses_def && (!u.def || (e && record_is_guest(e, g) && !record_is_guest(e, u.def))))
+                        u.def = g;
                 if (e && record_is_guest(e, g))
-                        owner = g;
+                        u.owner = g;
         }
+        return u;
+}
 
-        if (!e && strv_has(in->bad_records, uuid)) {
-                if (m && run) {
-                        LedgerEntry f = entry_assigned(NULL, m, run, LEDGER_BORROWED, in);
-                        return plan_add(p, uuid, "unreadable-record", run->name, RECONCILE_ACTION_RECORD, true, &f,
-                                        "its record file '/" LEDGER_DIR "/%s' does not parse; running guest '%s' uses "
-                                        "this mdev (%s, %s), and nothing readable shows mdev-hooks created it",
-                                        uuid, run->name, m->parent, m->type);
-                }
-                return plan_add(p, uuid, "unreadable-record", run ? run->name : NULL, RECONCILE_ACTION_DROP, true, NULL,
-                                "its record file '/" LEDGER_DIR "/%s' does not parse, and %s",
-                                uuid, m ? "no running guest uses the mdev: it stays, to be removed by hand if nothing needs it "
-                                          "(nothing readable shows mdev-hooks created it)" :
-                                      "the mdev does not exist");
+/* Its record file does not parse: replaced by what libvirt and sysfs show. */
+static int plan_unreadable(ReconcilePlan *p, const ReconcileInput *in, const char *uuid,
+                           const SysfsMdev *m, const ReconcileGuest *run) {
+        if (m && run) {
+                LedgerEntry f = entry_assigned(NULL, m, run, LEDGER_BORROWED, in);
+                return plan_add(p, uuid, "unreadable-record", run->name, RECONCILE_ACTION_RECORD, true, &f,
+                                "its record file '/" LEDGER_DIR "/%s' does not parse; running guest '%s' uses "
+                                "this mdev (%s, %s), and nothing readable shows mdev-hooks created it",
+                                uuid, run->name, m->parent, m->type);
         }
+        return plan_add(p, uuid, "unreadable-record", run ? run->name : NULL, RECONCILE_ACTION_DROP, true, NULL,
+                        "its record file '/" LEDGER_DIR "/%s' does not parse, and %s",
+                        uuid, m ? "no running guest uses the mdev: it stays, to be removed by hand if nothing needs it "
+                                  "(nothing readable shows mdev-hooks created it)" :
+                              "the mdev does not exist");
+}
 
-        if (!e) {
-                if (m && run) {
-                        LedgerEntry f = entry_assigned(NULL, m, run, LEDGER_BORROWED, in);
-                        return plan_add(p, uuid, "unrecorded-in-use", run->name, RECONCILE_ACTION_RECORD, true, &f,
-                                        "running guest '%s' uses this mdev (%s, %s) but it has no record, "
-                                        "and nothing shows mdev-hooks created it",
-                                        run->name, m->parent, m->type);
-                }
-                if (m)
-                        return plan_add(p, uuid, "foreign", def ? def->name : NULL, RECONCILE_ACTION_NONE, false, NULL,
-                                        "mdev (%s, %s) not created by mdev-hooks, used by no running guest%s%s%s; never touched",
-                                        m->parent, m->type,
-                                        def ? " (defined guest '" : "", def ? def->name : "", def ? "' uses it)" : "");
-                if (run)
-                        return plan_add(p, uuid, "missing-mdev", run->name, RECONCILE_ACTION_NONE, true, NULL,
-                                        "running guest '%s' uses this mdev but it does not exist and has no record",
-                                        run->name);
-                return 0; /* only a defined guest's: created at its next start */
+/* No record. */
+static int plan_unrecorded(ReconcilePlan *p, const ReconcileInput *in, const char *uuid,
+                           const SysfsMdev *m, const Users *u) {
+        if (m && u->run) {
+                LedgerEntry f = entry_assigned(NULL, m, u->run, LEDGER_BORROWED, in);
+                return plan_add(p, uuid, "unrecorded-in-use", u->run->name, RECONCILE_ACTION_RECORD, true, &f,
+                                "running guest '%s' uses this mdev (%s, %s) but it has no record, "
+                                "and nothing shows mdev-hooks created it",
+                                u->run->name, m->parent, m->type);
         }
+        if (m)
+                return plan_add(p, uuid, "foreign", u->def ? u->def->name : NULL, RECONCILE_ACTION_NONE, false, NULL,
+                                "mdev (%s, %s) not created by mdev-hooks, used by no running guest%s%s%s; never touched",
+                                m->parent, m->type,
+                                u->def ? " (defined guest '" : "", u->def ? u->def->name : "", u->def ? "' uses it)" : "");
+        if (u->run)
+                return plan_add(p, uuid, "missing-mdev", u->run->name, RECONCILE_ACTION_NONE, true, NULL,
+                                "running guest '%s' uses this mdev but it does not exist and has no record",
+                                u->run->name);
+        return 0; /* only a defined guest's: created at its next start */
+}
 
-        desc = record_describe(e);
-        if (!desc)
-                return -ENOMEM;
+/* The mdev is gone. A guest that runs with it, or a defined guest whose
+ * record is from before a reboot, should have it: lost, so that it is
+ * created again (recreate = eager does it at boot). A record of this boot
+ * for a guest that is not running is what an interrupted prepare or release
+ * leaves: a stopped guest holds nothing, so it goes, as its release would
+ * have done. */
+static int plan_gone(ReconcilePlan *p, const ReconcileInput *in, const LedgerEntry *e,
+                     const char *desc, const Users *u) {
+        const ReconcileGuest *g = u->run ? u->run :
+                                  e->state == LEDGER_LOST || record_is_old(e, in) ? u->def : NULL;
 
-        if (!m) {
-                /* The mdev is gone. A guest that runs with it, or a defined
-                 * guest whose record is from before a reboot, should have it:
-                 * lost, so that it is created again (recreate = eager does
-                 * it at boot). A record of this boot for a guest that is not
-                 * running is what an interrupted prepare or release leaves:
-                 * a stopped guest holds nothing, so it goes, as its release
-                 * would have done. */
-                const ReconcileGuest *g = run ? run :
-                                          e->state == LEDGER_LOST || record_is_old(e, in) ? def : NULL;
+        if (e->state == LEDGER_LOST && g && record_is_guest(e, g))
+                return 0; /* lost, and its guest will create it again */
+        if (g && !e->remove_pending) {
+                LedgerEntry f = *e;
 
-                if (e->state == LEDGER_LOST && g && record_is_guest(e, g))
-                        return 0; /* lost, and its guest will create it again */
-                if (g && !e->remove_pending) {
-                        LedgerEntry f = *e;
-
-                        f.state = LEDGER_LOST;
-                        snprintf(f.guest, sizeof f.guest, "%s", g->name);
-                        snprintf(f.guest_uuid, sizeof f.guest_uuid, "%s", g->uuid);
-                        f.since = in->now;
-                        return plan_add(p, uuid, "record-without-mdev", g->name, RECONCILE_ACTION_MARK_LOST, true, &f,
-                                        "%s but the mdev does not exist; %s '%s' uses it",
-                                        desc, g->active ? "running guest" : "after a reboot, defined guest", g->name);
-                }
-                return plan_add(p, uuid, "record-without-mdev", e->guest[0] ? e->guest : NULL,
-                                RECONCILE_ACTION_DROP, true, e,
-                                "%s but the mdev does not exist%s", desc,
-                                e->remove_pending ? " (its pending remove is done)" :
-                                def ? ", and no running guest uses it (a start creates it again)" :
-                                ", and no guest uses it");
+                f.state = LEDGER_LOST;
+                snprintf(f.guest, sizeof f.guest, "%s", g->name);
+                snprintf(f.guest_uuid, sizeof f.guest_uuid, "%s", g->uuid);
+                f.since = in->now;
+                return plan_add(p, e->uuid, "record-without-mdev", g->name, RECONCILE_ACTION_MARK_LOST, true, &f,
+                                "%s but the mdev does not exist; %s '%s' uses it",
+                                desc, g->active ? "running guest" : "after a reboot, defined guest", g->name);
         }
+        return plan_add(p, e->uuid, "record-without-mdev", e->guest[0] ? e->guest : NULL,
+                        RECONCILE_ACTION_DROP, true, e,
+                        "%s but the mdev does not exist%s", desc,
+                        e->remove_pending ? " (its pending remove is done)" :
+                        u->def ? ", and no running guest uses it (a start creates it again)" :
+                        ", and no guest uses it");
+}
 
-        /* The mdev exists. Does the record describe it? A record from an
-         * earlier boot, a lost one, or one with another parent or type
-         * describes an mdev that went away; the one there now was not
-         * created by mdev-hooks in this boot. */
-        if (e->state == LEDGER_LOST || record_is_old(e, in) ||
-            !streq(e->parent, m->parent) || !streq(e->type, m->type)) {
-                const char *why = e->state == LEDGER_LOST ? "says it is lost" :
-                                  record_is_old(e, in) ? "is from an earlier boot" :
-                                  "names another parent or type";
+/* Why the record does not describe the mdev there now, or NULL if it does.
+ * A record from an earlier boot, a lost one, or one with another parent or
+ * type describes an mdev that went away. */
+static const char *record_stale_why(const LedgerEntry *e, const SysfsMdev *m, const ReconcileInput *in) {
+        if (e->state == LEDGER_LOST)
+                return "says it is lost";
+        if (record_is_old(e, in))
+                return "is from an earlier boot";
+        if (!streq(e->parent, m->parent) || !streq(e->type, m->type))
+                return "names another parent or type";
+        return NULL;
+}
 
-                if (run) {
-                        LedgerEntry f = entry_assigned(e, m, run, LEDGER_BORROWED, in);
-                        return plan_add(p, uuid, "stale-record", run->name, RECONCILE_ACTION_RECORD, true, &f,
-                                        "record (%s, %s/%s) %s, but the mdev exists (%s, %s) and running guest '%s' "
-                                        "uses it; mdev-hooks did not create it in this boot",
-                                        desc, e->parent, e->type, why, m->parent, m->type, run->name);
-                }
-                return plan_add(p, uuid, "stale-record", e->guest[0] ? e->guest : NULL, RECONCILE_ACTION_DROP, true, e,
-                                "record (%s, %s/%s) %s; the mdev there now (%s, %s) was not created by mdev-hooks "
-                                "in this boot and no guest runs with it, so it stays",
-                                desc, e->parent, e->type, why, m->parent, m->type);
-        }
-
+/* The mdev there now was not created by mdev-hooks in this boot. */
+static int plan_stale(ReconcilePlan *p, const ReconcileInput *in, const LedgerEntry *e, const SysfsMdev *m,
+                      const char *desc, const char *why, const ReconcileGuest *run) {
         if (run) {
-                LedgerEntry f;
-
-                if (record_is_guest(e, run) && e->state == LEDGER_ASSIGNED && !e->remove_pending)
-                        return 0; /* all agrees */
-                f = entry_assigned(e, m, run, e->origin, in);
-                if (record_is_guest(e, run))
-                        return plan_add(p, uuid, "unrecorded-in-use", run->name, RECONCILE_ACTION_RECORD, true, &f,
-                                        "%s%s, and running guest '%s' uses it",
-                                        desc, e->remove_pending ? ", marked for removal" : "", run->name);
-                if (streq(e->guest, run->name))
-                        return plan_add(p, uuid, "unrecorded-in-use", run->name, RECONCILE_ACTION_RECORD, true, &f,
-                                        "%s with guest UUID %s, but the running '%s' is another guest (UUID %s), "
-                                        "defined again under the old name",
-                                        desc, e->guest_uuid, run->name, run->uuid);
-                return plan_add(p, uuid, "unrecorded-in-use", run->name, RECONCILE_ACTION_RECORD, true, &f,
-                                "%s, but running guest '%s' uses it",
-                                desc, run->name);
+                LedgerEntry f = entry_assigned(e, m, run, LEDGER_BORROWED, in);
+                return plan_add(p, e->uuid, "stale-record", run->name, RECONCILE_ACTION_RECORD, true, &f,
+                                "record (%s, %s/%s) %s, but the mdev exists (%s, %s) and running guest '%s' "
+                                "uses it; mdev-hooks did not create it in this boot",
+                                desc, e->parent, e->type, why, m->parent, m->type, run->name);
         }
+        return plan_add(p, e->uuid, "stale-record", e->guest[0] ? e->guest : NULL, RECONCILE_ACTION_DROP, true, e,
+                        "record (%s, %s/%s) %s; the mdev there now (%s, %s) was not created by mdev-hooks "
+                        "in this boot and no guest runs with it, so it stays",
+                        desc, e->parent, e->type, why, m->parent, m->type);
+}
 
-        /* No running guest uses it. */
+/* The record describes the mdev, and a running guest uses it. */
+static int plan_in_use(ReconcilePlan *p, const ReconcileInput *in, const LedgerEntry *e, const SysfsMdev *m,
+                       const char *desc, const ReconcileGuest *run) {
+        LedgerEntry f;
+
+        if (record_is_guest(e, run) && e->state == LEDGER_ASSIGNED && !e->remove_pending)
+                return 0; /* all agrees */
+        f = entry_assigned(e, m, run, e->origin, in);
+        if (record_is_guest(e, run))
+                return plan_add(p, e->uuid, "unrecorded-in-use", run->name, RECONCILE_ACTION_RECORD, true, &f,
+                                "%s%s, and running guest '%s' uses it",
+                                desc, e->remove_pending ? ", marked for removal" : "", run->name);
+        if (streq(e->guest, run->name))
+                return plan_add(p, e->uuid, "unrecorded-in-use", run->name, RECONCILE_ACTION_RECORD, true, &f,
+                                "%s with guest UUID %s, but the running '%s' is another guest (UUID %s), "
+                                "defined again under the old name",
+                                desc, e->guest_uuid, run->name, run->uuid);
+        return plan_add(p, e->uuid, "unrecorded-in-use", run->name, RECONCILE_ACTION_RECORD, true, &f,
+                        "%s, but running guest '%s' uses it",
+                        desc, run->name);
+}
+
+/* The record describes the mdev, and no running guest uses it. */
+static int plan_unused(ReconcilePlan *p, const ReconcileInput *in, const LedgerEntry *e,
+                       const ReconcileGuest *owner) {
         if (e->remove_pending)
                 return plan_release(p, in, e, "remove-pending", "marked for removal after a busy remove");
 
@@ -409,6 +421,38 @@ static int plan_uuid(ReconcilePlan *p, const ReconcileInput *in, const char *uui
         default:
                 return 0;
         }
+}
+
+/* Every finding about one UUID that the record, sysfs or a running guest
+ * knows. */
+static int plan_uuid(ReconcilePlan *p, const ReconcileInput *in, const char *uuid) {
+        const LedgerEntry *e = in->n_records > 0 ?
+                bsearch(uuid, in->records, in->n_records, sizeof *in->records, entry_cmp) : NULL;
+        const SysfsMdev *m = in->n_mdevs > 0 ?
+                bsearch(uuid, in->mdevs, in->n_mdevs, sizeof *in->mdevs, mdev_cmp) : NULL;
+        Users u = uuid_users(in, uuid, e);
+        _cleanup_free_ char *desc = NULL;
+        const char *why;
+
+        if (u.shared)
+                return plan_add(p, uuid, "shared-mdev", u.shared->name, RECONCILE_ACTION_NONE, true, e,
+                                "running guests '%s' and '%s' both use this mdev", u.run->name, u.shared->name);
+        if (!e && strv_has(in->bad_records, uuid))
+                return plan_unreadable(p, in, uuid, m, u.run);
+        if (!e)
+                return plan_unrecorded(p, in, uuid, m, &u);
+
+        desc = record_describe(e);
+        if (!desc)
+                return -ENOMEM;
+        if (!m)
+                return plan_gone(p, in, e, desc, &u);
+        why = record_stale_why(e, m, in);
+        if (why)
+                return plan_stale(p, in, e, m, desc, why, u.run);
+        if (u.run)
+                return plan_in_use(p, in, e, m, desc, u.run);
+        return plan_unused(p, in, e, u.owner);
 }
 
 static int finding_cmp(const void *a, const void *b) {
