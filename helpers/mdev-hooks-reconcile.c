@@ -244,11 +244,11 @@ static void reconcile_print_text(const ReconcilePlan *p, bool applied, FILE *f) 
                 case RECONCILE_FAILED:
                         fprintf(f, ": FAILED: %s", strna(x->error));
                         break;
-                case RECONCILE_SKIPPED:
-                        break;
                 case RECONCILE_PLANNED:
                         if (x->action != RECONCILE_ACTION_NONE)
                                 fputs(" (with --apply)", f);
+                        break;
+                default: /* RECONCILE_SKIPPED: report-only */
                         break;
                 }
                 fputc('\n', f);

@@ -59,34 +59,19 @@
 #include "sysfs.h"
 #include "vgpu.h"
 
-static const char *const action_table[_RECONCILE_ACTION_MAX] = {
-        [RECONCILE_ACTION_NONE] = "none",
-        [RECONCILE_ACTION_DROP] = "drop-record",
-        [RECONCILE_ACTION_MARK_LOST] = "mark-lost",
-        [RECONCILE_ACTION_RECORD] = "record",
-        [RECONCILE_ACTION_KEEP_FREE] = "keep-free",
-        [RECONCILE_ACTION_REMOVE] = "remove",
-};
+ENUM_IMPL(reconcile_action, ReconcileAction, _RECONCILE_ACTION_MAX,
+          "none",
+          "drop-record",
+          "mark-lost",
+          "record",
+          "keep-free",
+          "remove");
 
-const char *reconcile_action_to_string(ReconcileAction a) {
-        if (a < 0 || a >= _RECONCILE_ACTION_MAX)
-                return NULL;
-        return action_table[a];
-}
-
-const char *reconcile_result_to_string(ReconcileResult r) {
-        switch (r) {
-        case RECONCILE_PLANNED:
-                return "planned";
-        case RECONCILE_DONE:
-                return "done";
-        case RECONCILE_FAILED:
-                return "failed";
-        case RECONCILE_SKIPPED:
-                return "report-only";
-        }
-        return NULL;
-}
+ENUM_IMPL(reconcile_result, ReconcileResult, _RECONCILE_RESULT_MAX,
+          "planned",
+          "done",
+          "failed",
+          "report-only");
 
 void reconcile_guests_free(ReconcileGuest *g, size_t n) {
         for (size_t i = 0; i < n; i++) {

@@ -13,11 +13,13 @@
  */
 #pragma once
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "config.h"
+#include "enumtable.h"
 #include "ledger.h"
 #include "sysfs.h"
 #include "util.h"
@@ -46,6 +48,7 @@ typedef enum ReconcileAction {
         RECONCILE_ACTION_KEEP_FREE,  /* record it as free (release = keep) */
         RECONCILE_ACTION_REMOVE,     /* remove the mdev mdev-hooks created, then its record */
         _RECONCILE_ACTION_MAX,
+        _RECONCILE_ACTION_INVALID = -EINVAL,
 } ReconcileAction;
 
 typedef enum ReconcileResult {
@@ -53,6 +56,8 @@ typedef enum ReconcileResult {
         RECONCILE_DONE,
         RECONCILE_FAILED,
         RECONCILE_SKIPPED,  /* --apply, but the action is report-only */
+        _RECONCILE_RESULT_MAX,
+        _RECONCILE_RESULT_INVALID = -EINVAL,
 } ReconcileResult;
 
 typedef struct ReconcileFinding {
@@ -91,8 +96,9 @@ typedef struct ReconcileInput {
         uint64_t now;           /* unix time */
 } ReconcileInput;
 
-const char *reconcile_action_to_string(ReconcileAction a);
-const char *reconcile_result_to_string(ReconcileResult r);
+/* The names --json prints ("drop-record", "report-only", ...). */
+ENUM_DECL(reconcile_action, ReconcileAction);
+ENUM_DECL(reconcile_result, ReconcileResult);
 
 void reconcile_guests_free(ReconcileGuest *g, size_t n);
 
