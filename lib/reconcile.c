@@ -542,15 +542,6 @@ void reconcile_plan_done(ReconcilePlan *p) {
 
 /* --- acting -------------------------------------------------------------- */
 
-/* error_set() with the message a library call left, which lives in the same
- * buffer error_set() writes: copied first. */
-static int error_wrap(int r, const char *what) {
-        char inner[512];
-
-        snprintf(inner, sizeof inner, "%s", error_get(r));
-        return error_set(r, "%s: %s", what, inner);
-}
-
 static int apply_one(ReconcileFinding *f, int rootfd, int ledgerfd) {
         int r;
 
@@ -567,7 +558,7 @@ static int apply_one(ReconcileFinding *f, int rootfd, int ledgerfd) {
         case RECONCILE_ACTION_KEEP_FREE:
                 r = ledger_write(ledgerfd, &f->entry);
                 if (r < 0)
-                        return error_wrap(r, "cannot write the record");
+                        return error_prefix(r, "cannot write the record");
                 return 0;
         case RECONCILE_ACTION_REMOVE:
                 r = ledger_key_is_vf(f->uuid) ? vgpu_clear(rootfd, f->uuid, 0) : sysfs_mdev_remove(rootfd, f->uuid);
@@ -580,7 +571,7 @@ static int apply_one(ReconcileFinding *f, int rootfd, int ledgerfd) {
                         e.remove_pending = true;
                         k = ledger_write(ledgerfd, &e);
                         if (k < 0)
-                                return error_wrap(k, "the mdev is busy, and marking it for a later remove failed");
+                                return error_prefix(k, "the mdev is busy, and marking it for a later remove failed");
                         return error_set(r, "the mdev is busy (in use?); marked for a later remove");
                 }
                 if (r < 0 && r != -ENOENT)
