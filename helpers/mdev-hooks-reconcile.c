@@ -180,11 +180,7 @@ static int reconcile_guests_load(const char *uri, ReconcileGuest **ret, size_t *
                 r = guest_load(dom, &guests[n]);
                 if (r == -ENOENT) {
                         /* Undefined while we listed: it uses nothing. */
-                        free(guests[n].name);
-                        strv_free(guests[n].live);
-                        strv_free(guests[n].config);
-                        free(guests[n].error);
-                        memset(&guests[n], 0, sizeof guests[n]);
+                        reconcile_guest_done(&guests[n]);
                         r = 0;
                         continue;
                 }

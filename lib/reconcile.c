@@ -73,13 +73,17 @@ ENUM_IMPL(reconcile_result, ReconcileResult, _RECONCILE_RESULT_MAX,
           "failed",
           "report-only");
 
+void reconcile_guest_done(ReconcileGuest *g) {
+        free(g->name);
+        strv_free(g->live);
+        strv_free(g->config);
+        free(g->error);
+        *g = (ReconcileGuest) { 0 };
+}
+
 void reconcile_guests_free(ReconcileGuest *g, size_t n) {
-        for (size_t i = 0; i < n; i++) {
-                free(g[i].name);
-                strv_free(g[i].live);
-                strv_free(g[i].config);
-                free(g[i].error);
-        }
+        for (size_t i = 0; i < n; i++)
+                reconcile_guest_done(&g[i]);
         free(g);
 }
 

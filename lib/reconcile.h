@@ -100,6 +100,8 @@ typedef struct ReconcileInput {
 ENUM_DECL(reconcile_action, ReconcileAction);
 ENUM_DECL(reconcile_result, ReconcileResult);
 
+/* Frees what one guest holds and empties it. */
+void reconcile_guest_done(ReconcileGuest *g);
 void reconcile_guests_free(ReconcileGuest *g, size_t n);
 
 /* Decides. Pure: reads nothing but its input. */
