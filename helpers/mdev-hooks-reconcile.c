@@ -148,7 +148,10 @@ static int guest_cmp(const void *a, const void *b) {
         return strcmp(x->name, y->name);
 }
 
-static int reconcile_guests_load(const char *uri, ReconcileGuest **ret, size_t *ret_n) {
+/* Every guest of uri, running or defined, sorted by name, over a read-only
+ * connection. Sets a message with libvirt's reason when it cannot connect or
+ * list. */
+static int guests_load(const char *uri, ReconcileGuest **ret, size_t *ret_n) {
         _cleanup_(virConnectClosep) virConnectPtr conn = NULL;
         virDomainPtr *doms = NULL;
         ReconcileGuest *guests = NULL;
@@ -223,7 +226,7 @@ static char *action_describe(const ReconcileFinding *f) {
         }
 }
 
-static void reconcile_print_text(const ReconcilePlan *p, bool applied, FILE *f) {
+static void print_text(const ReconcilePlan *p, bool applied, FILE *f) {
         if (p->n_findings == 0) {
                 fputs("all agrees: libvirt's guests, the record and sysfs\n", f);
                 return;
@@ -268,7 +271,7 @@ static json_object *finding_json(const ReconcileFinding *x) {
 }
 
 /* The keys in the order they have always had (not sorted): scripts read it. */
-static int reconcile_print_json(const ReconcilePlan *p, bool applied) {
+static int print_json(const ReconcilePlan *p, bool applied) {
         _cleanup_json_ json_object *root = json_object_new_object();
         json_object *list = json_object_new_array();
         size_t fixed = 0, failed = 0;
@@ -435,7 +438,7 @@ static int snapshot_try(int rootfd, const Config *config, const CliOptions *o, S
         }
 
         error_clear();
-        r = reconcile_guests_load(o->connect, &ret->guests, &ret->n_guests);
+        r = guests_load(o->connect, &ret->guests, &ret->n_guests);
         if (r < 0)
                 log_error("%s", error_get(r));
         if (r >= 0 && o->apply)
@@ -520,9 +523,9 @@ static int plan_print(const ReconcilePlan *plan, const CliOptions *o) {
         int r = 0;
 
         if (o->json)
-                r = reconcile_print_json(plan, o->apply);
+                r = print_json(plan, o->apply);
         else
-                reconcile_print_text(plan, o->apply, stdout);
+                print_text(plan, o->apply, stdout);
         if (r < 0) {
                 log_error("reconcile: cannot print: %s", strerror(-r));
                 return r;
