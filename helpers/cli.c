@@ -4,6 +4,7 @@
 
 #include "cli.h"
 #include "log.h"
+#include "vfio.h"
 
 /* The options only some commands take, and the flag that admits each. */
 static const struct {
@@ -239,4 +240,40 @@ void cli_table_free(CliTable *t) {
                 free(t->cells[i]);
         free(t->cells);
         free(t);
+}
+
+int cli_host_read(int rootfd, CliHost *ret) {
+        _cleanup_close_ int ledgerfd = -1;
+        CliHost h = { 0 };
+        int r;
+
+        error_clear();
+        r = sysfs_mdev_list(rootfd, &h.mdevs, &h.n_mdevs);
+        if (r >= 0)
+                r = vfio_vgpus_append(rootfd, &h.mdevs, &h.n_mdevs);
+        if (r < 0) {
+                log_error("cannot list the mdevs in sysfs: %s", error_get(r));
+                cli_host_done(&h);
+                return r;
+        }
+        error_clear();
+        r = ledger_open_existing(rootfd, &ledgerfd);
+        if (r >= 0)
+                r = ledger_list(ledgerfd, &h.records, &h.n_records, &h.n_bad);
+        if (r >= 0 && h.n_bad > 0)
+                r = ledger_list_unreadable(ledgerfd, &h.bad);
+        if (r < 0 && r != -ENOENT) {
+                log_error("cannot read the record under /" LEDGER_DIR ": %s", error_get(r));
+                cli_host_done(&h);
+                return r;
+        }
+        *ret = h;
+        return 0;
+}
+
+void cli_host_done(CliHost *h) {
+        strv_free(h->bad);
+        free(h->records);
+        free(h->mdevs);
+        *h = (CliHost) { 0 };
 }

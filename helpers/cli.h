@@ -14,6 +14,8 @@
 #include <json-c/json.h>
 
 #include "config.h"
+#include "ledger.h"
+#include "sysfs.h"
 
 typedef int (*CliMain)(int argc, char *argv[], const char *config_path);
 
@@ -90,3 +92,19 @@ static inline void json_object_putp(json_object **o) {
                 json_object_put(*o);
 }
 #define _cleanup_json_ _cleanup_(json_object_putp)
+
+/* The host as the commands read it: the mdevs in sysfs, with the vGPUs of
+ * NVIDIA's VFIO framework, and the record (none when its directory does not
+ * exist). */
+typedef struct CliHost {
+        SysfsMdev *mdevs;
+        size_t n_mdevs;
+        LedgerEntry *records;
+        size_t n_records;
+        size_t n_bad;       /* record files that do not parse */
+        char **bad;         /* their UUIDs */
+} CliHost;
+
+/* Reads sysfs, then the record. Returns 0, or -errno with the reason logged. */
+int cli_host_read(int rootfd, CliHost *ret);
+void cli_host_done(CliHost *h);

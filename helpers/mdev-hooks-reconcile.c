@@ -321,53 +321,6 @@ static int safe_close(int fd) {
         return -1;
 }
 
-/* The record and sysfs as read at one moment. */
-typedef struct HostState {
-        LedgerEntry *records;
-        size_t n_records;
-        size_t n_bad;
-        char **bad;          /* the UUIDs of the n_bad files */
-        SysfsMdev *mdevs;
-        size_t n_mdevs;
-} HostState;
-
-static void host_state_done(HostState *h) {
-        strv_free(h->bad);
-        free(h->records);
-        free(h->mdevs);
-        *h = (HostState) { 0 };
-}
-
-/* Reads the record (none if its directory does not exist) and sysfs. Logs. */
-static int host_state_read(int rootfd, HostState *ret) {
-        _cleanup_close_ int ledgerfd = -1;
-        HostState h = { 0 };
-        int r;
-
-        error_clear();
-        r = ledger_open_existing(rootfd, &ledgerfd);
-        if (r >= 0)
-                r = ledger_list(ledgerfd, &h.records, &h.n_records, &h.n_bad);
-        if (r >= 0 && h.n_bad > 0)
-                r = ledger_list_unreadable(ledgerfd, &h.bad);
-        if (r < 0 && r != -ENOENT) {
-                log_error("cannot read the record under /" LEDGER_DIR ": %s", error_get(r));
-                host_state_done(&h);
-                return r;
-        }
-        error_clear();
-        r = sysfs_mdev_list(rootfd, &h.mdevs, &h.n_mdevs);
-        if (r >= 0) /* and the programmed VFs of NVIDIA's VFIO framework */
-                r = vfio_vgpus_append(rootfd, &h.mdevs, &h.n_mdevs);
-        if (r < 0) {
-                log_error("cannot list the mdevs in sysfs: %s", error_get(r));
-                host_state_done(&h);
-                return r;
-        }
-        *ret = h;
-        return 0;
-}
-
 static bool entry_equal(const LedgerEntry *a, const LedgerEntry *b) {
         return streq(a->uuid, b->uuid) && streq(a->parent, b->parent) && streq(a->type, b->type) &&
                a->state == b->state && a->origin == b->origin && streq(a->guest, b->guest) &&
@@ -375,7 +328,7 @@ static bool entry_equal(const LedgerEntry *a, const LedgerEntry *b) {
                a->since == b->since && a->remove_pending == b->remove_pending;
 }
 
-static bool host_state_equal(const HostState *a, const HostState *b) {
+static bool host_equal(const CliHost *a, const CliHost *b) {
         if (a->n_records != b->n_records || a->n_bad != b->n_bad || a->n_mdevs != b->n_mdevs ||
             strv_length(a->bad) != strv_length(b->bad))
                 return false;
@@ -400,12 +353,12 @@ static bool host_state_equal(const HostState *a, const HostState *b) {
 typedef struct Snapshot {
         ReconcileGuest *guests;
         size_t n_guests;
-        HostState host;
+        CliHost host;
 } Snapshot;
 
 static void snapshot_done(Snapshot *s) {
         reconcile_guests_free(s->guests, s->n_guests);
-        host_state_done(&s->host);
+        cli_host_done(&s->host);
         *s = (Snapshot) { 0 };
 }
 
@@ -424,14 +377,14 @@ static int lock_take(int rootfd, const Config *config, int *ret_fd) {
  * when something could not be read. */
 static int snapshot_try(int rootfd, const Config *config, const CliOptions *o, Snapshot *ret, int *ret_lockfd) {
         _cleanup_close_ int lockfd = -1;
-        HostState before = { 0 };
+        CliHost before = { 0 };
         int r;
 
         if (o->apply) {
                 r = lock_take(rootfd, config, &lockfd);
                 if (r < 0)
                         return r;
-                r = host_state_read(rootfd, &before);
+                r = cli_host_read(rootfd, &before);
                 lockfd = safe_close(lockfd);
                 if (r < 0)
                         return r;
@@ -444,10 +397,10 @@ static int snapshot_try(int rootfd, const Config *config, const CliOptions *o, S
         if (r >= 0 && o->apply)
                 r = lock_take(rootfd, config, &lockfd);
         if (r >= 0)
-                r = host_state_read(rootfd, &ret->host);
+                r = cli_host_read(rootfd, &ret->host);
         if (r >= 0)
-                r = !o->apply || host_state_equal(&before, &ret->host);
-        host_state_done(&before);
+                r = !o->apply || host_equal(&before, &ret->host);
+        cli_host_done(&before);
         if (r <= 0) {
                 snapshot_done(ret);
                 return r;
