@@ -295,7 +295,7 @@ static const char help[] =
         "usage: mdev-hooks reconcile [--connect URI] [--apply] [--json]\n"
         "\n"
         "Compare the mdevs libvirt's guests use (read-only connection, default\n"
-              RECONCILE_DEFAULT_URI ") with the record (/" LEDGER_DIR ") and sysfs; print one\n"
+        RECONCILE_DEFAULT_URI ") with the record (/" LEDGER_DIR ") and sysfs; print one\n"
         "line per disagreement, UUID KIND: what disagrees -> what is done, and\n"
         "with --apply do it under the hooks' lock. KIND is one of:\n"
         "  record-without-mdev  mdev gone: mark lost if a guest uses it, else drop\n"
