@@ -9,7 +9,6 @@
 #include "ledger.h"
 #include "log.h"
 #include "sysfs.h"
-#include "vfio.h"
 
 static const char help[] =
         "Usage: mdev-hooks list [--parent PARENT] [--uuid UUID] [--json]\n"
@@ -80,59 +79,28 @@ static json_object *row_json(const Row *r) {
 
 /* What list shows: sysfs's mdevs and the record, joined by UUID. */
 typedef struct Listing {
-        SysfsMdev *mdevs;
-        size_t n_mdevs;
-        LedgerEntry *records;
-        size_t n_records;
-        size_t n_bad;      /* record files that could not be read */
-        Row *rows;         /* point into mdevs and records */
+        CliHost host;
+        Row *rows;         /* point into host's mdevs and records */
         size_t n;
 } Listing;
 
 static void listing_done(Listing *l) {
         free(l->rows);
-        free(l->records);
-        free(l->mdevs);
-}
-
-/* Reads the mdevs and the record (none when there is no record directory).
- * CLI_EXIT_OK, or an exit status with the reason logged. */
-static int read_host(int rootfd, Listing *l) {
-        _cleanup_close_ int ledgerfd = -1;
-        int r;
-
-        error_clear();
-        r = sysfs_mdev_list(rootfd, &l->mdevs, &l->n_mdevs);
-        if (r >= 0) /* vGPUs of NVIDIA's VFIO framework, by their VF's address */
-                r = vfio_vgpus_append(rootfd, &l->mdevs, &l->n_mdevs);
-        if (r < 0) {
-                log_error("%s", error_get(r));
-                return CLI_EXIT_FAILED;
-        }
-        r = ledger_open_existing(rootfd, &ledgerfd);
-        if (r >= 0) {
-                error_clear();
-                r = ledger_list(ledgerfd, &l->records, &l->n_records, &l->n_bad);
-        }
-        if (r < 0 && r != -ENOENT) {
-                log_error("cannot read the record in /" LEDGER_DIR ": %s", error_get(r));
-                return CLI_EXIT_FAILED;
-        }
-        return CLI_EXIT_OK;
+        cli_host_done(&l->host);
 }
 
 /* One row per UUID that sysfs or the record knows and the filters keep,
  * sorted by UUID for --json and by parent then UUID (as mdevctl) otherwise. */
 static int join(Listing *l, const CliOptions *o) {
-        const SysfsMdev *mdevs = l->mdevs;
-        const LedgerEntry *records = l->records;
+        const SysfsMdev *mdevs = l->host.mdevs;
+        const LedgerEntry *records = l->host.records;
 
-        l->rows = calloc(l->n_mdevs + l->n_records + 1, sizeof *l->rows);
+        l->rows = calloc(l->host.n_mdevs + l->host.n_records + 1, sizeof *l->rows);
         if (!l->rows)
                 return -ENOMEM;
         /* Both lists are sorted by UUID: merge them. */
-        for (size_t i = 0, j = 0; i < l->n_mdevs || j < l->n_records;) {
-                int c = i >= l->n_mdevs ? 1 : j >= l->n_records ? -1 : strcmp(mdevs[i].uuid, records[j].uuid);
+        for (size_t i = 0, j = 0; i < l->host.n_mdevs || j < l->host.n_records;) {
+                int c = i >= l->host.n_mdevs ? 1 : j >= l->host.n_records ? -1 : strcmp(mdevs[i].uuid, records[j].uuid);
                 Row *row = &l->rows[l->n++];
 
                 if (c < 0) {
@@ -198,7 +166,7 @@ static int print_text(const Listing *l, const CliOptions *o) {
 
 int cli_list_main(int argc, char *argv[], const char *config_path) {
         CliOptions o = { .config_path = config_path };
-        _cleanup_(listing_done) Listing l = { .mdevs = NULL };
+        _cleanup_(listing_done) Listing l = { .rows = NULL };
         _cleanup_close_ int rootfd = -1;
         int r;
 
@@ -209,17 +177,16 @@ int cli_list_main(int argc, char *argv[], const char *config_path) {
         if (r > 0)
                 return r;
 
-        r = read_host(rootfd, &l);
-        if (r != CLI_EXIT_OK)
-                return r;
+        if (cli_host_read(rootfd, &l.host) < 0)
+                return CLI_EXIT_FAILED;
         if (join(&l, &o) < 0)
                 return cli_oom();
         if ((o.json ? print_json(&l) : print_text(&l, &o)) < 0)
                 return cli_oom();
 
-        if (l.n_bad > 0) {
+        if (l.host.n_bad > 0) {
                 log_warning("%zu record file(s) in /" LEDGER_DIR " could not be read and are not shown; 'mdev-hooks reconcile' reports them",
-                            l.n_bad);
+                            l.host.n_bad);
                 return CLI_EXIT_FAILED;
         }
         return CLI_EXIT_OK;

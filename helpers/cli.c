@@ -4,6 +4,28 @@
 
 #include "cli.h"
 #include "log.h"
+#include "vfio.h"
+
+/* The options only some commands take, and the flag that admits each. */
+static const struct {
+        int option;
+        unsigned flag;
+} gated_options[] = {
+        { 'j', CLI_OPT_JSON },
+        { 'L', CLI_OPT_PLACEMENT },
+        { 'H', CLI_OPT_HOSTNAME },
+        { 'p', CLI_OPT_PARENT },
+        { 'u', CLI_OPT_UUID },
+        { 'C', CLI_OPT_CONNECT },
+        { 'A', CLI_OPT_APPLY },
+};
+
+static bool option_accepted(int c, unsigned accepted) {
+        for (size_t i = 0; i < ELEMENTSOF(gated_options); i++)
+                if (gated_options[i].option == c)
+                        return accepted & gated_options[i].flag;
+        return true;
+}
 
 int cli_parse_options(int argc, char *argv[], unsigned accepted, const char *help, CliOptions *o) {
         static const struct option options[] = {
@@ -13,6 +35,8 @@ int cli_parse_options(int argc, char *argv[], unsigned accepted, const char *hel
                 { "hostname",  required_argument, NULL, 'H' },
                 { "parent",    required_argument, NULL, 'p' },
                 { "uuid",      required_argument, NULL, 'u' },
+                { "connect",   required_argument, NULL, 'C' },
+                { "apply",     no_argument,       NULL, 'A' },
                 { "help",      no_argument,       NULL, 'h' },
                 { "version",   no_argument,       NULL, 'V' },
                 { 0 }
@@ -22,23 +46,17 @@ int cli_parse_options(int argc, char *argv[], unsigned accepted, const char *hel
         optind = 0; /* glibc: start over, argv[0] is the command */
         opterr = 0;
         while ((c = getopt_long(argc, argv, "+c:jhp:u:", options, NULL)) >= 0)
-                switch (c) {
+                switch (option_accepted(c, accepted) ? c : '?') {
                 case 'c':
                         o->config_path = optarg;
                         break;
                 case 'j':
-                        if (!(accepted & CLI_OPT_JSON))
-                                goto unknown;
                         o->json = true;
                         break;
                 case 'L':
-                        if (!(accepted & CLI_OPT_PLACEMENT))
-                                goto unknown;
                         o->placement = true;
                         break;
                 case 'p':
-                        if (!(accepted & CLI_OPT_PARENT))
-                                goto unknown;
                         if (!name_is_valid(optarg)) {
                                 log_error("%s: --parent '%s' is not a parent's name", argv[0], optarg);
                                 return CLI_EXIT_USAGE;
@@ -46,8 +64,6 @@ int cli_parse_options(int argc, char *argv[], unsigned accepted, const char *hel
                         o->parent = optarg;
                         break;
                 case 'u':
-                        if (!(accepted & CLI_OPT_UUID))
-                                goto unknown;
                         if (!uuid_is_valid(optarg)) {
                                 log_error("%s: --uuid '%s' is not a UUID", argv[0], optarg);
                                 return CLI_EXIT_USAGE;
@@ -55,9 +71,13 @@ int cli_parse_options(int argc, char *argv[], unsigned accepted, const char *hel
                         uuid_normalize(optarg, o->uuid);
                         break;
                 case 'H':
-                        if (!(accepted & CLI_OPT_HOSTNAME))
-                                goto unknown;
                         o->hostname = optarg;
+                        break;
+                case 'C':
+                        o->connect = optarg;
+                        break;
+                case 'A':
+                        o->apply = true;
                         break;
                 case 'h':
                         fputs(help, stdout);
@@ -66,7 +86,6 @@ int cli_parse_options(int argc, char *argv[], unsigned accepted, const char *hel
                         puts("mdev-hooks " PACKAGE_VERSION);
                         return CLI_EXIT_OK;
                 default:
-                unknown:
                         log_error("%s: unknown option or missing argument '%s'; see 'mdev-hooks %s --help'",
                                   argv[0], argv[optind - 1], argv[0]);
                         return CLI_EXIT_USAGE;
@@ -221,4 +240,40 @@ void cli_table_free(CliTable *t) {
                 free(t->cells[i]);
         free(t->cells);
         free(t);
+}
+
+int cli_host_read(int rootfd, CliHost *ret) {
+        _cleanup_close_ int ledgerfd = -1;
+        CliHost h = { 0 };
+        int r;
+
+        error_clear();
+        r = sysfs_mdev_list(rootfd, &h.mdevs, &h.n_mdevs);
+        if (r >= 0)
+                r = vfio_vgpus_append(rootfd, &h.mdevs, &h.n_mdevs);
+        if (r < 0) {
+                log_error("cannot list the mdevs in sysfs: %s", error_get(r));
+                cli_host_done(&h);
+                return r;
+        }
+        error_clear();
+        r = ledger_open_existing(rootfd, &ledgerfd);
+        if (r >= 0)
+                r = ledger_list(ledgerfd, &h.records, &h.n_records, &h.n_bad);
+        if (r >= 0 && h.n_bad > 0)
+                r = ledger_list_unreadable(ledgerfd, &h.bad);
+        if (r < 0 && r != -ENOENT) {
+                log_error("cannot read the record under /" LEDGER_DIR ": %s", error_get(r));
+                cli_host_done(&h);
+                return r;
+        }
+        *ret = h;
+        return 0;
+}
+
+void cli_host_done(CliHost *h) {
+        strv_free(h->bad);
+        free(h->records);
+        free(h->mdevs);
+        *h = (CliHost) { 0 };
 }

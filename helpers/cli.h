@@ -14,6 +14,8 @@
 #include <json-c/json.h>
 
 #include "config.h"
+#include "ledger.h"
+#include "sysfs.h"
 
 typedef int (*CliMain)(int argc, char *argv[], const char *config_path);
 
@@ -39,6 +41,8 @@ typedef struct CliOptions {
         const char *hostname;
         const char *parent;   /* --parent / -p: only this parent (mdevctl's filter) */
         char uuid[UUID_STRING_MAX]; /* --uuid / -u: only this mdev, lower case; "" for any */
+        const char *connect;  /* --connect: libvirt's URI (reconcile) */
+        bool apply;           /* --apply: fix what is found (reconcile) */
 } CliOptions;
 
 /* Which of the optional options a command accepts. */
@@ -48,6 +52,8 @@ enum {
         CLI_OPT_HOSTNAME = 1 << 2,
         CLI_OPT_PARENT = 1 << 3,
         CLI_OPT_UUID = 1 << 4,
+        CLI_OPT_CONNECT = 1 << 5,
+        CLI_OPT_APPLY = 1 << 6,
 };
 
 /* Parses a command's argv. Returns -1 to go on, else the exit status to
@@ -86,3 +92,19 @@ static inline void json_object_putp(json_object **o) {
                 json_object_put(*o);
 }
 #define _cleanup_json_ _cleanup_(json_object_putp)
+
+/* The host as the commands read it: the mdevs in sysfs, with the vGPUs of
+ * NVIDIA's VFIO framework, and the record (none when its directory does not
+ * exist). */
+typedef struct CliHost {
+        SysfsMdev *mdevs;
+        size_t n_mdevs;
+        LedgerEntry *records;
+        size_t n_records;
+        size_t n_bad;       /* record files that do not parse */
+        char **bad;         /* their UUIDs */
+} CliHost;
+
+/* Reads sysfs, then the record. Returns 0, or -errno with the reason logged. */
+int cli_host_read(int rootfd, CliHost *ret);
+void cli_host_done(CliHost *h);

@@ -1,30 +1,29 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * `mdev-hooks reconcile` (doc/design.md §3): compare what libvirt's guests use with the
- * record (ledger.h) and with sysfs (sysfs.h), report every disagreement with
- * the action that fixes it, and with --apply carry the actions out under the
- * host-wide lock (lock.h).
+ * reconcile's decisions and actions (doc/design.md §3): compare what
+ * libvirt's guests use with the record (ledger.h) and with sysfs (sysfs.h),
+ * decide every disagreement with the action that fixes it, and carry the
+ * actions out (the caller holds the host-wide lock, lock.h).
  *
- * This is the one place that uses libvirt's API. It is linked into the
- * mdev-hooks-reconcile program only, never into the library that the hook
- * and the CLI link: a hook must never call libvirt (it deadlocks).
- *
- * The work is split so that the decisions can be read (and tested) apart from
- * libvirt: reconcile_guests_load() asks libvirt, reconcile_plan() decides from
- * three lists, reconcile_apply() acts, reconcile_print_*() report.
+ * No libvirt here: the mdev-hooks-reconcile program (helpers/) reads the
+ * guests through libvirt's API, fills ReconcileInput, and prints. The
+ * library, which the hook links, never calls libvirt (a hook that does
+ * deadlocks). reconcile_plan() decides from three lists, reconcile_apply()
+ * acts.
  */
 #pragma once
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "config.h"
+#include "enumtable.h"
 #include "ledger.h"
 #include "sysfs.h"
 #include "util.h"
 
-#define RECONCILE_DEFAULT_URI "qemu:///system"
 /* An `incoming` claim (migrate/restore on this host) becomes `assigned` at the
  * guest's prepare, seconds later. One older than this whose guest is not
  * running here belongs to a migration that failed without a release. */
@@ -49,6 +48,7 @@ typedef enum ReconcileAction {
         RECONCILE_ACTION_KEEP_FREE,  /* record it as free (release = keep) */
         RECONCILE_ACTION_REMOVE,     /* remove the mdev mdev-hooks created, then its record */
         _RECONCILE_ACTION_MAX,
+        _RECONCILE_ACTION_INVALID = -EINVAL,
 } ReconcileAction;
 
 typedef enum ReconcileResult {
@@ -56,6 +56,8 @@ typedef enum ReconcileResult {
         RECONCILE_DONE,
         RECONCILE_FAILED,
         RECONCILE_SKIPPED,  /* --apply, but the action is report-only */
+        _RECONCILE_RESULT_MAX,
+        _RECONCILE_RESULT_INVALID = -EINVAL,
 } ReconcileResult;
 
 typedef struct ReconcileFinding {
@@ -94,12 +96,12 @@ typedef struct ReconcileInput {
         uint64_t now;           /* unix time */
 } ReconcileInput;
 
-const char *reconcile_action_to_string(ReconcileAction a);
-const char *reconcile_result_to_string(ReconcileResult r);
+/* The names --json prints ("drop-record", "report-only", ...). */
+ENUM_DECL(reconcile_action, ReconcileAction);
+ENUM_DECL(reconcile_result, ReconcileResult);
 
-/* Reads every guest from libvirt over a read-only connection to uri. Sets a
- * message (error_set) with libvirt's reason when it cannot connect or list. */
-int reconcile_guests_load(const char *uri, ReconcileGuest **ret, size_t *ret_n);
+/* Frees what one guest holds and empties it. */
+void reconcile_guest_done(ReconcileGuest *g);
 void reconcile_guests_free(ReconcileGuest *g, size_t n);
 
 /* Decides. Pure: reads nothing but its input. */
@@ -111,13 +113,3 @@ size_t reconcile_apply(ReconcilePlan *p, int rootfd, int ledgerfd);
 /* The number of findings that count (what the exit status looks at). */
 size_t reconcile_plan_count(const ReconcilePlan *p);
 void reconcile_plan_done(ReconcilePlan *p);
-
-/* One line per finding, sorted; a line saying all agrees when there is none. */
-void reconcile_print_text(const ReconcilePlan *p, bool applied, FILE *f);
-int reconcile_print_json(const ReconcilePlan *p, bool applied, FILE *f);
-
-/* The `reconcile` command: argv[0] is "reconcile". config_path is the CLI's
- * --config (NULL for the default). Prints, and returns the exit status:
- * 0 all agrees (or all was fixed), 1 something found (or not all fixed, or
- * libvirt/sysfs/the record could not be read), 2 bad usage or bad config. */
-int reconcile_main(int argc, char *argv[], const char *config_path);

@@ -520,6 +520,23 @@ release = sometimes"
         [ "$status" -eq 2 ]
 }
 
+@test "reconcile reads the config --config names, before or after the command" {
+        sim_create $P $T $U9
+        record_write $U9 $P $T free created ""
+        uri="$(node_xml "$BATS_TEST_TMPDIR/node.xml" web1:off)"
+        printf '[devices]\nenabled_mdev_types = %s\n[hooks]\nrelease = keep\n' $T > "$BATS_TEST_TMPDIR/keep.conf"
+        # the default config says release = remove: the free mdev is unused
+        reconcile "$uri"
+        [ "$status" -eq 1 ]
+        [[ "$output" == "$U9 unused: "* ]]
+        run "$MH_CLI" --config "$BATS_TEST_TMPDIR/keep.conf" reconcile --connect "$uri"
+        [ "$status" -eq 0 ]
+        [ "$output" = "all agrees: libvirt's guests, the record and sysfs" ]
+        run "$MH_CLI" reconcile --connect "$uri" --config "$BATS_TEST_TMPDIR/keep.conf"
+        [ "$status" -eq 0 ]
+        [ "$output" = "all agrees: libvirt's guests, the record and sysfs" ]
+}
+
 @test "reconcile says why when libvirt cannot be reached and exits 1" {
         reconcile "test:///$BATS_TEST_TMPDIR/no-such-node.xml"
         [ "$status" -eq 1 ]
