@@ -20,46 +20,19 @@
 
 #include <ini.h>
 
+#include "enumtable.h"
 #include "ledger.h"
 #include "ledger-internal.h"
 
-static const char * const state_table[_LEDGER_STATE_MAX] = {
-        [LEDGER_ASSIGNED] = "assigned",
-        [LEDGER_INCOMING] = "incoming",
-        [LEDGER_FREE] = "free",
-        [LEDGER_LOST] = "lost",
-};
+ENUM_IMPL(ledger_state, LedgerState, _LEDGER_STATE_MAX,
+          "assigned",
+          "incoming",
+          "free",
+          "lost");
 
-static const char * const origin_table[_LEDGER_ORIGIN_MAX] = {
-        [LEDGER_CREATED] = "created",
-        [LEDGER_BORROWED] = "borrowed",
-};
-
-const char *ledger_state_to_string(LedgerState s) {
-        if (s < 0 || s >= _LEDGER_STATE_MAX)
-                return NULL;
-        return state_table[s];
-}
-
-LedgerState ledger_state_from_string(const char *s) {
-        for (int i = 0; s && i < _LEDGER_STATE_MAX; i++)
-                if (streq(state_table[i], s))
-                        return (LedgerState) i;
-        return _LEDGER_STATE_INVALID;
-}
-
-const char *ledger_origin_to_string(LedgerOrigin o) {
-        if (o < 0 || o >= _LEDGER_ORIGIN_MAX)
-                return NULL;
-        return origin_table[o];
-}
-
-LedgerOrigin ledger_origin_from_string(const char *s) {
-        for (int i = 0; s && i < _LEDGER_ORIGIN_MAX; i++)
-                if (streq(origin_table[i], s))
-                        return (LedgerOrigin) i;
-        return _LEDGER_ORIGIN_INVALID;
-}
+ENUM_IMPL(ledger_origin, LedgerOrigin, _LEDGER_ORIGIN_MAX,
+          "created",
+          "borrowed");
 
 /* --- guest name encoding ------------------------------------------------ */
 

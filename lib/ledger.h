@@ -26,6 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "enumtable.h"
 #include "util.h"
 
 #define LEDGER_DIR "var/lib/mdev-hooks" /* under the root */
@@ -66,10 +67,8 @@ bool ledger_key_is_valid(const char *s);
 /* Whether a key names a VF (a PCI address), not an mdev. */
 bool ledger_key_is_vf(const char *s);
 
-const char *ledger_state_to_string(LedgerState s);
-LedgerState ledger_state_from_string(const char *s);
-const char *ledger_origin_to_string(LedgerOrigin o);
-LedgerOrigin ledger_origin_from_string(const char *s);
+ENUM_DECL(ledger_state, LedgerState);
+ENUM_DECL(ledger_origin, LedgerOrigin);
 
 /* Opens (creating it, mode 0700) the record directory under the root. */
 int ledger_open(int rootfd, int *ret_dirfd);
