@@ -95,7 +95,7 @@ static int index_entry_add(int dirfd, const char *root, const char *key, const c
 }
 
 int index_add(int dirfd, const char *guest, const char *uuid) {
-        char hash[17];
+        char hash[GUEST_INDEX_HASH_MAX];
         int r;
 
         guest_hash(guest, hash);
@@ -326,7 +326,7 @@ int pindex_add(int dirfd, const char *parent, const char *uuid) {
 /* Drops uuid's entry from a guest's index, and the guest's directory once
  * it is empty. Best effort: a stale entry is only a hint. */
 void index_drop(int dirfd, const char *guest, const char *uuid) {
-        char hash[17], path[sizeof INDEX_DIR + 17 + UUID_STRING_MAX + 2];
+        char hash[GUEST_INDEX_HASH_MAX], path[sizeof INDEX_DIR + GUEST_INDEX_HASH_MAX + UUID_STRING_MAX + 2];
 
         if (!guest[0]) {
                 snprintf(path, sizeof path, FINDEX_DIR "/%s", uuid);
@@ -490,12 +490,12 @@ int ledger_index_parent_check(int dirfd, const LedgerEntry *list, size_t n) {
 
 typedef struct GuestKey {
         const char *guest;
-        char hash[17];
+        char hash[GUEST_INDEX_HASH_MAX];
 } GuestKey;
 
 static int guest_keep(const LedgerEntry *e, const void *userdata) {
         const GuestKey *k = userdata;
-        char other[17];
+        char other[GUEST_INDEX_HASH_MAX];
 
         if (streq(e->guest, k->guest))
                 return 1;
@@ -507,7 +507,7 @@ static int guest_keep(const LedgerEntry *e, const void *userdata) {
 int ledger_list_guest_checked(int dirfd, const char *guest, LedgerEntry **ret, size_t *ret_n,
                               char ***ret_unreadable) {
         _cleanup_strv_free_ char **names = NULL;
-        char dir[sizeof INDEX_DIR + 18];
+        char dir[sizeof INDEX_DIR + GUEST_INDEX_HASH_MAX];
         GuestKey k = { .guest = guest };
         int r;
 
