@@ -51,7 +51,8 @@ int ledger_open_existing(int rootfd, int *ret_dirfd) {
 
 int ledger_load(int dirfd, const char *uuid, char buf[LEDGER_FILE_MAX]) {
         _cleanup_close_ int fd = -1;
-        size_t len = 0;
+        size_t len;
+        int r;
 
         fd = openat(dirfd, uuid, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
         if (fd < 0) {
@@ -59,19 +60,12 @@ int ledger_load(int dirfd, const char *uuid, char buf[LEDGER_FILE_MAX]) {
                         return -ENOENT;
                 return error_set(-errno, "cannot open '/" LEDGER_DIR "/%s': %s", uuid, strerror(errno));
         }
-        for (;;) {
-                ssize_t n = read(fd, buf + len, LEDGER_FILE_MAX - 1 - len);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0)
-                        return error_set(-errno, "cannot read '/" LEDGER_DIR "/%s': %s", uuid, strerror(errno));
-                if (n == 0)
-                        break;
-                len += (size_t) n;
-                if (len >= LEDGER_FILE_MAX - 1)
-                        return error_set(-EBADMSG, "'/" LEDGER_DIR "/%s' is too large to be a record", uuid);
-        }
-        buf[len] = '\0';
+        /* At most LEDGER_FILE_MAX - 2 bytes, as ever. */
+        r = read_fd_small(fd, buf, LEDGER_FILE_MAX - 1, &len);
+        if (r == -EFBIG)
+                return error_set(-EBADMSG, "'/" LEDGER_DIR "/%s' is too large to be a record", uuid);
+        if (r < 0)
+                return error_set(r, "cannot read '/" LEDGER_DIR "/%s': %s", uuid, strerror(-r));
         if (memchr(buf, '\0', len))
                 return error_set(-EBADMSG, "'/" LEDGER_DIR "/%s' holds a NUL byte", uuid);
         return 0;

@@ -153,6 +153,45 @@ static void test_bad_files(int dirfd) {
         check(ledger_remove(dirfd, U1) == 0);
 }
 
+/* The size limit of a record file: LEDGER_FILE_MAX - 2 = 4094 bytes are
+ * read (and parse: blank lines), one more is "too large"; a NUL byte is
+ * refused whatever the size. */
+static void test_file_size_limit(int dirfd) {
+        char text[4096];
+        LedgerEntry e, r;
+        size_t len;
+        int fd;
+
+        entry_init(&e, U1, "vm1");
+        check(ledger_write(dirfd, &e) == 0);
+        fd = openat(dirfd, U1, O_RDONLY | O_CLOEXEC);
+        check(fd >= 0);
+        len = (size_t) read(fd, text, sizeof text - 1);
+        close(fd);
+        check(len > 0 && len < 4094);
+        memset(text + len, '\n', 4094 - len);
+        text[4094] = '\0';
+        write_file(dirfd, U1, text);
+        check(ledger_read(dirfd, U1, &r) == 0);
+        check(memcmp(&e, &r, sizeof e) == 0);
+
+        text[4094] = '\n';
+        text[4095] = '\0';
+        write_file(dirfd, U1, text);
+        error_clear();
+        check(ledger_read(dirfd, U1, &r) == -EBADMSG);
+        check(strstr(error_get(-EBADMSG), "too large to be a record"));
+
+        fd = openat(dirfd, U1, O_WRONLY | O_TRUNC | O_CLOEXEC);
+        check(fd >= 0);
+        check(write(fd, "[mdev]\n\0\n", 9) == 9);
+        close(fd);
+        error_clear();
+        check(ledger_read(dirfd, U1, &r) == -EBADMSG);
+        check(strstr(error_get(-EBADMSG), "holds a NUL byte"));
+        check(ledger_remove(dirfd, U1) == 0);
+}
+
 static void test_list(int dirfd) {
         _cleanup_free_ LedgerEntry *l = NULL;
         LedgerEntry e;
@@ -603,6 +642,7 @@ int main(void) {
         test_atomic_replace(dirfd);
         test_invalid_entries_are_not_written(dirfd);
         test_bad_files(dirfd);
+        test_file_size_limit(dirfd);
         test_list(dirfd);
         test_list_guest_exact(dirfd);
         test_guest_index(rootfd);
