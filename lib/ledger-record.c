@@ -167,14 +167,8 @@ static int copy_name(ParseState *p, const char *key, const char *value, char *ds
         return 1;
 }
 
-static int ledger_handler(void *user, const char *section, const char *name, const char *value) {
-        ParseState *p = user;
-        LedgerEntry *e = &p->e;
-        unsigned bit;
-
-        if (!streq(section, "mdev"))
-                return parse_fail(p, "unknown section [%s]", section);
-
+/* The SEEN_ bit of a key, 0 for a key that no record has. */
+static unsigned key_bit(const char *name) {
         static const struct {
                 const char *key;
                 unsigned bit;
@@ -185,16 +179,31 @@ static int ledger_handler(void *user, const char *section, const char *name, con
                 { "guest_uuid", SEEN_GUEST_UUID }, { "boot_id", SEEN_BOOT_ID },
                 { "since", SEEN_SINCE },     { "remove_pending", SEEN_REMOVE_PENDING },
         };
-        bit = 0;
+        unsigned bit = 0;
+
         for (size_t i = 0; i < ELEMENTSOF(keys); i++)
                 if (streq(keys[i].key, name))
                         bit = keys[i].bit;
-        if (bit == 0)
-                return parse_fail(p, "unknown key '%s'", name);
-        /* The guest name may continue over several lines: inih calls us once per line. */
-        if ((p->seen & bit) && bit != SEEN_GUEST)
-                return parse_fail(p, "duplicate key '%s'", name);
-        p->seen |= bit;
+        return bit;
+}
+
+static int parse_since(ParseState *p, const char *value) {
+        char *end;
+        unsigned long long v;
+
+        if (value[0] < '0' || value[0] > '9')
+                return parse_fail(p, "since is not a number");
+        errno = 0;
+        v = strtoull(value, &end, 10);
+        if (errno != 0 || *end != '\0')
+                return parse_fail(p, "since is not a number");
+        p->e.since = (uint64_t) v;
+        return 1;
+}
+
+/* One key's value into the entry. */
+static int parse_value(ParseState *p, unsigned bit, const char *name, const char *value) {
+        LedgerEntry *e = &p->e;
 
         switch (bit) {
         case SEEN_UUID:
@@ -232,19 +241,8 @@ static int ledger_handler(void *user, const char *section, const char *name, con
                         return parse_fail(p, "boot_id is not a UUID");
                 uuid_normalize(value, e->boot_id);
                 return 1;
-        case SEEN_SINCE: {
-                char *end;
-                unsigned long long v;
-
-                if (value[0] < '0' || value[0] > '9')
-                        return parse_fail(p, "since is not a number");
-                errno = 0;
-                v = strtoull(value, &end, 10);
-                if (errno != 0 || *end != '\0')
-                        return parse_fail(p, "since is not a number");
-                e->since = (uint64_t) v;
-                return 1;
-        }
+        case SEEN_SINCE:
+                return parse_since(p, value);
         case SEEN_REMOVE_PENDING:
                 if (streq(value, "yes"))
                         e->remove_pending = true;
@@ -255,6 +253,24 @@ static int ledger_handler(void *user, const char *section, const char *name, con
                 return 1;
         }
         return 1;
+}
+
+/* inih's handler, once per line: the section, the key, each key once, then
+ * its value. */
+static int ledger_handler(void *user, const char *section, const char *name, const char *value) {
+        ParseState *p = user;
+        unsigned bit;
+
+        if (!streq(section, "mdev"))
+                return parse_fail(p, "unknown section [%s]", section);
+        bit = key_bit(name);
+        if (bit == 0)
+                return parse_fail(p, "unknown key '%s'", name);
+        /* The guest name may continue over several lines: inih calls us once per line. */
+        if ((p->seen & bit) && bit != SEEN_GUEST)
+                return parse_fail(p, "duplicate key '%s'", name);
+        p->seen |= bit;
+        return parse_value(p, bit, name, value);
 }
 
 int ledger_parse(const char *uuid, const char *text, LedgerEntry *ret) {
