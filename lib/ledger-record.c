@@ -34,6 +34,13 @@ ENUM_IMPL(ledger_origin, LedgerOrigin, _LEDGER_ORIGIN_MAX,
           "created",
           "borrowed");
 
+void ledger_entry_set_free(LedgerEntry *e, uint64_t since) {
+        e->state = LEDGER_FREE;
+        e->guest[0] = '\0';
+        e->guest_uuid[0] = '\0';
+        e->since = since;
+}
+
 /* --- guest name encoding ------------------------------------------------ */
 
 static bool guest_char_is_plain(unsigned char c) {

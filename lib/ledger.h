@@ -70,6 +70,10 @@ bool ledger_key_is_vf(const char *s);
 ENUM_DECL(ledger_state, LedgerState);
 ENUM_DECL(ledger_origin, LedgerOrigin);
 
+/* Makes e a free record, held by no guest since the given time (release =
+ * keep, or a remove that failed). Its origin and remove_pending stay. */
+void ledger_entry_set_free(LedgerEntry *e, uint64_t since);
+
 /* Opens (creating it, mode 0700) the record directory under the root. */
 int ledger_open(int rootfd, int *ret_dirfd);
 /* Opens it only if it exists: -ENOENT otherwise (readers such as the CLI). */

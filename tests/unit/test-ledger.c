@@ -183,6 +183,28 @@ static void test_file_size_limit(int dirfd) {
         check(ledger_remove(dirfd, U1) == 0);
 }
 
+/* A record made free: no guest, the new time; its mdev's facts stay. */
+static void test_entry_set_free(int dirfd) {
+        _cleanup_free_ char *a = NULL, *b = NULL;
+        LedgerEntry e, r;
+
+        entry_init(&e, U1, "vm1");
+        snprintf(e.guest_uuid, sizeof e.guest_uuid, U2);
+        e.origin = LEDGER_BORROWED;
+        e.remove_pending = true;
+        ledger_entry_set_free(&e, 1732249999);
+        check(e.state == LEDGER_FREE && e.guest[0] == '\0' && e.guest_uuid[0] == '\0');
+        check(e.since == 1732249999);
+        check(e.origin == LEDGER_BORROWED && e.remove_pending);
+        check(streq(e.uuid, U1) && streq(e.parent, "0000:84:00.0") && streq(e.type, "nvidia-35"));
+        check(streq(e.boot_id, BOOT));
+        check(ledger_write(dirfd, &e) == 0);
+        check(ledger_read(dirfd, U1, &r) == 0);
+        check(ledger_format(&e, &a) == 0 && ledger_format(&r, &b) == 0);
+        check_streq(a, b);
+        check(ledger_remove(dirfd, U1) == 0);
+}
+
 static void test_list(int dirfd) {
         _cleanup_free_ LedgerEntry *l = NULL;
         LedgerEntry e;
@@ -634,6 +656,7 @@ int main(void) {
         test_invalid_entries_are_not_written(dirfd);
         test_bad_files(dirfd);
         test_file_size_limit(dirfd);
+        test_entry_set_free(dirfd);
         test_list(dirfd);
         test_list_guest_exact(dirfd);
         test_guest_index(rootfd);
