@@ -19,13 +19,10 @@
  * var/lib/mdev-hooks.by-guest/<hash of the guest name>/<uuid>: names (hard
  * links to one empty file, see index_entry_add()), a hint that lets release
  * find a guest's records without reading every record on a host with a
- * thousand. ledger_write() adds the entry BEFORE it renames
- * the record into place, so the index never lacks a record that ledger_write
- * gave to a guest; entries whose record is gone or now names another guest
- * are dropped lazily by ledger_list_guest(), which verifies every entry by
- * reading the record. The index is not fsynced: after a power loss the only
- * records it could miss are of an earlier boot, whose mdevs no longer exist
- * (the udev helper and reconcile deal with those). */
+ * thousand. The entry goes before its record and is not fsynced (the
+ * store's rule: ledger.c, above record_stage()); entries whose record is
+ * gone or now names another guest are dropped lazily by
+ * ledger_list_guest(), which verifies every entry by reading the record. */
 #define INDEX_DIR "../mdev-hooks.by-guest" /* relative to the record directory */
 _Static_assert(sizeof(LEDGER_DIR ".by-guest") == sizeof(GUEST_INDEX_DIR), "one index");
 
@@ -195,9 +192,9 @@ fail:
  * var/lib/mdev-hooks.by-guest/@free/<uuid>: the records that name no guest,
  * chiefly the free mdevs mdev-hooks keeps (release = keep), so that migrate
  * and a full prepare find them without reading every record. '@' keeps the
- * key apart from the guests' hashes. The rules are the guest index's: the
- * entry is added before the record is renamed into place, and entries whose
- * record is gone or now names a guest are pruned by ledger_list_free().
+ * key apart from the guests' hashes. The entry goes before its record (the
+ * store's rule, as for the guest index), and entries whose record is gone
+ * or now names a guest are pruned by ledger_list_free().
  * Like the parent index it exists whole or not at all, so a missing @free
  * says "not indexed" rather than "none": the first writer of a record
  * without a guest, or the first ledger_list_free(), builds it from every
@@ -244,8 +241,9 @@ int findex_add(int dirfd, const char *uuid) {
  *
  * The rule is the same: the index never lacks a record that names the parent.
  *
- * - ledger_write() adds the entry BEFORE it renames the record into place,
- *   and looks once more after the rename (see below).
+ * - The entry goes before its record (the store's rule: ledger.c, above
+ *   record_stage()), and the writer looks once more after the rename (see
+ *   below).
  * - A record whose parent changes (a lost mdev made again elsewhere, a record
  *   rewritten by reconcile) leaves an entry under its old parent: a stale
  *   hint. ledger_remove() drops the entry after the record is gone.
@@ -262,9 +260,8 @@ int findex_add(int dirfd, const char *uuid) {
  *   finds no index builds it from every record in a temporary directory and
  *   renames it into place. Without it, ledger_list_parent() reads every
  *   record (records written by an older version, or by hand).
- * - It is not fsynced, like the guest index: after a power loss it can lack
- *   only records of the earlier boot, and the first udev event of the next
- *   boot reads every record and puts their entries back
+ * - It is not fsynced (the store's rule): the first udev event of the next
+ *   boot reads every record and puts back the entries a power loss took
  *   (ledger_index_parent_check()).
  * - Parents' directories stay when they empty: removing them would race
  *   with a writer that adds an entry, and there are only as many as the

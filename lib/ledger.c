@@ -3,9 +3,8 @@
  * The record's store: one INI file per mdev under var/lib/mdev-hooks/
  * (ledger.h; its text: ledger-record.c).
  *
- * Files are replaced atomically: a temporary file ".<uuid>.<pid>.tmp" in the
- * same directory, fsync, renameat over the record, fsync of the directory
- * (for a batch, once at its end: ledger_sync()).
+ * Files are replaced atomically; how, and what a crash or a power loss
+ * leaves, is said once, above record_stage().
  */
 #include <fcntl.h>
 #include <pthread.h>
@@ -143,7 +142,29 @@ static int fsync_many(const int *fds, size_t n) {
         return r;
 }
 
-/* A record being written: its temp file, written but not yet fsynced or
+/* How a record is written, and what a crash leaves (said here only; the
+ * indexes and ledger.h point here, doc/design.md §4.4 is the hooks' side):
+ *
+ * 1. record_stage(): the record's index entries (ledger-index.c), then its
+ *    text in a temporary file ".<uuid>.<pid>.tmp" in the record directory.
+ * 2. fsync of the temporary file (fsync_many() for a batch).
+ * 3. record_commit(): renameat over the record; then the parent index's
+ *    entry is looked at once more (a reader may have pruned it meanwhile).
+ * 4. fsync of the directory: at once (ledger_write()), or once at the end
+ *    of a batch under one lock (ledger_sync()).
+ *
+ * So a reader, with the lock or without, sees the old record or the new
+ * one, never a torn one, and no record takes its place before its text is
+ * on disk. A kill leaves at most a temporary file, which listings skip,
+ * and index entries ahead of their record, which listings verify and prune:
+ * an index never lacks a record that was written, because the entry goes
+ * first. The indexes are not fsynced: after a power loss they can lack only
+ * records of an earlier boot, whose mdevs are gone (the udev helper and
+ * reconcile deal with those; ledger_index_parent_check() puts the parent
+ * index's entries back). A remove goes the other way: the record, then its
+ * entries.
+ *
+ * A record being written: its temp file, written but not yet fsynced or
  * renamed into place. */
 typedef struct Staged {
         char tmp[UUID_STRING_MAX + 32];
@@ -158,8 +179,8 @@ static void staged_abort(int dirfd, Staged *st) {
         st->fd = -1;
 }
 
-/* Step 1 of a write: the indexes' entries (hints, added first: see the
- * parent index's comment), and the temp file with the record's text. */
+/* Step 1 of a write (above): the indexes' entries, and the temp file with
+ * the record's text. */
 static int record_stage(int dirfd, const LedgerEntry *e, Staged *st) {
         _cleanup_free_ char *text = NULL;
         size_t len, done = 0;
@@ -207,7 +228,7 @@ static int record_commit(int dirfd, const LedgerEntry *e, Staged *st) {
         st->fd = -1;
         /* A reader that found the record missing or naming another parent
          * may have pruned the entry just before the rename (the parent
-         * index's comment): put it back. */
+         * index's comment, ledger-index.c): put it back. */
         if (!pindex_entry_exists(dirfd, e->parent, e->uuid) && pindex_add(dirfd, e->parent, e->uuid) < 0)
                 error_clear(); /* a hint: the record is written */
         return 0;
