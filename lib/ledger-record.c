@@ -174,6 +174,13 @@ static int copy_name(ParseState *p, const char *key, const char *value, char *ds
         return 1;
 }
 
+static int copy_uuid(ParseState *p, const char *key, const char *value, char *dst) {
+        if (!uuid_is_valid(value))
+                return parse_fail(p, "%s is not a UUID", key);
+        uuid_normalize(value, dst);
+        return 1;
+}
+
 /* The SEEN_ bit of a key, 0 for a key that no record has. */
 static unsigned key_bit(const char *name) {
         static const struct {
@@ -239,15 +246,9 @@ static int parse_value(ParseState *p, unsigned bit, const char *name, const char
         case SEEN_GUEST_UUID:
                 if (value[0] == '\0')
                         return 1;
-                if (!uuid_is_valid(value))
-                        return parse_fail(p, "guest_uuid is not a UUID");
-                uuid_normalize(value, e->guest_uuid);
-                return 1;
+                return copy_uuid(p, name, value, e->guest_uuid);
         case SEEN_BOOT_ID:
-                if (!uuid_is_valid(value))
-                        return parse_fail(p, "boot_id is not a UUID");
-                uuid_normalize(value, e->boot_id);
-                return 1;
+                return copy_uuid(p, name, value, e->boot_id);
         case SEEN_SINCE:
                 return parse_since(p, value);
         case SEEN_REMOVE_PENDING:

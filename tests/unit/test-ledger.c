@@ -128,6 +128,8 @@ static void test_bad_files(int dirfd) {
                 { "[mdev]\nuuid = " U1 "\nparent = p\ntype = t\nstate = free\norigin = created\nboot_id = " BOOT "\nsince = -1\n", "since" },
                 { "[mdev]\nuuid = " U1 "\nuuid = " U1 "\n", "duplicate" },
                 { "[other]\nuuid = " U1 "\n", "unknown section" },
+                { "[mdev]\nuuid = " U1 "\nparent = p\ntype = t\nstate = free\norigin = created\nboot_id = 1a2b\n", "line 7: boot_id is not a UUID" },
+                { "[mdev]\nuuid = " U1 "\nparent = p\ntype = t\nstate = free\norigin = created\nguest_uuid = x\nboot_id = " BOOT "\n", "line 7: guest_uuid is not a UUID" },
                 { "[mdev]\nuuid = " U1 "\nparent = p\ntype = t\nstate = assigned\norigin = created\nguest = a%zz\nboot_id = " BOOT "\n", "guest" },
         };
         LedgerEntry r;
