@@ -285,11 +285,8 @@ int alloc_rollback(Alloc *a) {
                                 if (ret == 0)
                                         ret = r;
                                 if (ledger_read(a->ledgerfd, u->uuid, &e) >= 0) {
-                                        e.state = LEDGER_FREE;
-                                        e.guest[0] = '\0';
-                                        e.guest_uuid[0] = '\0';
+                                        ledger_entry_set_free(&e, (uint64_t) time(NULL));
                                         e.remove_pending = true;
-                                        e.since = (uint64_t) time(NULL);
                                         (void) ledger_write_nosync(a->ledgerfd, &e);
                                 }
                                 continue;

@@ -199,10 +199,7 @@ static int release_one(HookContext *ctx, LedgerEntry *e) {
         }
 
         if (ctx->config->release == CONFIG_RELEASE_KEEP) {
-                e->state = LEDGER_FREE;
-                e->guest[0] = '\0';
-                e->guest_uuid[0] = '\0';
-                e->since = (uint64_t) time(NULL);
+                ledger_entry_set_free(e, (uint64_t) time(NULL));
                 log_info("mdev %s kept free (release = keep)", e->uuid);
                 return ledger_write_nosync(ctx->ledgerfd, e);
         }
@@ -212,11 +209,8 @@ static int release_one(HookContext *ctx, LedgerEntry *e) {
                 int k;
 
                 /* Left for the next hook, the udev helper or reconcile. */
-                e->state = LEDGER_FREE;
-                e->guest[0] = '\0';
-                e->guest_uuid[0] = '\0';
+                ledger_entry_set_free(e, (uint64_t) time(NULL));
                 e->remove_pending = true;
-                e->since = (uint64_t) time(NULL);
                 k = ledger_write_nosync(ctx->ledgerfd, e);
                 if (k < 0)
                         log_warning("cannot mark mdev %s for later removal: %s", e->uuid, error_get(k));

@@ -1,73 +1,19 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The record: one INI file per mdev under var/lib/mdev-hooks/ (ledger.h).
+ * The record's store: one INI file per mdev under var/lib/mdev-hooks/
+ * (ledger.h; its text: ledger-record.c).
  *
- * inih reads lines of at most 200 bytes (Debian's build) and treats " ;" as
- * the start of a comment, while a libvirt domain name may be 255 bytes of
- * almost anything. So the guest name is written percent-encoded (every byte
- * outside [A-Za-z0-9._:@+-]) and, when long, split over continuation lines,
- * which inih hands to the handler one by one under the same key:
- *
- *   guest = web%20server%3bfront...
- *     ...rest
- *
- * Files are replaced atomically: a temporary file ".<uuid>.<pid>.tmp" in the
- * same directory, fsync, renameat over the record, fsync of the directory
- * (for a batch, once at its end: ledger_sync()).
+ * Files are replaced atomically; how, and what a crash or a power loss
+ * leaves, is said once, above record_stage().
  */
-#include <ctype.h>
 #include <fcntl.h>
-#include <inttypes.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <time.h>
 
-#include <ini.h>
-
-#include "guestindex.h"
 #include "ledger.h"
-
-#define GUEST_CHUNK 120
-
-static const char * const state_table[_LEDGER_STATE_MAX] = {
-        [LEDGER_ASSIGNED] = "assigned",
-        [LEDGER_INCOMING] = "incoming",
-        [LEDGER_FREE] = "free",
-        [LEDGER_LOST] = "lost",
-};
-
-static const char * const origin_table[_LEDGER_ORIGIN_MAX] = {
-        [LEDGER_CREATED] = "created",
-        [LEDGER_BORROWED] = "borrowed",
-};
-
-const char *ledger_state_to_string(LedgerState s) {
-        if (s < 0 || s >= _LEDGER_STATE_MAX)
-                return NULL;
-        return state_table[s];
-}
-
-LedgerState ledger_state_from_string(const char *s) {
-        for (int i = 0; s && i < _LEDGER_STATE_MAX; i++)
-                if (streq(state_table[i], s))
-                        return (LedgerState) i;
-        return _LEDGER_STATE_INVALID;
-}
-
-const char *ledger_origin_to_string(LedgerOrigin o) {
-        if (o < 0 || o >= _LEDGER_ORIGIN_MAX)
-                return NULL;
-        return origin_table[o];
-}
-
-LedgerOrigin ledger_origin_from_string(const char *s) {
-        for (int i = 0; s && i < _LEDGER_ORIGIN_MAX; i++)
-                if (streq(origin_table[i], s))
-                        return (LedgerOrigin) i;
-        return _LEDGER_ORIGIN_INVALID;
-}
+#include "ledger-internal.h"
 
 static int ledger_open_dir(int rootfd, int *ret_dirfd) {
         int fd = openat(rootfd, LEDGER_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -102,235 +48,10 @@ int ledger_open_existing(int rootfd, int *ret_dirfd) {
         return r;
 }
 
-/* --- guest name encoding ------------------------------------------------ */
-
-static bool guest_char_is_plain(unsigned char c) {
-        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-               c == '.' || c == '_' || c == ':' || c == '@' || c == '+' || c == '-';
-}
-
-/* Percent-encodes s into out (at least 3 * strlen(s) + 1 bytes). */
-static void guest_encode(const char *s, char *out) {
-        static const char hex[] = "0123456789abcdef";
-
-        for (; *s; s++) {
-                unsigned char c = (unsigned char) *s;
-                if (guest_char_is_plain(c))
-                        *out++ = (char) c;
-                else {
-                        *out++ = '%';
-                        *out++ = hex[c >> 4];
-                        *out++ = hex[c & 15];
-                }
-        }
-        *out = '\0';
-}
-
-static int hexval(char c) {
-        if (c >= '0' && c <= '9')
-                return c - '0';
-        if (c >= 'a' && c <= 'f')
-                return c - 'a' + 10;
-        if (c >= 'A' && c <= 'F')
-                return c - 'A' + 10;
-        return -1;
-}
-
-/* Decodes and appends to out (size GUEST_NAME_MAX). */
-static int guest_decode_append(const char *s, char *out) {
-        size_t len = strlen(out);
-
-        while (*s) {
-                unsigned char c;
-
-                if (*s == '%') {
-                        int hi = hexval(s[1]), lo = hi >= 0 ? hexval(s[2]) : -1;
-                        if (lo < 0)
-                                return -EINVAL;
-                        c = (unsigned char) (hi << 4 | lo);
-                        s += 3;
-                } else if (guest_char_is_plain((unsigned char) *s)) {
-                        c = (unsigned char) *s++;
-                } else
-                        return -EINVAL;
-                if (c == '\0' || len + 1 >= GUEST_NAME_MAX)
-                        return -EINVAL;
-                out[len++] = (char) c;
-                out[len] = '\0';
-        }
-        return 0;
-}
-
-/* The length of the first line of an encoded name: at most GUEST_CHUNK
- * bytes, never splitting a %xx escape (each line is decoded on its own). */
-static size_t guest_first_chunk(const char *enc) {
-        size_t len = strlen(enc), n = len < GUEST_CHUNK ? len : GUEST_CHUNK;
-
-        if (n < len && enc[n - 1] == '%')
-                n -= 1;
-        else if (n < len && enc[n - 2] == '%')
-                n -= 2;
-        return n;
-}
-
-/* --- reading ------------------------------------------------------------ */
-
-enum {
-        SEEN_UUID = 1 << 0,
-        SEEN_PARENT = 1 << 1,
-        SEEN_TYPE = 1 << 2,
-        SEEN_STATE = 1 << 3,
-        SEEN_ORIGIN = 1 << 4,
-        SEEN_GUEST = 1 << 5,
-        SEEN_GUEST_UUID = 1 << 6,
-        SEEN_BOOT_ID = 1 << 7,
-        SEEN_SINCE = 1 << 8,
-        SEEN_REMOVE_PENDING = 1 << 9,
-        SEEN_REQUIRED = SEEN_UUID | SEEN_PARENT | SEEN_TYPE | SEEN_STATE | SEEN_ORIGIN | SEEN_BOOT_ID,
-};
-
-typedef struct ParseState {
-        const char *pos;     /* the rest of the file's text */
-        unsigned line;       /* of the line inih is handling */
-        unsigned seen;
-        unsigned bad_line;   /* first problem, 0 if none */
-        char bad[160];
-        LedgerEntry e;
-} ParseState;
-
-/* inih's reader over the file's text, counting lines for messages. */
-static char *ledger_reader(char *str, int num, void *stream) {
-        ParseState *p = stream;
-        size_t n = 0;
-
-        if (*p->pos == '\0' || num < 2)
-                return NULL;
-        while (p->pos[n] && n + 1 < (size_t) num) {
-                if (p->pos[n++] == '\n')
-                        break;
-        }
-        memcpy(str, p->pos, n);
-        str[n] = '\0';
-        p->pos += n;
-        p->line++;
-        return str;
-}
-
-_printf_(2, 3) static int parse_fail(ParseState *p, const char *fmt, ...) {
-        va_list ap;
-
-        if (p->bad_line == 0) {
-                p->bad_line = p->line;
-                va_start(ap, fmt);
-                vsnprintf(p->bad, sizeof p->bad, fmt, ap);
-                va_end(ap);
-        }
-        return 0;
-}
-
-static int copy_name(ParseState *p, const char *key, const char *value, char *dst) {
-        if (!name_is_valid(value))
-                return parse_fail(p, "%s is not a valid name", key);
-        snprintf(dst, NAME_STRING_MAX, "%s", value);
-        return 1;
-}
-
-static int ledger_handler(void *user, const char *section, const char *name, const char *value) {
-        ParseState *p = user;
-        LedgerEntry *e = &p->e;
-        unsigned bit;
-
-        if (!streq(section, "mdev"))
-                return parse_fail(p, "unknown section [%s]", section);
-
-        static const struct {
-                const char *key;
-                unsigned bit;
-        } keys[] = {
-                { "uuid", SEEN_UUID },       { "parent", SEEN_PARENT },
-                { "type", SEEN_TYPE },       { "state", SEEN_STATE },
-                { "origin", SEEN_ORIGIN },   { "guest", SEEN_GUEST },
-                { "guest_uuid", SEEN_GUEST_UUID }, { "boot_id", SEEN_BOOT_ID },
-                { "since", SEEN_SINCE },     { "remove_pending", SEEN_REMOVE_PENDING },
-        };
-        bit = 0;
-        for (size_t i = 0; i < ELEMENTSOF(keys); i++)
-                if (streq(keys[i].key, name))
-                        bit = keys[i].bit;
-        if (bit == 0)
-                return parse_fail(p, "unknown key '%s'", name);
-        /* The guest name may continue over several lines: inih calls us once per line. */
-        if ((p->seen & bit) && bit != SEEN_GUEST)
-                return parse_fail(p, "duplicate key '%s'", name);
-        p->seen |= bit;
-
-        switch (bit) {
-        case SEEN_UUID:
-                if (!ledger_key_is_valid(value))
-                        return parse_fail(p, "uuid is not a UUID (nor a VF's PCI address)");
-                uuid_normalize(value, e->uuid);
-                return 1;
-        case SEEN_PARENT:
-                return copy_name(p, name, value, e->parent);
-        case SEEN_TYPE:
-                return copy_name(p, name, value, e->type);
-        case SEEN_STATE:
-                e->state = ledger_state_from_string(value);
-                if (e->state < 0)
-                        return parse_fail(p, "unknown state '%s'", value);
-                return 1;
-        case SEEN_ORIGIN:
-                e->origin = ledger_origin_from_string(value);
-                if (e->origin < 0)
-                        return parse_fail(p, "unknown origin '%s'", value);
-                return 1;
-        case SEEN_GUEST:
-                if (guest_decode_append(value, e->guest) < 0)
-                        return parse_fail(p, "guest is not a valid encoded name");
-                return 1;
-        case SEEN_GUEST_UUID:
-                if (value[0] == '\0')
-                        return 1;
-                if (!uuid_is_valid(value))
-                        return parse_fail(p, "guest_uuid is not a UUID");
-                uuid_normalize(value, e->guest_uuid);
-                return 1;
-        case SEEN_BOOT_ID:
-                if (!uuid_is_valid(value))
-                        return parse_fail(p, "boot_id is not a UUID");
-                uuid_normalize(value, e->boot_id);
-                return 1;
-        case SEEN_SINCE: {
-                char *end;
-                unsigned long long v;
-
-                if (value[0] < '0' || value[0] > '9')
-                        return parse_fail(p, "since is not a number");
-                errno = 0;
-                v = strtoull(value, &end, 10);
-                if (errno != 0 || *end != '\0')
-                        return parse_fail(p, "since is not a number");
-                e->since = (uint64_t) v;
-                return 1;
-        }
-        case SEEN_REMOVE_PENDING:
-                if (streq(value, "yes"))
-                        e->remove_pending = true;
-                else if (streq(value, "no"))
-                        e->remove_pending = false;
-                else
-                        return parse_fail(p, "remove_pending must be yes or no");
-                return 1;
-        }
-        return 1;
-}
-
-/* A record is a few hundred bytes; anything near this is not one of ours. */
-#define LEDGER_FILE_MAX 4096
-
-static int ledger_load(int dirfd, const char *uuid, char buf[LEDGER_FILE_MAX]) {
+int ledger_load(int dirfd, const char *uuid, char buf[LEDGER_FILE_MAX]) {
         _cleanup_close_ int fd = -1;
-        size_t len = 0;
+        size_t len;
+        int r;
 
         fd = openat(dirfd, uuid, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
         if (fd < 0) {
@@ -338,74 +59,15 @@ static int ledger_load(int dirfd, const char *uuid, char buf[LEDGER_FILE_MAX]) {
                         return -ENOENT;
                 return error_set(-errno, "cannot open '/" LEDGER_DIR "/%s': %s", uuid, strerror(errno));
         }
-        for (;;) {
-                ssize_t n = read(fd, buf + len, LEDGER_FILE_MAX - 1 - len);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0)
-                        return error_set(-errno, "cannot read '/" LEDGER_DIR "/%s': %s", uuid, strerror(errno));
-                if (n == 0)
-                        break;
-                len += (size_t) n;
-                if (len >= LEDGER_FILE_MAX - 1)
-                        return error_set(-EBADMSG, "'/" LEDGER_DIR "/%s' is too large to be a record", uuid);
-        }
-        buf[len] = '\0';
+        /* At most LEDGER_FILE_MAX - 2 bytes, as ever. */
+        r = read_fd_small(fd, buf, LEDGER_FILE_MAX - 1, &len);
+        if (r == -EFBIG)
+                return error_set(-EBADMSG, "'/" LEDGER_DIR "/%s' is too large to be a record", uuid);
+        if (r < 0)
+                return error_set(r, "cannot read '/" LEDGER_DIR "/%s': %s", uuid, strerror(-r));
         if (memchr(buf, '\0', len))
                 return error_set(-EBADMSG, "'/" LEDGER_DIR "/%s' holds a NUL byte", uuid);
         return 0;
-}
-
-int ledger_parse(const char *uuid, const char *text, LedgerEntry *ret) {
-        ParseState p = { .pos = text };
-        int r;
-
-        r = ini_parse_stream(ledger_reader, &p, ledger_handler, &p);
-        if (r < 0)
-                return error_set(-EIO, "cannot parse '/" LEDGER_DIR "/%s'", uuid);
-        if (r > 0 && (p.bad_line == 0 || (unsigned) r < p.bad_line)) {
-                p.bad_line = (unsigned) r;
-                snprintf(p.bad, sizeof p.bad, "syntax error");
-        }
-        if (p.bad_line == 0 && (p.seen & SEEN_REQUIRED) != SEEN_REQUIRED) {
-                p.bad_line = p.line ? p.line : 1;
-                snprintf(p.bad, sizeof p.bad, "missing key(s): uuid, parent, type, state, origin and boot_id are required");
-        }
-        if (p.bad_line == 0 && !streq(p.e.uuid, uuid)) {
-                p.bad_line = 1;
-                snprintf(p.bad, sizeof p.bad, "uuid does not match the file name");
-        }
-        if (p.bad_line == 0 && p.e.guest[0] == '\0' &&
-            (p.e.state == LEDGER_ASSIGNED || p.e.state == LEDGER_INCOMING)) {
-                p.bad_line = p.line;
-                snprintf(p.bad, sizeof p.bad, "state %s needs a guest", ledger_state_to_string(p.e.state));
-        }
-        if (p.bad_line != 0)
-                return error_set(-EBADMSG, "'/" LEDGER_DIR "/%s' line %u: %s", uuid, p.bad_line, p.bad);
-        *ret = p.e;
-        return 0;
-}
-
-bool ledger_key_is_vf(const char *s) {
-        /* dddd:bb:ss.f, lower-case hex: a file name, compared as is */
-        if (!s || strlen(s) != 12)
-                return false;
-        for (int i = 0; i < 12; i++) {
-                char c = s[i];
-                if (i == 4 || i == 7) {
-                        if (c != ':')
-                                return false;
-                } else if (i == 10) {
-                        if (c != '.' || s[11] > '7')
-                                return false;
-                } else if (!isdigit((unsigned char) c) && !(c >= 'a' && c <= 'f'))
-                        return false;
-        }
-        return true;
-}
-
-bool ledger_key_is_valid(const char *s) {
-        return uuid_is_valid(s) || ledger_key_is_vf(s);
 }
 
 int ledger_read(int dirfd, const char *uuid, LedgerEntry *ret) {
@@ -420,358 +82,7 @@ int ledger_read(int dirfd, const char *uuid, LedgerEntry *ret) {
         return ledger_parse(uuid, buf, ret);
 }
 
-/* --- the guest index ------------------------------------------------------
- *
- * var/lib/mdev-hooks.by-guest/<hash of the guest name>/<uuid>: names (hard
- * links to one empty file, see index_entry_add()), a hint that lets release
- * find a guest's records without reading every record on a host with a
- * thousand. ledger_write() adds the entry BEFORE it renames
- * the record into place, so the index never lacks a record that ledger_write
- * gave to a guest; entries whose record is gone or now names another guest
- * are dropped lazily by ledger_list_guest(), which verifies every entry by
- * reading the record. The index is not fsynced: after a power loss the only
- * records it could miss are of an earlier boot, whose mdevs no longer exist
- * (the udev helper and reconcile deal with those). */
-#define INDEX_DIR "../mdev-hooks.by-guest" /* relative to the record directory */
-_Static_assert(sizeof(LEDGER_DIR ".by-guest") == sizeof(GUEST_INDEX_DIR), "one index");
-
-static void guest_hash(const char *guest, char out[GUEST_INDEX_HASH_MAX]) {
-        guest_index_hash(guest, out);
-}
-
-/* Longest index path: the parent index's build directory, a name, a UUID. */
-#define INDEX_PATH_MAX (sizeof "../.mdev-hooks.by-parent.tmp" + NAME_STRING_MAX + UUID_STRING_MAX + 2)
-
-/* An entry is a name, not a file of its own: a hard link to one empty file,
- * <root>/INDEX_ANCHOR. A link costs a directory entry; a new file costs an
- * inode, which ext4 can be slow to find (it skips recently deleted ones;
- * BENCHMARKS.md, "Where the time goes"), three per record written. '@' is
- * in no parent's name (name_is_valid()) and in no guest's hash, so the
- * anchor is never taken for a key. */
-#define INDEX_ANCHOR "@entry"
-
-/* The entry as an empty file, where the file system will not link (EMLINK
- * on an anchor with 65000 links, EPERM where there are no hard links). */
-static int index_entry_create(int dirfd, const char *path) {
-        int fd = openat(dirfd, path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0600);
-
-        if (fd < 0)
-                return -errno;
-        close(fd);
-        return 0;
-}
-
-/* Adds the entry <root>/<key>/<uuid>, making <key>'s directory and the
- * anchor if needed, and the root as well if make_root (the guest index; the
- * parent index is built whole instead): -ENOENT if there is no root. Both
- * indexes write their entries through here. */
-static int index_link(int dirfd, const char *anchor, const char *path) {
-        if (linkat(dirfd, anchor, dirfd, path, 0) == 0 || errno == EEXIST)
-                return 0;
-        if (errno != ENOENT)
-                return index_entry_create(dirfd, path);
-        return -ENOENT;
-}
-
-static int index_entry_add(int dirfd, const char *root, const char *key, const char *uuid, bool make_root) {
-        char path[INDEX_PATH_MAX], dir[INDEX_PATH_MAX], anchor[INDEX_PATH_MAX];
-        int r;
-
-        snprintf(anchor, sizeof anchor, "%s/" INDEX_ANCHOR, root);
-        snprintf(dir, sizeof dir, "%s/%s", root, key);
-        snprintf(path, sizeof path, "%s/%s/%s", root, key, uuid);
-        r = index_link(dirfd, anchor, path);
-        if (r != -ENOENT)
-                return r;
-
-        /* A new key (a guest's or parent's first entry). */
-        if (make_root && mkdirat(dirfd, root, 0700) < 0 && errno != EEXIST)
-                return -errno;
-        if (mkdirat(dirfd, dir, 0700) < 0 && errno != EEXIST)
-                return -errno;
-        r = index_link(dirfd, anchor, path);
-        if (r != -ENOENT)
-                return r;
-
-        /* A new index: no anchor yet. */
-        r = index_entry_create(dirfd, anchor);
-        if (r < 0)
-                return r;
-        return index_link(dirfd, anchor, path);
-}
-
-static int index_add(int dirfd, const char *guest, const char *uuid) {
-        char hash[17];
-        int r;
-
-        guest_hash(guest, hash);
-        r = index_entry_add(dirfd, INDEX_DIR, hash, uuid, true);
-        if (r < 0)
-                return error_set(r, "cannot write the record index '/" LEDGER_DIR ".by-guest/%s/%s': %s", hash, uuid, strerror(-r));
-        return 0;
-}
-
-/* Adds an entry under root for every record that parses and for which
- * key() names its key (NULL: none): how an index is built whole, in a
- * directory of its own that the caller renames into place. */
-static int index_fill(int dirfd, const char *root, const char *(*key)(const LedgerEntry *e)) {
-        _cleanup_strv_free_ char **names = NULL;
-        int r;
-
-        r = dir_list_at(dirfd, ".", &names);
-        if (r < 0)
-                return r;
-        for (char **name = names; *name; name++) {
-                char text[LEDGER_FILE_MAX];
-                const char *k;
-                LedgerEntry e;
-
-                if (!ledger_key_is_valid(*name))
-                        continue;
-                if (ledger_load(dirfd, *name, text) < 0 || ledger_parse(*name, text, &e) < 0)
-                        continue; /* not indexed: found only by reading every record */
-                k = key(&e);
-                if (!k)
-                        continue;
-                r = index_entry_add(dirfd, root, k, e.uuid, false);
-                if (r < 0)
-                        return r;
-        }
-        error_clear();
-        return 0;
-}
-
-/* Removes a (partial) build directory: its entries, and its key
- * directories with their entries; nothing deeper. */
-static void index_build_remove(int dirfd, const char *build) {
-        _cleanup_strv_free_ char **names = NULL;
-
-        if (dir_list_at(dirfd, build, &names) < 0)
-                return;
-        for (char **n = names; *n; n++) {
-                _cleanup_strv_free_ char **sub = NULL;
-                char path[INDEX_PATH_MAX];
-
-                snprintf(path, sizeof path, "%s/%s", build, *n);
-                if (unlinkat(dirfd, path, 0) == 0 || dir_list_at(dirfd, path, &sub) < 0)
-                        continue;
-                for (char **u = sub; *u; u++) {
-                        char entry[INDEX_PATH_MAX];
-
-                        snprintf(entry, sizeof entry, "%s/%s/%s", build, *n, *u);
-                        (void) unlinkat(dirfd, entry, 0);
-                }
-                (void) unlinkat(dirfd, path, AT_REMOVEDIR);
-        }
-        (void) unlinkat(dirfd, build, AT_REMOVEDIR);
-}
-
-/* Builds an index whole: in build, filled under fill_root with key() (see
- * index_fill()), then renamed to dir. Runs under the lock (a writer); a
- * build left by a writer that was killed is removed first. shown: the index
- * as the message says it. */
-static int index_build(int dirfd, const char *build, const char *dir, const char *fill_root,
-                       const char *(*key)(const LedgerEntry *e), const char *shown) {
-        int r;
-
-        index_build_remove(dirfd, build);
-        if (mkdirat(dirfd, build, 0700) < 0) {
-                r = -errno;
-                goto fail;
-        }
-        r = index_fill(dirfd, fill_root, key);
-        if (r < 0)
-                goto fail;
-        if (renameat(dirfd, build, dirfd, dir) < 0) {
-                r = -errno;
-                index_build_remove(dirfd, build);
-                if (r == -EEXIST || r == -ENOTEMPTY)
-                        return 0; /* built meanwhile by someone else */
-                return error_set(r, "cannot create the record index '/%s': %s", shown, strerror(-r));
-        }
-        return 0;
-fail:
-        error_clear();
-        index_build_remove(dirfd, build);
-        return error_set(r, "cannot build the record index '/%s': %s", shown, strerror(-r));
-}
-
-/* --- the free index -------------------------------------------------------
- *
- * var/lib/mdev-hooks.by-guest/@free/<uuid>: the records that name no guest,
- * chiefly the free mdevs mdev-hooks keeps (release = keep), so that migrate
- * and a full prepare find them without reading every record. '@' keeps the
- * key apart from the guests' hashes. The rules are the guest index's: the
- * entry is added before the record is renamed into place, and entries whose
- * record is gone or now names a guest are pruned by ledger_list_free().
- * Like the parent index it exists whole or not at all, so a missing @free
- * says "not indexed" rather than "none": the first writer of a record
- * without a guest, or the first ledger_list_free(), builds it from every
- * record (in @free.tmp, renamed into place; both hold the host-wide lock).
- * It is never removed when empty. */
-#define FINDEX_KEY "@free"
-#define FINDEX_DIR INDEX_DIR "/" FINDEX_KEY
-#define FINDEX_BUILD_DIR INDEX_DIR "/@free.tmp"
-
-static const char *findex_build_key(const LedgerEntry *e) {
-        return e->guest[0] ? NULL : "@free.tmp";
-}
-
-static int findex_build(int dirfd) {
-        if (mkdirat(dirfd, INDEX_DIR, 0700) < 0 && errno != EEXIST)
-                return error_set(-errno, "cannot build the record index '/" LEDGER_DIR ".by-guest/" FINDEX_KEY "': %s",
-                                 strerror(errno));
-        return index_build(dirfd, FINDEX_BUILD_DIR, FINDEX_DIR, INDEX_DIR, findex_build_key,
-                           LEDGER_DIR ".by-guest/" FINDEX_KEY);
-}
-
-static int findex_add(int dirfd, const char *uuid) {
-        int r;
-
-        if (faccessat(dirfd, FINDEX_DIR, F_OK, AT_SYMLINK_NOFOLLOW) < 0) {
-                if (errno != ENOENT)
-                        return error_set(-errno, "cannot look at '/" LEDGER_DIR ".by-guest/" FINDEX_KEY "': %s", strerror(errno));
-                r = findex_build(dirfd);
-                if (r < 0)
-                        return r;
-        }
-        r = index_entry_add(dirfd, INDEX_DIR, FINDEX_KEY, uuid, false);
-        if (r < 0)
-                return error_set(r, "cannot write the record index '/" LEDGER_DIR ".by-guest/" FINDEX_KEY "/%s': %s", uuid, strerror(-r));
-        return 0;
-}
-
-/* --- the parent index -----------------------------------------------------
- *
- * var/lib/mdev-hooks.by-parent/<parent>/<uuid>: names, as in the guest
- * index, so that a parent's event reads its own few records and not the
- * thousand of a large host. A parent's name is a valid name (name_is_valid())
- * and so a safe path component: it is used as it is.
- *
- * The rule is the same: the index never lacks a record that names the parent.
- *
- * - ledger_write() adds the entry BEFORE it renames the record into place,
- *   and looks once more after the rename (see below).
- * - A record whose parent changes (a lost mdev made again elsewhere, a record
- *   rewritten by reconcile) leaves an entry under its old parent: a stale
- *   hint. ledger_remove() drops the entry after the record is gone.
- * - ledger_list_parent() verifies every entry by reading the record and
- *   prunes those whose record is gone or names another parent. It runs
- *   without the lock too (the udev helper reads before it waits), so a
- *   writer may rename a record naming the parent between the reader's look
- *   and its unlink. Both sides therefore look again: the reader, after the
- *   unlink, reads the record once more and puts the entry back if it now
- *   names the parent; the writer, after the rename, puts back an entry that
- *   has gone meanwhile. Whichever of the two acts last sees the other's
- *   change, so the entry of a record that names the parent survives.
- * - The index exists either complete or not at all: the first writer that
- *   finds no index builds it from every record in a temporary directory and
- *   renames it into place. Without it, ledger_list_parent() reads every
- *   record (records written by an older version, or by hand).
- * - It is not fsynced, like the guest index: after a power loss it can lack
- *   only records of the earlier boot, and the first udev event of the next
- *   boot reads every record and puts their entries back
- *   (ledger_index_parent_check()).
- * - Parents' directories stay when they empty: removing them would race
- *   with a writer that adds an entry, and there are only as many as the
- *   host has parents. */
-#define PINDEX_DIR "../mdev-hooks.by-parent"             /* relative to the record directory */
-#define PINDEX_BUILD_DIR "../.mdev-hooks.by-parent.tmp"  /* where a writer builds it */
-#define PINDEX_PATH_MAX INDEX_PATH_MAX
-_Static_assert(sizeof PINDEX_BUILD_DIR == sizeof "../.mdev-hooks.by-parent.tmp", "INDEX_PATH_MAX");
-
-/* Adds the entry under root (PINDEX_DIR or PINDEX_BUILD_DIR), never the
- * root itself: -ENOENT if there is none. */
-static int pindex_entry_add(int dirfd, const char *root, const char *parent, const char *uuid) {
-        return index_entry_add(dirfd, root, parent, uuid, false);
-}
-
-static bool pindex_entry_exists(int dirfd, const char *parent, const char *uuid) {
-        char path[PINDEX_PATH_MAX];
-
-        snprintf(path, sizeof path, PINDEX_DIR "/%s/%s", parent, uuid);
-        return faccessat(dirfd, path, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
-}
-
-static void pindex_entry_drop(int dirfd, const char *parent, const char *uuid) {
-        char path[PINDEX_PATH_MAX];
-
-        snprintf(path, sizeof path, PINDEX_DIR "/%s/%s", parent, uuid);
-        (void) unlinkat(dirfd, path, 0);
-}
-
-/* Builds the whole index from every record that parses, and renames it into
- * place. Runs under the lock (a writer), once per host. */
-static const char *pindex_build_key(const LedgerEntry *e) {
-        return e->parent;
-}
-
-static int pindex_build(int dirfd) {
-        return index_build(dirfd, PINDEX_BUILD_DIR, PINDEX_DIR, PINDEX_BUILD_DIR, pindex_build_key,
-                           LEDGER_DIR ".by-parent");
-}
-
-/* The entry of a record about to be renamed into place. */
-static int pindex_add(int dirfd, const char *parent, const char *uuid) {
-        int r;
-
-        r = pindex_entry_add(dirfd, PINDEX_DIR, parent, uuid);
-        if (r == -ENOENT && faccessat(dirfd, PINDEX_DIR, F_OK, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT) {
-                r = pindex_build(dirfd);
-                if (r < 0)
-                        return r;
-                r = pindex_entry_add(dirfd, PINDEX_DIR, parent, uuid);
-        }
-        if (r == -ENOENT && faccessat(dirfd, PINDEX_DIR, F_OK, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT)
-                return 0; /* removed by hand meanwhile: readers read every record */
-        if (r < 0)
-                return error_set(r, "cannot write the record index '/" LEDGER_DIR ".by-parent/%s/%s': %s", parent, uuid, strerror(-r));
-        return 0;
-}
-
 /* --- writing ------------------------------------------------------------ */
-
-int ledger_format(const LedgerEntry *e, char **ret) {
-        char enc[GUEST_NAME_MAX * 3 + 1];
-        char guest[GUEST_NAME_MAX * 3 + GUEST_NAME_MAX * 4 / GUEST_CHUNK + 16];
-        size_t len, o = 0;
-
-        if (!ledger_key_is_valid(e->uuid) || !name_is_valid(e->parent) || !name_is_valid(e->type) ||
-            !ledger_state_to_string(e->state) || !ledger_origin_to_string(e->origin) ||
-            !uuid_is_valid(e->boot_id) ||
-            (e->guest_uuid[0] && !uuid_is_valid(e->guest_uuid)) ||
-            strnlen(e->guest, GUEST_NAME_MAX) >= GUEST_NAME_MAX)
-                return error_set(-EINVAL, "refusing to write an invalid record for '%s'", e->uuid);
-
-        guest_encode(e->guest, enc);
-        len = strlen(enc);
-        for (size_t i = 0, n; i < len; i += n) {
-                n = guest_first_chunk(enc + i);
-                if (i > 0) {
-                        memcpy(guest + o, "\n  ", 3);
-                        o += 3;
-                }
-                memcpy(guest + o, enc + i, n);
-                o += n;
-        }
-        guest[o] = '\0';
-
-        *ret = strdup_printf("[mdev]\n"
-                             "uuid = %s\n"
-                             "parent = %s\n"
-                             "type = %s\n"
-                             "state = %s\n"
-                             "origin = %s\n"
-                             "guest = %s\n"
-                             "guest_uuid = %s\n"
-                             "boot_id = %s\n"
-                             "since = %" PRIu64 "\n"
-                             "remove_pending = %s\n",
-                             e->uuid, e->parent, e->type, ledger_state_to_string(e->state),
-                             ledger_origin_to_string(e->origin), guest, e->guest_uuid, e->boot_id,
-                             e->since, e->remove_pending ? "yes" : "no");
-        return *ret ? 0 : -ENOMEM;
-}
 
 int ledger_sync(int dirfd) {
         if (fsync(dirfd) < 0)
@@ -831,7 +142,29 @@ static int fsync_many(const int *fds, size_t n) {
         return r;
 }
 
-/* A record being written: its temp file, written but not yet fsynced or
+/* How a record is written, and what a crash leaves (said here only; the
+ * indexes and ledger.h point here, doc/design.md §4.4 is the hooks' side):
+ *
+ * 1. record_stage(): the record's index entries (ledger-index.c), then its
+ *    text in a temporary file ".<uuid>.<pid>.tmp" in the record directory.
+ * 2. fsync of the temporary file (fsync_many() for a batch).
+ * 3. record_commit(): renameat over the record; then the parent index's
+ *    entry is looked at once more (a reader may have pruned it meanwhile).
+ * 4. fsync of the directory: at once (ledger_write()), or once at the end
+ *    of a batch under one lock (ledger_sync()).
+ *
+ * So a reader, with the lock or without, sees the old record or the new
+ * one, never a torn one, and no record takes its place before its text is
+ * on disk. A kill leaves at most a temporary file, which listings skip,
+ * and index entries ahead of their record, which listings verify and prune:
+ * an index never lacks a record that was written, because the entry goes
+ * first. The indexes are not fsynced: after a power loss they can lack only
+ * records of an earlier boot, whose mdevs are gone (the udev helper and
+ * reconcile deal with those; ledger_index_parent_check() puts the parent
+ * index's entries back). A remove goes the other way: the record, then its
+ * entries.
+ *
+ * A record being written: its temp file, written but not yet fsynced or
  * renamed into place. */
 typedef struct Staged {
         char tmp[UUID_STRING_MAX + 32];
@@ -846,8 +179,8 @@ static void staged_abort(int dirfd, Staged *st) {
         st->fd = -1;
 }
 
-/* Step 1 of a write: the indexes' entries (hints, added first: see the
- * parent index's comment), and the temp file with the record's text. */
+/* Step 1 of a write (above): the indexes' entries, and the temp file with
+ * the record's text. */
 static int record_stage(int dirfd, const LedgerEntry *e, Staged *st) {
         _cleanup_free_ char *text = NULL;
         size_t len, done = 0;
@@ -895,7 +228,7 @@ static int record_commit(int dirfd, const LedgerEntry *e, Staged *st) {
         st->fd = -1;
         /* A reader that found the record missing or naming another parent
          * may have pruned the entry just before the rename (the parent
-         * index's comment): put it back. */
+         * index's comment, ledger-index.c): put it back. */
         if (!pindex_entry_exists(dirfd, e->parent, e->uuid) && pindex_add(dirfd, e->parent, e->uuid) < 0)
                 error_clear(); /* a hint: the record is written */
         return 0;
@@ -975,23 +308,6 @@ int ledger_write_nosync(int dirfd, const LedgerEntry *e) {
         return ledger_write_full(dirfd, e, false);
 }
 
-/* Drops uuid's entry from a guest's index, and the guest's directory once
- * it is empty. Best effort: a stale entry is only a hint. */
-static void index_drop(int dirfd, const char *guest, const char *uuid) {
-        char hash[17], path[sizeof INDEX_DIR + 17 + UUID_STRING_MAX + 2];
-
-        if (!guest[0]) {
-                snprintf(path, sizeof path, FINDEX_DIR "/%s", uuid);
-                (void) unlinkat(dirfd, path, 0);
-                return;
-        }
-        guest_hash(guest, hash);
-        snprintf(path, sizeof path, INDEX_DIR "/%s/%s", hash, uuid);
-        (void) unlinkat(dirfd, path, 0);
-        snprintf(path, sizeof path, INDEX_DIR "/%s", hash);
-        (void) unlinkat(dirfd, path, AT_REMOVEDIR); /* ENOTEMPTY: other mdevs */
-}
-
 static int ledger_remove_full(int dirfd, const char *uuid, bool sync_dir) {
         char text[LEDGER_FILE_MAX];
         LedgerEntry e = { .guest = "", .parent = "" };
@@ -1044,7 +360,7 @@ static bool text_may_name_guest(const char *text, const char *first_line) {
 /* Lists the records, of one guest or one parent if given. A cheap text check
  * skips most other files before they are parsed; it may let a file through
  * (the parsed record decides), never keep one out. */
-static int ledger_list_filtered(int dirfd, const char *guest, const char *parent,
+int ledger_list_filtered(int dirfd, const char *guest, const char *parent,
                                 LedgerEntry **ret, size_t *ret_n, size_t *ret_bad, char ***ret_unreadable) {
         _cleanup_strv_free_ char **names = NULL, **unreadable = NULL;
         _cleanup_free_ LedgerEntry *list = NULL;
@@ -1116,215 +432,4 @@ int ledger_list_unreadable(int dirfd, char ***ret) {
         size_t n;
 
         return ledger_list_filtered(dirfd, NULL, NULL, &l, &n, NULL, ret);
-}
-
-/* Verifies one entry of the parent index: 1 with *ret if its record names
- * the parent, 0 if not (the entry pruned), -EBADMSG if it does not parse,
- * other -errno. */
-static int pindex_entry_check(int dirfd, const char *parent, const char *uuid, LedgerEntry *ret) {
-        LedgerEntry e;
-        int r;
-
-        r = ledger_read(dirfd, uuid, &e);
-        if (r >= 0 && streq(e.parent, parent)) {
-                *ret = e;
-                return 1;
-        }
-        if (r < 0 && r != -ENOENT)
-                return r;
-        /* Gone, or another parent's now: stale. A writer may be renaming a
-         * record that names the parent right now: look again after the
-         * unlink, and put the entry back if so (the index's comment). */
-        error_clear();
-        pindex_entry_drop(dirfd, parent, uuid);
-        if (ledger_read(dirfd, uuid, &e) >= 0 && streq(e.parent, parent)) {
-                (void) pindex_entry_add(dirfd, PINDEX_DIR, parent, uuid);
-                error_clear();
-                *ret = e;
-                return 1;
-        }
-        error_clear();
-        return 0;
-}
-
-/* The entries of one index's directory for a key (a parent, a guest's hash):
- * 1 with *ret (empty when the key has none), 0 when there is no index at all
- * (records of an older version, or written by hand: the caller reads every
- * record), or -errno with a message. shown: the index as the message says it. */
-static int index_list(int dirfd, const char *index, const char *shown, const char *key, char ***ret) {
-        char dir[sizeof PINDEX_DIR + NAME_STRING_MAX + 18];
-        int r;
-
-        if ((size_t) snprintf(dir, sizeof dir, "%s/%s", index, key) >= sizeof dir)
-                return error_set(-ENAMETOOLONG, "'%s' is too long for an index name", key);
-        r = dir_list_at(dirfd, dir, ret);
-        if (r == -ENOENT) {
-                if (faccessat(dirfd, index, F_OK, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT)
-                        return 0;
-                *ret = calloc(1, sizeof(char *));
-                return *ret ? 1 : -ENOMEM;
-        }
-        if (r < 0)
-                return error_set(r, "cannot list '/%s/%s': %s", shown, key, strerror(-r));
-        return 1;
-}
-
-/* Reads the records that the entries names (an index directory's listing,
- * sorted) point to. keep() says of each record: > 0 list it, < 0 its entry
- * is stale (dropped), 0 neither. Entries whose record is gone are dropped;
- * records that do not parse are skipped. */
-static int index_read(int dirfd, const char *dir, char * const *names,
-                      int (*keep)(const LedgerEntry *e, const void *userdata), const void *userdata,
-                      LedgerEntry **ret, size_t *ret_n, char ***ret_unreadable) {
-        _cleanup_free_ LedgerEntry *list = NULL;
-        _cleanup_strv_free_ char **unreadable = NULL;
-        size_t n = 0;
-
-        list = calloc(strv_length(names) + 1, sizeof(LedgerEntry));
-        if (!list)
-                return -ENOMEM;
-        for (char * const *name = names; *name; name++) {
-                char entry[INDEX_PATH_MAX];
-                LedgerEntry e;
-                int r;
-
-                if (!ledger_key_is_valid(*name))
-                        continue;
-                snprintf(entry, sizeof entry, "%s/%s", dir, *name);
-                r = ledger_read(dirfd, *name, &e);
-                if (r == -ENOENT || (r >= 0 && (r = keep(&e, userdata)) < 0))
-                        (void) unlinkat(dirfd, entry, 0);
-                else if (r > 0)
-                        list[n++] = e;
-                else if (r < 0 && ret_unreadable && strv_extend(&unreadable, *name) < 0)
-                        return -ENOMEM;
-        }
-        error_clear();
-        *ret = steal_pointer(&list);
-        *ret_n = n;
-        if (ret_unreadable)
-                *ret_unreadable = steal_pointer(&unreadable);
-        return 0;
-}
-
-int ledger_list_parent(int dirfd, const char *parent, LedgerEntry **ret, size_t *ret_n, size_t *ret_bad) {
-        _cleanup_strv_free_ char **names = NULL;
-        _cleanup_free_ LedgerEntry *list = NULL;
-        size_t n = 0, bad = 0;
-        int r;
-
-        if (!name_is_valid(parent))
-                return error_set(-EINVAL, "'%s' is not a valid parent name", strempty(parent));
-        r = index_list(dirfd, PINDEX_DIR, LEDGER_DIR ".by-parent", parent, &names);
-        if (r < 0)
-                return r;
-        if (r == 0)
-                return ledger_list_filtered(dirfd, NULL, parent, ret, ret_n, ret_bad, NULL);
-
-        list = calloc(strv_length(names) + 1, sizeof(LedgerEntry));
-        if (!list)
-                return -ENOMEM;
-        /* Sorted by UUID, as dir_list_at sorts. */
-        for (char **name = names; *name; name++) {
-                if (!ledger_key_is_valid(*name))
-                        continue;
-                r = pindex_entry_check(dirfd, parent, *name, &list[n]);
-                if (r > 0)
-                        n++;
-                else if (r < 0)
-                        bad++;
-        }
-        error_clear();
-        *ret = steal_pointer(&list);
-        *ret_n = n;
-        if (ret_bad)
-                *ret_bad = bad;
-        return 0;
-}
-
-int ledger_index_parent_check(int dirfd, const LedgerEntry *list, size_t n) {
-        /* No index: readers read every record, nothing to put back. Only a
-         * writer builds it (under the lock). */
-        if (n == 0)
-                return 0;
-        if (faccessat(dirfd, PINDEX_DIR, F_OK, AT_SYMLINK_NOFOLLOW) < 0)
-                return errno == ENOENT ? 0 : error_set(-errno, "cannot look at '/" LEDGER_DIR ".by-parent': %s", strerror(errno));
-        for (size_t i = 0; i < n; i++) {
-                int r;
-
-                if (pindex_entry_exists(dirfd, list[i].parent, list[i].uuid))
-                        continue;
-                /* A record removed meanwhile leaves a stale entry: pruned by
-                 * the next ledger_list_parent(). */
-                r = pindex_entry_add(dirfd, PINDEX_DIR, list[i].parent, list[i].uuid);
-                if (r < 0 && r != -ENOENT)
-                        return error_set(r, "cannot write the record index '/" LEDGER_DIR ".by-parent/%s/%s': %s",
-                                         list[i].parent, list[i].uuid, strerror(-r));
-        }
-        return 0;
-}
-
-typedef struct GuestKey {
-        const char *guest;
-        char hash[17];
-} GuestKey;
-
-static int guest_keep(const LedgerEntry *e, const void *userdata) {
-        const GuestKey *k = userdata;
-        char other[17];
-
-        if (streq(e->guest, k->guest))
-                return 1;
-        /* Stale, unless another guest's name has the same hash. */
-        guest_hash(e->guest, other);
-        return streq(other, k->hash) ? 0 : -1;
-}
-
-int ledger_list_guest_checked(int dirfd, const char *guest, LedgerEntry **ret, size_t *ret_n,
-                              char ***ret_unreadable) {
-        _cleanup_strv_free_ char **names = NULL;
-        char dir[sizeof INDEX_DIR + 18];
-        GuestKey k = { .guest = guest };
-        int r;
-
-        if (!guest || !guest[0])
-                return ledger_list_filtered(dirfd, guest, NULL, ret, ret_n, NULL, ret_unreadable);
-        guest_hash(guest, k.hash);
-        snprintf(dir, sizeof dir, INDEX_DIR "/%s", k.hash);
-        r = index_list(dirfd, INDEX_DIR, LEDGER_DIR ".by-guest", k.hash, &names);
-        if (r < 0)
-                return r;
-        if (r == 0)
-                return ledger_list_filtered(dirfd, guest, NULL, ret, ret_n, NULL, ret_unreadable);
-
-        r = index_read(dirfd, dir, names, guest_keep, &k, ret, ret_n, ret_unreadable);
-        if (r >= 0 && *ret_n == 0)
-                (void) unlinkat(dirfd, dir, AT_REMOVEDIR); /* fails while other entries remain */
-        return r;
-}
-
-int ledger_list_guest(int dirfd, const char *guest, LedgerEntry **ret, size_t *ret_n) {
-        return ledger_list_guest_checked(dirfd, guest, ret, ret_n, NULL);
-}
-
-static int free_keep(const LedgerEntry *e, const void *userdata) {
-        return e->guest[0] ? -1 : 1; /* given to a guest: stale */
-}
-
-int ledger_list_free(int dirfd, LedgerEntry **ret, size_t *ret_n) {
-        _cleanup_strv_free_ char **names = NULL;
-        int r;
-
-        r = dir_list_at(dirfd, FINDEX_DIR, &names);
-        if (r == -ENOENT) {
-                /* Not indexed yet (a host that never kept an mdev, or records
-                 * of an older version): build it once, from every record. */
-                r = findex_build(dirfd);
-                if (r < 0)
-                        return r;
-                r = dir_list_at(dirfd, FINDEX_DIR, &names);
-        }
-        if (r < 0)
-                return error_set(r, "cannot list '/" LEDGER_DIR ".by-guest/" FINDEX_KEY "': %s", strerror(-r));
-        return index_read(dirfd, FINDEX_DIR, names, free_keep, NULL, ret, ret_n, NULL);
 }

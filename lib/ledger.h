@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The record of who holds which mdev (doc/design.md §2, §4.1): one small INI file per
- * mdev UUID under var/lib/mdev-hooks/ (relative to the root), written to a
- * temporary file, fsynced, renamed over the old one, and the directory
- * fsynced. Parsed with inih.
+ * mdev UUID under var/lib/mdev-hooks/ (relative to the root), replaced
+ * atomically (how, and what a crash leaves: lib/ledger.c, above
+ * record_stage()). Parsed with inih.
  *
  *   [mdev]
  *   uuid = b1ae8bf6-38b0-4c81-9d44-78ce2e5d2b9d
@@ -26,6 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "enumtable.h"
 #include "util.h"
 
 #define LEDGER_DIR "var/lib/mdev-hooks" /* under the root */
@@ -66,10 +67,12 @@ bool ledger_key_is_valid(const char *s);
 /* Whether a key names a VF (a PCI address), not an mdev. */
 bool ledger_key_is_vf(const char *s);
 
-const char *ledger_state_to_string(LedgerState s);
-LedgerState ledger_state_from_string(const char *s);
-const char *ledger_origin_to_string(LedgerOrigin o);
-LedgerOrigin ledger_origin_from_string(const char *s);
+ENUM_DECL(ledger_state, LedgerState);
+ENUM_DECL(ledger_origin, LedgerOrigin);
+
+/* Makes e a free record, held by no guest since the given time (release =
+ * keep, or a remove that failed). Its origin and remove_pending stay. */
+void ledger_entry_set_free(LedgerEntry *e, uint64_t since);
 
 /* Opens (creating it, mode 0700) the record directory under the root. */
 int ledger_open(int rootfd, int *ret_dirfd);
@@ -79,7 +82,7 @@ int ledger_open_existing(int rootfd, int *ret_dirfd);
 /* -ENOENT: no record for this UUID. A record that does not parse is -EBADMSG
  * with a message naming the file and line. */
 int ledger_read(int dirfd, const char *uuid, LedgerEntry *ret);
-/* Atomically replaces the record of e->uuid (temp + fsync + rename + fsync dir). */
+/* Atomically replaces the record of e->uuid, durable when it returns. */
 int ledger_write(int dirfd, const LedgerEntry *e);
 /* Removes the record (and fsyncs the directory). -ENOENT is not an error: returns 0. */
 int ledger_remove(int dirfd, const char *uuid);
@@ -93,7 +96,7 @@ int ledger_remove_nosync(int dirfd, const char *uuid);
 /* ledger_write_nosync() of n records of n distinct UUIDs, each still
  * written to a temp file, fsynced and renamed into place, but all n temp
  * files are written before the first fsync and the fsyncs overlap (on up to
- * four threads): about half the time of n one by one on a disk. On failure
+ * four threads; BENCHMARKS.md, "Records written together"). On failure
  * the records before the one that failed are in place (as after that many
  * ledger_write_nosync()), the others are not. */
 int ledger_write_many_nosync(int dirfd, const LedgerEntry *entries, size_t n);

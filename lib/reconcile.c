@@ -214,10 +214,7 @@ static int plan_release(ReconcilePlan *p, const ReconcileInput *in, const Ledger
 
                 if (e->state == LEDGER_FREE)
                         return 0; /* kept by policy: all agrees */
-                f.state = LEDGER_FREE;
-                f.guest[0] = '\0';
-                f.guest_uuid[0] = '\0';
-                f.since = in->now;
+                ledger_entry_set_free(&f, in->now);
                 return plan_add(p, e->uuid, kind, guest, RECONCILE_ACTION_KEEP_FREE, true, &f,
                                 "%s, %s", desc, why);
         }

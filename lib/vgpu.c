@@ -326,9 +326,7 @@ int vgpu_release_one(HookContext *ctx, LedgerEntry *e, unsigned timeout_msec) {
                 return ledger_remove_nosync(ctx->ledgerfd, e->uuid);
         }
         if (ctx->config->release == CONFIG_RELEASE_KEEP) {
-                e->state = LEDGER_FREE;
-                e->guest[0] = e->guest_uuid[0] = '\0';
-                e->since = (uint64_t) time(NULL);
+                ledger_entry_set_free(e, (uint64_t) time(NULL));
                 log_info("vGPU %s kept programmed and free (release = keep)", e->uuid);
                 return ledger_write_nosync(ctx->ledgerfd, e);
         }
@@ -336,10 +334,8 @@ int vgpu_release_one(HookContext *ctx, LedgerEntry *e, unsigned timeout_msec) {
         if (r < 0) {
                 int k;
 
-                e->state = LEDGER_FREE;
-                e->guest[0] = e->guest_uuid[0] = '\0';
+                ledger_entry_set_free(e, (uint64_t) time(NULL));
                 e->remove_pending = true;
-                e->since = (uint64_t) time(NULL);
                 k = ledger_write_nosync(ctx->ledgerfd, e);
                 if (k < 0)
                         log_warning("cannot mark vGPU %s for later clearing: %s", e->uuid, error_get(k));

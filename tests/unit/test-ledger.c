@@ -1,24 +1,15 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The record (ledger.c): round trip, atomic replace, files that do not parse. */
-#include <assert.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <sys/stat.h>
 
+#include "check.h"
 #include "ledger.h"
 
 #define U1 "b1ae8bf6-38b0-4c81-9d44-78ce2e5d2b9d"
 #define U2 "5d0c4e8a-8d3a-4b38-9f7e-2f0f4c1d9a10"
 #define BOOT "1a2b3c4d-0000-4000-8000-000000000001"
-
-#define check(expr)                                                              \
-        do {                                                                     \
-                if (!(expr)) {                                                   \
-                        fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__,  \
-                                __LINE__, #expr);                                \
-                        abort();                                                 \
-                }                                                                \
-        } while (0)
 
 static char tmpdir[] = "/tmp/test-ledger-XXXXXX";
 
@@ -137,6 +128,8 @@ static void test_bad_files(int dirfd) {
                 { "[mdev]\nuuid = " U1 "\nparent = p\ntype = t\nstate = free\norigin = created\nboot_id = " BOOT "\nsince = -1\n", "since" },
                 { "[mdev]\nuuid = " U1 "\nuuid = " U1 "\n", "duplicate" },
                 { "[other]\nuuid = " U1 "\n", "unknown section" },
+                { "[mdev]\nuuid = " U1 "\nparent = p\ntype = t\nstate = free\norigin = created\nboot_id = 1a2b\n", "line 7: boot_id is not a UUID" },
+                { "[mdev]\nuuid = " U1 "\nparent = p\ntype = t\nstate = free\norigin = created\nguest_uuid = x\nboot_id = " BOOT "\n", "line 7: guest_uuid is not a UUID" },
                 { "[mdev]\nuuid = " U1 "\nparent = p\ntype = t\nstate = assigned\norigin = created\nguest = a%zz\nboot_id = " BOOT "\n", "guest" },
         };
         LedgerEntry r;
@@ -150,6 +143,67 @@ static void test_bad_files(int dirfd) {
                         abort();
                 }
         }
+        check(ledger_remove(dirfd, U1) == 0);
+}
+
+/* The size limit of a record file: LEDGER_FILE_MAX - 2 = 4094 bytes are
+ * read (and parse: blank lines), one more is "too large"; a NUL byte is
+ * refused whatever the size. */
+static void test_file_size_limit(int dirfd) {
+        char text[4096];
+        LedgerEntry e, r;
+        size_t len;
+        int fd;
+
+        entry_init(&e, U1, "vm1");
+        check(ledger_write(dirfd, &e) == 0);
+        fd = openat(dirfd, U1, O_RDONLY | O_CLOEXEC);
+        check(fd >= 0);
+        len = (size_t) read(fd, text, sizeof text - 1);
+        close(fd);
+        check(len > 0 && len < 4094);
+        memset(text + len, '\n', 4094 - len);
+        text[4094] = '\0';
+        write_file(dirfd, U1, text);
+        check(ledger_read(dirfd, U1, &r) == 0);
+        check(memcmp(&e, &r, sizeof e) == 0);
+
+        text[4094] = '\n';
+        text[4095] = '\0';
+        write_file(dirfd, U1, text);
+        error_clear();
+        check(ledger_read(dirfd, U1, &r) == -EBADMSG);
+        check(strstr(error_get(-EBADMSG), "too large to be a record"));
+
+        fd = openat(dirfd, U1, O_WRONLY | O_TRUNC | O_CLOEXEC);
+        check(fd >= 0);
+        check(write(fd, "[mdev]\n\0\n", 9) == 9);
+        close(fd);
+        error_clear();
+        check(ledger_read(dirfd, U1, &r) == -EBADMSG);
+        check(strstr(error_get(-EBADMSG), "holds a NUL byte"));
+        check(ledger_remove(dirfd, U1) == 0);
+}
+
+/* A record made free: no guest, the new time; its mdev's facts stay. */
+static void test_entry_set_free(int dirfd) {
+        _cleanup_free_ char *a = NULL, *b = NULL;
+        LedgerEntry e, r;
+
+        entry_init(&e, U1, "vm1");
+        snprintf(e.guest_uuid, sizeof e.guest_uuid, U2);
+        e.origin = LEDGER_BORROWED;
+        e.remove_pending = true;
+        ledger_entry_set_free(&e, 1732249999);
+        check(e.state == LEDGER_FREE && e.guest[0] == '\0' && e.guest_uuid[0] == '\0');
+        check(e.since == 1732249999);
+        check(e.origin == LEDGER_BORROWED && e.remove_pending);
+        check(streq(e.uuid, U1) && streq(e.parent, "0000:84:00.0") && streq(e.type, "nvidia-35"));
+        check(streq(e.boot_id, BOOT));
+        check(ledger_write(dirfd, &e) == 0);
+        check(ledger_read(dirfd, U1, &r) == 0);
+        check(ledger_format(&e, &a) == 0 && ledger_format(&r, &b) == 0);
+        check_streq(a, b);
         check(ledger_remove(dirfd, U1) == 0);
 }
 
@@ -603,6 +657,8 @@ int main(void) {
         test_atomic_replace(dirfd);
         test_invalid_entries_are_not_written(dirfd);
         test_bad_files(dirfd);
+        test_file_size_limit(dirfd);
+        test_entry_set_free(dirfd);
         test_list(dirfd);
         test_list_guest_exact(dirfd);
         test_guest_index(rootfd);
