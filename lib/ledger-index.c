@@ -91,7 +91,7 @@ static int index_entry_add(int dirfd, const char *root, const char *key, const c
         return index_link(dirfd, anchor, path);
 }
 
-int index_add(int dirfd, const char *guest, const char *uuid) {
+int ledger_index_guest_add(int dirfd, const char *guest, const char *uuid) {
         char hash[GUEST_INDEX_HASH_MAX];
         int r;
 
@@ -216,7 +216,7 @@ static int findex_build(int dirfd) {
                            LEDGER_DIR ".by-guest/" FINDEX_KEY);
 }
 
-int findex_add(int dirfd, const char *uuid) {
+int ledger_index_free_add(int dirfd, const char *uuid) {
         int r;
 
         if (faccessat(dirfd, FINDEX_DIR, F_OK, AT_SYMLINK_NOFOLLOW) < 0) {
@@ -277,14 +277,14 @@ static int pindex_entry_add(int dirfd, const char *root, const char *parent, con
         return index_entry_add(dirfd, root, parent, uuid, false);
 }
 
-bool pindex_entry_exists(int dirfd, const char *parent, const char *uuid) {
+bool ledger_index_parent_has(int dirfd, const char *parent, const char *uuid) {
         char path[PINDEX_PATH_MAX];
 
         snprintf(path, sizeof path, PINDEX_DIR "/%s/%s", parent, uuid);
         return faccessat(dirfd, path, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
-void pindex_entry_drop(int dirfd, const char *parent, const char *uuid) {
+void ledger_index_parent_drop(int dirfd, const char *parent, const char *uuid) {
         char path[PINDEX_PATH_MAX];
 
         snprintf(path, sizeof path, PINDEX_DIR "/%s/%s", parent, uuid);
@@ -303,7 +303,7 @@ static int pindex_build(int dirfd) {
 }
 
 /* The entry of a record about to be renamed into place. */
-int pindex_add(int dirfd, const char *parent, const char *uuid) {
+int ledger_index_parent_add(int dirfd, const char *parent, const char *uuid) {
         int r;
 
         r = pindex_entry_add(dirfd, PINDEX_DIR, parent, uuid);
@@ -322,7 +322,7 @@ int pindex_add(int dirfd, const char *parent, const char *uuid) {
 
 /* Drops uuid's entry from a guest's index, and the guest's directory once
  * it is empty. Best effort: a stale entry is only a hint. */
-void index_drop(int dirfd, const char *guest, const char *uuid) {
+void ledger_index_guest_drop(int dirfd, const char *guest, const char *uuid) {
         char hash[GUEST_INDEX_HASH_MAX], path[sizeof INDEX_DIR + GUEST_INDEX_HASH_MAX + UUID_STRING_MAX + 2];
 
         if (!guest[0]) {
@@ -357,7 +357,7 @@ static int pindex_entry_check(int dirfd, const char *parent, const char *uuid, L
          * record that names the parent right now: look again after the
          * unlink, and put the entry back if so (the index's comment). */
         error_clear();
-        pindex_entry_drop(dirfd, parent, uuid);
+        ledger_index_parent_drop(dirfd, parent, uuid);
         if (ledger_read(dirfd, uuid, &e) >= 0 && streq(e.parent, parent)) {
                 (void) pindex_entry_add(dirfd, PINDEX_DIR, parent, uuid);
                 error_clear();
@@ -473,7 +473,7 @@ int ledger_index_parent_check(int dirfd, const LedgerEntry *list, size_t n) {
         for (size_t i = 0; i < n; i++) {
                 int r;
 
-                if (pindex_entry_exists(dirfd, list[i].parent, list[i].uuid))
+                if (ledger_index_parent_has(dirfd, list[i].parent, list[i].uuid))
                         continue;
                 /* A record removed meanwhile leaves a stale entry: pruned by
                  * the next ledger_list_parent(). */

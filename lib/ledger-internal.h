@@ -16,10 +16,10 @@
 #define GUEST_CHUNK 120
 
 /* Percent-encodes s into out (at least 3 * strlen(s) + 1 bytes). */
-void guest_encode(const char *s, char *out);
+void ledger_guest_encode(const char *s, char *out);
 /* The length of the first line of an encoded name: at most GUEST_CHUNK
  * bytes, never splitting a %xx escape (each line is decoded on its own). */
-size_t guest_first_chunk(const char *enc);
+size_t ledger_guest_first_chunk(const char *enc);
 
 /* --- the store (ledger.c) ------------------------------------------------- */
 
@@ -40,11 +40,11 @@ int ledger_list_filtered(int dirfd, const char *guest, const char *parent,
 /* The entries of a record about to be renamed into place (-errno with a
  * message): in its guest's index, in the free index (a record without a
  * guest), in its parent's. */
-int index_add(int dirfd, const char *guest, const char *uuid);
-int findex_add(int dirfd, const char *uuid);
-int pindex_add(int dirfd, const char *parent, const char *uuid);
-bool pindex_entry_exists(int dirfd, const char *parent, const char *uuid);
+int ledger_index_guest_add(int dirfd, const char *guest, const char *uuid);
+int ledger_index_free_add(int dirfd, const char *uuid);
+int ledger_index_parent_add(int dirfd, const char *parent, const char *uuid);
+bool ledger_index_parent_has(int dirfd, const char *parent, const char *uuid);
 /* Drop the entries of a removed record. Best effort: a stale entry is only
  * a hint. */
-void pindex_entry_drop(int dirfd, const char *parent, const char *uuid);
-void index_drop(int dirfd, const char *guest, const char *uuid);
+void ledger_index_parent_drop(int dirfd, const char *parent, const char *uuid);
+void ledger_index_guest_drop(int dirfd, const char *guest, const char *uuid);

@@ -49,7 +49,7 @@ static bool guest_char_is_plain(unsigned char c) {
 }
 
 /* Percent-encodes s into out (at least 3 * strlen(s) + 1 bytes). */
-void guest_encode(const char *s, char *out) {
+void ledger_guest_encode(const char *s, char *out) {
         static const char hex[] = "0123456789abcdef";
 
         for (; *s; s++) {
@@ -102,7 +102,7 @@ static int guest_decode_append(const char *s, char *out) {
 
 /* The length of the first line of an encoded name: at most GUEST_CHUNK
  * bytes, never splitting a %xx escape (each line is decoded on its own). */
-size_t guest_first_chunk(const char *enc) {
+size_t ledger_guest_first_chunk(const char *enc) {
         size_t len = strlen(enc), n = len < GUEST_CHUNK ? len : GUEST_CHUNK;
 
         if (n < len && enc[n - 1] == '%')
@@ -347,10 +347,10 @@ int ledger_format(const LedgerEntry *e, char **ret) {
             strnlen(e->guest, GUEST_NAME_MAX) >= GUEST_NAME_MAX)
                 return error_set(-EINVAL, "refusing to write an invalid record for '%s'", e->uuid);
 
-        guest_encode(e->guest, enc);
+        ledger_guest_encode(e->guest, enc);
         len = strlen(enc);
         for (size_t i = 0, n; i < len; i += n) {
-                n = guest_first_chunk(enc + i);
+                n = ledger_guest_first_chunk(enc + i);
                 if (i > 0) {
                         memcpy(guest + o, "\n  ", 3);
                         o += 3;

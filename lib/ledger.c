@@ -192,10 +192,10 @@ static int record_stage(int dirfd, const LedgerEntry *e, Staged *st) {
                 return r;
         len = strlen(text);
 
-        r = e->guest[0] ? index_add(dirfd, e->guest, e->uuid) : findex_add(dirfd, e->uuid);
+        r = e->guest[0] ? ledger_index_guest_add(dirfd, e->guest, e->uuid) : ledger_index_free_add(dirfd, e->uuid);
         if (r < 0)
                 return r;
-        r = pindex_add(dirfd, e->parent, e->uuid);
+        r = ledger_index_parent_add(dirfd, e->parent, e->uuid);
         if (r < 0)
                 return r;
 
@@ -229,7 +229,7 @@ static int record_commit(int dirfd, const LedgerEntry *e, Staged *st) {
         /* A reader that found the record missing or naming another parent
          * may have pruned the entry just before the rename (the parent
          * index's comment, ledger-index.c): put it back. */
-        if (!pindex_entry_exists(dirfd, e->parent, e->uuid) && pindex_add(dirfd, e->parent, e->uuid) < 0)
+        if (!ledger_index_parent_has(dirfd, e->parent, e->uuid) && ledger_index_parent_add(dirfd, e->parent, e->uuid) < 0)
                 error_clear(); /* a hint: the record is written */
         return 0;
 }
@@ -328,9 +328,9 @@ static int ledger_remove_full(int dirfd, const char *uuid, bool sync_dir) {
                 if (r < 0)
                         return r;
         }
-        index_drop(dirfd, e.guest, uuid);
+        ledger_index_guest_drop(dirfd, e.guest, uuid);
         if (e.parent[0])
-                pindex_entry_drop(dirfd, e.parent, uuid);
+                ledger_index_parent_drop(dirfd, e.parent, uuid);
         return 0;
 }
 
@@ -373,8 +373,8 @@ int ledger_list_filtered(int dirfd, const char *guest, const char *parent,
 
                 if (strnlen(guest, GUEST_NAME_MAX) >= GUEST_NAME_MAX)
                         return error_set(-EINVAL, "guest name too long");
-                guest_encode(guest, enc);
-                snprintf(first_line, sizeof first_line, "%.*s", (int) guest_first_chunk(enc), enc);
+                ledger_guest_encode(guest, enc);
+                snprintf(first_line, sizeof first_line, "%.*s", (int) ledger_guest_first_chunk(enc), enc);
         }
         r = dir_list_at(dirfd, ".", &names);
         if (r < 0)
