@@ -41,14 +41,10 @@ bool node_writable(const Node *n) {
 /* mdev_sysfs.c remove_store(): kstrtoul(buf, 0): "1" removes, "0" does
  * nothing. Called with the write lock held; may drop it to block. */
 int mdev_write_remove(Mdev *m, const char *buf, size_t len) {
-        char tmp[32];
+        char tmp[WRITE_TEXT_MAX];
         char uuid[UUID_LEN + 1];
-        if (len == 0 || len >= sizeof(tmp))
+        if (write_text(buf, len, tmp) < 0)
                 return -EINVAL;
-        memcpy(tmp, buf, len);
-        tmp[len] = 0;
-        if (tmp[len - 1] == '\n')
-                tmp[len - 1] = 0;
         char *end;
         errno = 0;
         unsigned long v = strtoul(tmp, &end, 0);

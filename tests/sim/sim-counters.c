@@ -62,11 +62,9 @@ static int counter_cmp(const void *a, const void *b) {
 /* "# opens reads writes readdirs getattrs readlinks path" then one line per
  * path, sorted by path. */
 char *counters_text(void) {
-        char *buf = NULL;
-        size_t size = 0;
-        FILE *f = open_memstream(&buf, &size);
-        if (!f)
-                return xstrdup("");
+        char *buf;
+        size_t size;
+        FILE *f = xopen_memstream(&buf, &size);
         pthread_mutex_lock(&counters.lock);
         Counter **v = xcalloc(counters.n, sizeof(Counter *));
         size_t n = 0;

@@ -37,6 +37,18 @@ void set_str(char **dst, const char *src) {
         *dst = src ? xstrdup(src) : NULL;
 }
 
+/* "remove-block MS [uuid=U]", "remove-busy N [uuid=U]": a number and the
+ * mdev it applies to (NULL: any). */
+static int ctl_remove_fault(char **w, size_t n, unsigned *ret, char **ret_uuid) {
+        static const char *const keys[] = { "uuid", NULL };
+        unsigned u;
+        if (n < 2 || parse_uint(w[1], &u) < 0 || !words_known(w, n, 2, keys))
+                return -EINVAL;
+        *ret = u;
+        set_str(ret_uuid, word_opt(w, n, 2, "uuid"));
+        return 0;
+}
+
 static int ctl_one(char *line) {
         char *w[MAX_WORDS];
         size_t n = split_words(line, w);
@@ -59,24 +71,12 @@ static int ctl_one(char *line) {
                 set_str(&fault.create_parent, word_opt(w, n, 2, "parent"));
                 return 0;
         }
-        if (streq(w[0], "remove-block")) {
-                /* remove-block MS [uuid=U]: every remove blocks MS ms; 0 ends it */
-                static const char *const keys[] = { "uuid", NULL };
-                if (n < 2 || parse_uint(w[1], &u) < 0 || !words_known(w, n, 2, keys))
-                        return -EINVAL;
-                fault.remove_block_ms = u;
-                set_str(&fault.remove_block_uuid, word_opt(w, n, 2, "uuid"));
-                return 0;
-        }
-        if (streq(w[0], "remove-busy")) {
-                /* remove-busy N [uuid=U]: the next N removes fail with EBUSY */
-                static const char *const keys[] = { "uuid", NULL };
-                if (n < 2 || parse_uint(w[1], &u) < 0 || !words_known(w, n, 2, keys))
-                        return -EINVAL;
-                fault.remove_busy_count = u;
-                set_str(&fault.remove_busy_uuid, word_opt(w, n, 2, "uuid"));
-                return 0;
-        }
+        /* remove-block MS [uuid=U]: every remove blocks MS ms; 0 ends it */
+        if (streq(w[0], "remove-block"))
+                return ctl_remove_fault(w, n, &fault.remove_block_ms, &fault.remove_block_uuid);
+        /* remove-busy N [uuid=U]: the next N removes fail with EBUSY */
+        if (streq(w[0], "remove-busy"))
+                return ctl_remove_fault(w, n, &fault.remove_busy_count, &fault.remove_busy_uuid);
         if (streq(w[0], "unregister") && n == 2) {
                 Parent *p = parent_find(w[1]);
                 if (!p)
@@ -139,11 +139,9 @@ int ctl_write(const char *buf, size_t len) {
 
 /* .sim/state: the model in a stable form, for tests and debugging. */
 char *state_text(void) {
-        char *buf = NULL;
-        size_t size = 0;
-        FILE *f = open_memstream(&buf, &size);
-        if (!f)
-                return xstrdup("");
+        char *buf;
+        size_t size;
+        FILE *f = xopen_memstream(&buf, &size);
         fprintf(f, "pid %ld\n", (long) getpid());
         fprintf(f, "mdevs %u\n", model.n_mdevs);
         for (size_t i = 0; i < model.n_parents; i++) {

@@ -352,12 +352,7 @@ static void handle_free(Handle *h) {
         if (!h)
                 return;
         pthread_mutex_lock(&handles_lock);
-        if (h->prev)
-                h->prev->next = h->next;
-        else
-                handles = h->next;
-        if (h->next)
-                h->next->prev = h->prev;
+        LIST_UNLINK(handles, h);
         pthread_mutex_unlock(&handles_lock);
         free(h->text);
         dirsnap_free(h->dir);

@@ -149,21 +149,34 @@ int topo_load(const char *file) {
                         if (v && parse_uint(v, &u) < 0)
                                 return topo_fail(file, lineno, "registered: 0 or 1");
                         p->start_registered = u;
-                } else if (streq(w[0], "sriov")) {
-                        static const char *const keys[] = { "types", "devpath", "totalvfs", "numvfs", "errno",
-                                                            "onetype", NULL };
+                } else if (streq(w[0], "sriov") || streq(w[0], "vfio")) {
+                        /* sriov PF-ADDRESS totalvfs=N [numvfs=N] types=SET [devpath=] [errno=] [onetype=]
+                         * vfio PF-ADDRESS totalvfs=N [numvfs=N] types=SET framebuffer=MiB [devpath=] */
+                        static const char *const sriov_keys[] = { "types", "devpath", "totalvfs", "numvfs",
+                                                                  "errno", "onetype", NULL };
+                        static const char *const vfio_keys[] = { "types", "devpath", "totalvfs", "numvfs",
+                                                                 "framebuffer", NULL };
+                        bool vfio = streq(w[0], "vfio");
                         if (cur || n < 2 || !name_is_pci(w[1]))
-                                return topo_fail(file, lineno, "expected: sriov PCI-ADDRESS totalvfs=N types=SET ...");
-                        if (!words_known(w, n, 2, keys))
-                                return topo_fail(file, lineno, "unknown key for sriov");
+                                return topo_fail(file, lineno,
+                                                 vfio ? "expected: vfio PCI-ADDRESS totalvfs=N types=SET framebuffer=MiB ..."
+                                                      : "expected: sriov PCI-ADDRESS totalvfs=N types=SET ...");
+                        if (!words_known(w, n, 2, vfio ? vfio_keys : sriov_keys))
+                                return topo_fail(file, lineno, vfio ? "unknown key for vfio" : "unknown key for sriov");
                         const char *sn = word_opt(w, n, 2, "types");
                         const TypeSet *set = sn ? set_find(sn) : NULL;
                         if (!set)
                                 return topo_fail(file, lineno, "types=SET names no types block defined above");
+                        for (size_t i = 0; vfio && i < set->n; i++) {
+                                const char *id = set->types[i].id;
+                                if (set->types[i].fb == 0 || strspn(id, "0123456789") != strlen(id) || atoi(id) <= 0)
+                                        return topo_fail(file, lineno, "vfio: every type needs a numeric ID and framebuffer=");
+                        }
                         Pf *pf = xcalloc(1, sizeof(Pf));
                         model.pfs = xrealloc(model.pfs, (model.n_pfs + 1) * sizeof(Pf *));
                         model.pfs[model.n_pfs++] = pf;
                         pf->name = xstrdup(w[1]);
+                        pf->vfio = vfio;
                         const char *devpath = word_opt(w, n, 2, "devpath");
                         pf->devpath = devpath ? xstrdup(devpath) : pci_devpath(w[1]);
                         pf->vf_set = set;
@@ -173,53 +186,23 @@ int topo_load(const char *file) {
                         if (!v || parse_uint(v, &pf->total) < 0 || pf->total == 0 || pf->total > 252)
                                 return topo_fail(file, lineno, "totalvfs: 1..252 required");
                         v = word_opt(w, n, 2, "numvfs");
-                        pf->num = 0;
                         if (v && (parse_uint(v, &u) < 0 || u > pf->total))
                                 return topo_fail(file, lineno, "numvfs: 0..totalvfs");
                         pf->start_num = v ? u : 0;
-                        v = word_opt(w, n, 2, "errno");
-                        if (v && (pf->vf_errno = errno_from_name(v)) == 0)
-                                return topo_fail(file, lineno, "errno: unknown errno name");
-                        v = word_opt(w, n, 2, "onetype");
-                        if (v && parse_uint(v, &u) < 0)
-                                return topo_fail(file, lineno, "onetype: 0 or 1");
-                        if (v)
-                                pf->vf_onetype = u;
-                } else if (streq(w[0], "vfio")) {
-                        /* vfio PF-ADDRESS totalvfs=N [numvfs=N] types=SET framebuffer=MiB [devpath=] */
-                        static const char *const keys[] = { "types", "devpath", "totalvfs", "numvfs",
-                                                            "framebuffer", NULL };
-                        if (cur || n < 2 || !name_is_pci(w[1]))
-                                return topo_fail(file, lineno, "expected: vfio PCI-ADDRESS totalvfs=N types=SET framebuffer=MiB ...");
-                        if (!words_known(w, n, 2, keys))
-                                return topo_fail(file, lineno, "unknown key for vfio");
-                        const char *sn = word_opt(w, n, 2, "types");
-                        const TypeSet *set = sn ? set_find(sn) : NULL;
-                        if (!set)
-                                return topo_fail(file, lineno, "types=SET names no types block defined above");
-                        for (size_t i = 0; i < set->n; i++) {
-                                const char *id = set->types[i].id;
-                                if (set->types[i].fb == 0 || strspn(id, "0123456789") != strlen(id) || atoi(id) <= 0)
-                                        return topo_fail(file, lineno, "vfio: every type needs a numeric ID and framebuffer=");
+                        if (vfio) {
+                                v = word_opt(w, n, 2, "framebuffer");
+                                if (!v || parse_uint(v, &pf->fb) < 0 || pf->fb == 0)
+                                        return topo_fail(file, lineno, "framebuffer: the GPU's MiB, required");
+                        } else {
+                                v = word_opt(w, n, 2, "errno");
+                                if (v && (pf->vf_errno = errno_from_name(v)) == 0)
+                                        return topo_fail(file, lineno, "errno: unknown errno name");
+                                v = word_opt(w, n, 2, "onetype");
+                                if (v && parse_uint(v, &u) < 0)
+                                        return topo_fail(file, lineno, "onetype: 0 or 1");
+                                if (v)
+                                        pf->vf_onetype = u;
                         }
-                        Pf *pf = xcalloc(1, sizeof(Pf));
-                        model.pfs = xrealloc(model.pfs, (model.n_pfs + 1) * sizeof(Pf *));
-                        model.pfs[model.n_pfs++] = pf;
-                        pf->name = xstrdup(w[1]);
-                        pf->vfio = true;
-                        const char *devpath = word_opt(w, n, 2, "devpath");
-                        pf->devpath = devpath ? xstrdup(devpath) : pci_devpath(w[1]);
-                        pf->vf_set = set;
-                        const char *v = word_opt(w, n, 2, "totalvfs");
-                        if (!v || parse_uint(v, &pf->total) < 0 || pf->total == 0 || pf->total > 252)
-                                return topo_fail(file, lineno, "totalvfs: 1..252 required");
-                        v = word_opt(w, n, 2, "numvfs");
-                        if (v && (parse_uint(v, &u) < 0 || u > pf->total))
-                                return topo_fail(file, lineno, "numvfs: 0..totalvfs");
-                        pf->start_num = v ? u : 0;
-                        v = word_opt(w, n, 2, "framebuffer");
-                        if (!v || parse_uint(v, &pf->fb) < 0 || pf->fb == 0)
-                                return topo_fail(file, lineno, "framebuffer: the GPU's MiB, required");
                 } else if (streq(w[0], "mdev_bus")) {
                         /* mdev_bus absent: no class/mdev_bus and no bus/mdev (a VFIO-only host) */
                         if (n != 2 || !streq(w[1], "absent"))

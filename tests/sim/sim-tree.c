@@ -204,12 +204,7 @@ void node_forget(Node *n, uint64_t k) {
         }
         n->nlookup = n->nlookup > k ? n->nlookup - k : 0;
         if (n->nlookup == 0 && n->detached) {
-                if (n->prev)
-                        n->prev->next = n->next;
-                else
-                        limbo = n->next;
-                if (n->next)
-                        n->next->prev = n->prev;
+                LIST_UNLINK(limbo, n);
                 node_release(n);
         }
         pthread_mutex_unlock(&life_lock);

@@ -29,6 +29,18 @@ void *xrealloc(void *p, size_t n) {
         return p;
 }
 
+/* open_memstream() into *buf, aborting when out of memory like xmalloc(). */
+FILE *xopen_memstream(char **buf, size_t *size) {
+        *buf = NULL;
+        *size = 0;
+        FILE *f = open_memstream(buf, size);
+        if (!f) {
+                fputs("mdev-sysfs-sim: out of memory\n", stderr);
+                abort();
+        }
+        return f;
+}
+
 char *xstrdup(const char *s) {
         return s ? strcpy(xmalloc(strlen(s) + 1), s) : NULL;
 }
@@ -74,6 +86,18 @@ int errno_from_name(const char *s) {
         if (errno || end == s || *end || v == 0 || v > 4095)
                 return 0;
         return (int) v;
+}
+
+/* The text of a write to an attribute, as a string without its one trailing
+ * newline: sysfs hands a store() the bytes written (0 < len < 32 here). */
+int write_text(const char *buf, size_t len, char tmp[static WRITE_TEXT_MAX]) {
+        if (len == 0 || len >= WRITE_TEXT_MAX)
+                return -EINVAL;
+        memcpy(tmp, buf, len);
+        tmp[len] = 0;
+        if (tmp[len - 1] == '\n')
+                tmp[len - 1] = 0;
+        return 0;
 }
 
 int parse_uint(const char *s, unsigned *ret) {

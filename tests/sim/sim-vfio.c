@@ -29,11 +29,9 @@ static bool vf_can_create(const Vf *v, const TypeDef *d) {
 /* creatable_vgpu_types as the shipped driver prints it: a header, then
  * "%-5d : %s" per type this VF can create now; only the header otherwise. */
 char *vf_creatable_text(const Vf *v) {
-        char *buf = NULL;
-        size_t size = 0;
-        FILE *f = open_memstream(&buf, &size);
-        if (!f)
-                return xstrdup("");
+        char *buf;
+        size_t size;
+        FILE *f = xopen_memstream(&buf, &size);
         fprintf(f, "ID    : vGPU Name\n");
         for (size_t i = 0; i < v->pf->vf_set->n; i++) {
                 const TypeDef *d = &v->pf->vf_set->types[i];
@@ -59,13 +57,9 @@ char *vf_info_text(const Node *n) {
  * (VENDOR-VFIO: EINVAL not a number; EPERM an ID on a VF with a vGPU, 0 on a
  * VF without one, 0 while a guest has it open; EIO not creatable now). */
 int vf_write_current(Vf *v, const char *buf, size_t len) {
-        char tmp[32];
-        if (len == 0 || len >= sizeof(tmp))
+        char tmp[WRITE_TEXT_MAX];
+        if (write_text(buf, len, tmp) < 0)
                 return -EINVAL;
-        memcpy(tmp, buf, len);
-        tmp[len] = 0;
-        if (tmp[len - 1] == '\n')
-                tmp[len - 1] = 0;
         char *end;
         errno = 0;
         long id = strtol(tmp, &end, 10);
@@ -183,28 +177,23 @@ void vf_free(Vf *v) {
 }
 
 static void pf_disable(Pf *pf) {
-        if (pf->vfio) {
-                for (unsigned i = 0; i < pf->num; i++) {
-                        Vf *v = pf->vvfs[i];
-                        _cleanup_free_ char *virtfn = xasprintf("virtfn%u", i);
-                        node_free(node_child(pf->dev, virtfn, strlen(virtfn)));
-                        device_del(v->name, v->dev);
-                        vf_free(v);
-                }
-                free(pf->vvfs);
-                pf->vvfs = NULL;
-                pf->num = 0;
-                return;
-        }
         for (unsigned i = 0; i < pf->num; i++) {
-                Parent *p = pf->vfs[i];
                 _cleanup_free_ char *virtfn = xasprintf("virtfn%u", i);
-                parent_unregister(p);
+                Parent *p = pf->vfio ? NULL : pf->vfs[i];
+                if (p)
+                        parent_unregister(p);
                 node_free(node_child(pf->dev, virtfn, strlen(virtfn)));
-                device_del(p->name, p->dev);
-                parent_forget(p);
+                if (p) {
+                        device_del(p->name, p->dev);
+                        parent_forget(p);
+                } else {
+                        device_del(pf->vvfs[i]->name, pf->vvfs[i]->dev);
+                        vf_free(pf->vvfs[i]);
+                }
         }
+        free(pf->vvfs);
         free(pf->vfs);
+        pf->vvfs = NULL;
         pf->vfs = NULL;
         pf->num = 0;
 }

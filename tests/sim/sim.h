@@ -25,6 +25,18 @@
 
 #define CTL_DIR "/.sim"
 #define UUID_LEN 36
+#define WRITE_TEXT_MAX 32
+
+/* Takes x out of a doubly linked list (prev, next) that starts at head. */
+#define LIST_UNLINK(head, x)                            \
+        do {                                            \
+                if ((x)->prev)                          \
+                        (x)->prev->next = (x)->next;    \
+                else                                    \
+                        (head) = (x)->next;             \
+                if ((x)->next)                          \
+                        (x)->next->prev = (x)->prev;    \
+        } while (0)
 
 typedef enum NodeKind {
         K_DIR,
@@ -210,9 +222,11 @@ struct ContentCache {
 void *xmalloc(size_t n);
 void *xcalloc(size_t n, size_t size);
 void *xrealloc(void *p, size_t n);
+FILE *xopen_memstream(char **buf, size_t *size);
 char *xstrdup(const char *s);
 _printf_(1, 2) char *xasprintf(const char *fmt, ...);
 int errno_from_name(const char *s);
+int write_text(const char *buf, size_t len, char tmp[static WRITE_TEXT_MAX]);
 int parse_uint(const char *s, unsigned *ret);
 bool uuid_parse36(const char *buf, char out[UUID_LEN + 1]);
 
