@@ -5,20 +5,12 @@
 #include <stdio.h>
 #include <sys/stat.h>
 
+#include "check.h"
 #include "ledger.h"
 
 #define U1 "b1ae8bf6-38b0-4c81-9d44-78ce2e5d2b9d"
 #define U2 "5d0c4e8a-8d3a-4b38-9f7e-2f0f4c1d9a10"
 #define BOOT "1a2b3c4d-0000-4000-8000-000000000001"
-
-#define check(expr)                                                              \
-        do {                                                                     \
-                if (!(expr)) {                                                   \
-                        fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__,  \
-                                __LINE__, #expr);                                \
-                        abort();                                                 \
-                }                                                                \
-        } while (0)
 
 static char tmpdir[] = "/tmp/test-ledger-XXXXXX";
 
