@@ -1,12 +1,24 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* What the CLI's commands share (cli.h): options, root, config, JSON, tables. */
+#include <assert.h>
 #include <getopt.h>
+#include <limits.h>
+#include <unistd.h>
 
 #include "cli.h"
+#include "inventory.h"
 #include "log.h"
 
+#define CLI_OWN_MAX 8          /* a command's own options at most */
+#define CLI_OWN_FIRST 0x100   /* getopt_long()'s value of the first */
+
 int cli_parse_options(int argc, char *argv[], unsigned accepted, const char *help, CliOptions *o) {
-        static const struct option options[] = {
+        return cli_parse_options_own(argc, argv, accepted, NULL, help, o);
+}
+
+int cli_parse_options_own(int argc, char *argv[], unsigned accepted, const CliOption *own, const char *help,
+                          CliOptions *o) {
+        static const struct option common[] = {
                 { "config",    required_argument, NULL, 'c' },
                 { "json",      no_argument,       NULL, 'j' },
                 { "placement", no_argument,       NULL, 'L' },
@@ -15,9 +27,17 @@ int cli_parse_options(int argc, char *argv[], unsigned accepted, const char *hel
                 { "uuid",      required_argument, NULL, 'u' },
                 { "help",      no_argument,       NULL, 'h' },
                 { "version",   no_argument,       NULL, 'V' },
-                { 0 }
         };
+        struct option options[ELEMENTSOF(common) + CLI_OWN_MAX + 1] = { { 0 } };
+        size_t n = 0;
         int c;
+
+        for (; own && own[n].name; n++) {
+                assert(n < CLI_OWN_MAX);
+                options[n] = (struct option) { own[n].name, own[n].arg ? required_argument : no_argument, NULL,
+                                               CLI_OWN_FIRST + (int) n };
+        }
+        memcpy(options + n, common, sizeof common);
 
         optind = 0; /* glibc: start over, argv[0] is the command */
         opterr = 0;
@@ -66,12 +86,22 @@ int cli_parse_options(int argc, char *argv[], unsigned accepted, const char *hel
                         puts("mdev-hooks " PACKAGE_VERSION);
                         return CLI_EXIT_OK;
                 default:
+                        if (c >= CLI_OWN_FIRST && c < CLI_OWN_FIRST + (int) n) {
+                                if (own[c - CLI_OWN_FIRST].arg)
+                                        *own[c - CLI_OWN_FIRST].arg = optarg;
+                                else
+                                        *own[c - CLI_OWN_FIRST].flag = true;
+                                break;
+                        }
                 unknown:
                         log_error("%s: unknown option or missing argument '%s'; see 'mdev-hooks %s --help'",
                                   argv[0], argv[optind - 1], argv[0]);
                         return CLI_EXIT_USAGE;
                 }
-        if (optind < argc) {
+        if (accepted & CLI_OPT_ARGS) {
+                o->args = argv + optind;
+                o->n_args = argc - optind;
+        } else if (optind < argc) {
                 log_error("%s: unexpected argument '%s'; see 'mdev-hooks %s --help'", argv[0], argv[optind], argv[0]);
                 return CLI_EXIT_USAGE;
         }
@@ -112,6 +142,41 @@ int cli_load_config(int rootfd, const char *path, FILE *f, Config **ret) {
         /* A config that is bad, unsafe, missing (when named) or unreadable is
          * refused whole: bad config. */
         return r == -ENOMEM ? CLI_EXIT_FAILED : CLI_EXIT_USAGE;
+}
+
+int cli_open_root_config(const char *config_path, int *ret_rootfd, Config **ret_config) {
+        int r = cli_open_root(ret_rootfd);
+
+        if (r > 0)
+                return r;
+        return cli_load_config(*ret_rootfd, config_path, stderr, ret_config);
+}
+
+int cli_host_name(const char *cmd, const char *option, const char *given, char *host) {
+        if (given) {
+                if (!*given || strlen(given) > HOST_NAME_MAX) {
+                        log_error("%s: %s '%s' is not a host name", cmd, option, given);
+                        return CLI_EXIT_USAGE;
+                }
+                snprintf(host, HOST_NAME_MAX + 1, "%s", given);
+        } else if (gethostname(host, HOST_NAME_MAX + 1) < 0) {
+                log_error("%s: cannot get the host name (%s); give %s", cmd, strerror(errno), option);
+                return CLI_EXIT_FAILED;
+        }
+        host[HOST_NAME_MAX] = '\0';
+        return 0;
+}
+
+int cli_read_inventory(const char *cmd, int rootfd, const Config *c, InventoryParent **ret, size_t *ret_n) {
+        int r;
+
+        error_clear();
+        r = inventory_read(rootfd, c, ret, ret_n);
+        if (r < 0) {
+                log_error("%s%s%s", strempty(cmd), cmd ? ": " : "", error_get(r));
+                return CLI_EXIT_FAILED;
+        }
+        return 0;
 }
 
 int cli_print_json(json_object *o) {
