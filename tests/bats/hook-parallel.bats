@@ -2,8 +2,6 @@
 # Guests starting and stopping at the same time: the host-wide lock keeps the
 # record and sysfs in agreement and nothing leaks.
 
-load common
-load ../sim/sim
 load hook-helpers
 
 setup() {
@@ -19,10 +17,6 @@ setup() {
 	[hooks]
 	lock_timeout = 60
 	EOF
-}
-
-teardown() {
-        sim_umount
 }
 
 guest_uuid() {
