@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* mdev-sysfs-sim: file contents. */
+/*
+ * mdev-sysfs-sim: what each attribute file reads, and a write to an mdev's
+ * remove.
+ */
 #include "sim.h"
 
 /* The text of a readable attribute, or NULL (and *err) when unreadable. */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* mdev-sysfs-sim: counters. */
+/* mdev-sysfs-sim: the per-path access counters (.sim/counters). */
 #include "sim.h"
 
 typedef struct Counter {

@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* mdev-sysfs-sim: control commands. */
+/*
+ * mdev-sysfs-sim: the control commands (.sim/ctl) and the model as text
+ * (.sim/state).
+ */
 #include "sim.h"
 
 /* Splits a line into words; "key=value" words stay whole. */

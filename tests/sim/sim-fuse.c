@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* mdev-sysfs-sim: operations. */
+/*
+ * mdev-sysfs-sim: the FUSE low-level operations, with the kernel's caching
+ * and its invalidation.
+ */
 #include "sim.h"
 
 /* Entry and attribute timeouts of stable nodes; 0 with -n (no caching). */

@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* mdev-sysfs-sim: model. */
+/*
+ * mdev-sysfs-sim: the mdev model: parents, types and mdevs, create and
+ * remove, registration, PCI devices.
+ */
 #include "sim.h"
 
 struct Model model;

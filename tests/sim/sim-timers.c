@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* mdev-sysfs-sim: timers. */
+/*
+ * mdev-sysfs-sim: delayed registration and the interruptible sleeps of a
+ * blocked remove.
+ */
 #include "sim.h"
 
 struct Timers timers = { .lock = PTHREAD_MUTEX_INITIALIZER };

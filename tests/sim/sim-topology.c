@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* mdev-sysfs-sim: topology. */
+/*
+ * mdev-sysfs-sim: reading a topology file, and building the tree and model
+ * from it.
+ */
 #include "sim.h"
 
 /* Splits a topology line into words. A word may be quoted ("a b") or

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* mdev-sysfs-sim: tree. */
+/*
+ * mdev-sysfs-sim: the in-memory tree: nodes in one hash table keyed by
+ * (parent, name), and their life while the kernel still holds references.
+ */
 #include "sim.h"
 
-#define NODE_DEAD 0xdeadd0d0u
 struct Tree tree;
 
 size_t node_hash(const Node *parent, const char *name, size_t len) {

@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* mdev-sysfs-sim: memory, errno. */
+/*
+ * mdev-sysfs-sim: allocation that aborts when out of memory, errno names,
+ * number and UUID parsing.
+ */
 #include "sim.h"
 
 void *xmalloc(size_t n) {

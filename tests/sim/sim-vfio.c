@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* mdev-sysfs-sim: NVIDIA VFIO framework. */
+/*
+ * mdev-sysfs-sim: NVIDIA's vendor-specific VFIO framework (VFs carrying
+ * one vGPU each) and SR-IOV (sriov_numvfs).
+ */
 #include "sim.h"
 
 /* Framebuffer used on a vfio PF's GPU, and the size of its vGPUs (0: none).

@@ -75,6 +75,7 @@ struct Node {
 };
 
 #define NODE_ALIVE 0x6d646576u
+#define NODE_DEAD 0xdeadd0d0u
 
 struct Tree {
         Node **buckets;
