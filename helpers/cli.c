@@ -18,18 +18,24 @@ int cli_parse_options(int argc, char *argv[], unsigned accepted, const char *hel
 
 int cli_parse_options_own(int argc, char *argv[], unsigned accepted, const CliOption *own, const char *help,
                           CliOptions *o) {
-        static const struct option common[] = {
-                { "config",    required_argument, NULL, 'c' },
-                { "json",      no_argument,       NULL, 'j' },
-                { "placement", no_argument,       NULL, 'L' },
-                { "hostname",  required_argument, NULL, 'H' },
-                { "parent",    required_argument, NULL, 'p' },
-                { "uuid",      required_argument, NULL, 'u' },
-                { "help",      no_argument,       NULL, 'h' },
-                { "version",   no_argument,       NULL, 'V' },
+        /* The options every command knows; one with a flag is refused
+         * unless accepted has it. */
+        static const struct {
+                struct option option;
+                unsigned flag;
+        } common[] = {
+                { { "config",    required_argument, NULL, 'c' }, 0 },
+                { { "json",      no_argument,       NULL, 'j' }, CLI_OPT_JSON },
+                { { "placement", no_argument,       NULL, 'L' }, CLI_OPT_PLACEMENT },
+                { { "hostname",  required_argument, NULL, 'H' }, CLI_OPT_HOSTNAME },
+                { { "parent",    required_argument, NULL, 'p' }, CLI_OPT_PARENT },
+                { { "uuid",      required_argument, NULL, 'u' }, CLI_OPT_UUID },
+                { { "help",      no_argument,       NULL, 'h' }, 0 },
+                { { "version",   no_argument,       NULL, 'V' }, 0 },
         };
         struct option options[ELEMENTSOF(common) + CLI_OWN_MAX + 1] = { { 0 } };
         size_t n = 0;
+        bool refused_arg;
         int c;
 
         for (; own && own[n].name; n++) {
@@ -37,28 +43,29 @@ int cli_parse_options_own(int argc, char *argv[], unsigned accepted, const CliOp
                 options[n] = (struct option) { own[n].name, own[n].arg ? required_argument : no_argument, NULL,
                                                CLI_OWN_FIRST + (int) n };
         }
-        memcpy(options + n, common, sizeof common);
+        for (size_t i = 0; i < ELEMENTSOF(common); i++)
+                options[n + i] = common[i].option;
 
         optind = 0; /* glibc: start over, argv[0] is the command */
         opterr = 0;
-        while ((c = getopt_long(argc, argv, "+c:jhp:u:", options, NULL)) >= 0)
+        while ((c = getopt_long(argc, argv, "+c:jhp:u:", options, NULL)) >= 0) {
+                refused_arg = false;
+                for (size_t i = 0; i < ELEMENTSOF(common); i++)
+                        if (c == common[i].option.val && (common[i].flag & ~accepted)) {
+                                refused_arg = optarg && optarg == argv[optind - 1]; /* "--opt ARG" */
+                                c = '?';
+                        }
                 switch (c) {
                 case 'c':
                         o->config_path = optarg;
                         break;
                 case 'j':
-                        if (!(accepted & CLI_OPT_JSON))
-                                goto unknown;
                         o->json = true;
                         break;
                 case 'L':
-                        if (!(accepted & CLI_OPT_PLACEMENT))
-                                goto unknown;
                         o->placement = true;
                         break;
                 case 'p':
-                        if (!(accepted & CLI_OPT_PARENT))
-                                goto unknown;
                         if (!name_is_valid(optarg)) {
                                 log_error("%s: --parent '%s' is not a parent's name", argv[0], optarg);
                                 return CLI_EXIT_USAGE;
@@ -66,8 +73,6 @@ int cli_parse_options_own(int argc, char *argv[], unsigned accepted, const CliOp
                         o->parent = optarg;
                         break;
                 case 'u':
-                        if (!(accepted & CLI_OPT_UUID))
-                                goto unknown;
                         if (!uuid_is_valid(optarg)) {
                                 log_error("%s: --uuid '%s' is not a UUID", argv[0], optarg);
                                 return CLI_EXIT_USAGE;
@@ -75,8 +80,6 @@ int cli_parse_options_own(int argc, char *argv[], unsigned accepted, const CliOp
                         uuid_normalize(optarg, o->uuid);
                         break;
                 case 'H':
-                        if (!(accepted & CLI_OPT_HOSTNAME))
-                                goto unknown;
                         o->hostname = optarg;
                         break;
                 case 'h':
@@ -93,11 +96,12 @@ int cli_parse_options_own(int argc, char *argv[], unsigned accepted, const CliOp
                                         *own[c - CLI_OWN_FIRST].flag = true;
                                 break;
                         }
-                unknown:
+                        /* name the option, not the argument it took */
                         log_error("%s: unknown option or missing argument '%s'; see 'mdev-hooks %s --help'",
-                                  argv[0], argv[optind - 1], argv[0]);
+                                  argv[0], argv[optind - (refused_arg ? 2 : 1)], argv[0]);
                         return CLI_EXIT_USAGE;
                 }
+        }
         if (accepted & CLI_OPT_ARGS) {
                 o->args = argv + optind;
                 o->n_args = argc - optind;
