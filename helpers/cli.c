@@ -48,7 +48,9 @@ int cli_parse_options_own(int argc, char *argv[], unsigned accepted, const CliOp
 
         optind = 0; /* glibc: start over, argv[0] is the command */
         opterr = 0;
-        while ((c = getopt_long(argc, argv, "+c:jhp:u:", options, NULL)) >= 0) {
+        /* Options may follow a command's arguments ("pick TYPE --xml"); without
+         * arguments, the first word that is not an option ends them. */
+        while ((c = getopt_long(argc, argv, accepted & CLI_OPT_ARGS ? "c:jhp:u:" : "+c:jhp:u:", options, NULL)) >= 0) {
                 refused_arg = false;
                 for (size_t i = 0; i < ELEMENTSOF(common); i++)
                         if (c == common[i].option.val && (common[i].flag & ~accepted)) {

@@ -606,6 +606,10 @@ two_hosts() {
         [[ "$output" == *"<hostdev mode=\"subsystem\" type=\"pci\" managed=\"no\">"* ]]
         [[ "$output" == *"<address domain=\"0x0000\" bus=\"0x41\" slot=\"0x00\" function=\"0x5\"/>"* ]]
         [[ "$output" == *"<mh:vgpu pci=\"$VF2\" type=\"nvidia-$Q4\"/>"* ]]
+        # as its usage says, --xml may also follow TYPE
+        xml="$output"
+        run -0 --separate-stderr "$MH_CLI" pick "nvidia-$Q4" --xml
+        [ "$output" = "$xml" ]
         # what --xml prints makes a guest that starts
         { echo "<domain type='kvm'><name>g2</name><metadata>"
           printf '%s\n' "$output" | sed -n '/<mh:mdevs/,/<\/mh:mdevs>/p'
