@@ -65,18 +65,20 @@ config_write() {
         fi
 }
 
-# config_types TYPE ADDRESSES [TYPE ADDRESSES]...: a config that enables each
-# TYPE on its parents (ADDRESSES: ", "-separated).
+# config_types TYPE ADDRESSES [TYPE ADDRESSES]... [-- LINE...]: a config that
+# enables each TYPE on its parents (ADDRESSES: ", "-separated), then LINEs.
 config_types() {
         local enabled="" sections=""
-        while [ $# -ge 2 ]; do
+        while [ $# -ge 2 ] && [ "$1" != -- ]; do
                 enabled+="${enabled:+, }$1"
                 sections+=$'\n'"[mdev_$1]"$'\n'"device_addresses = $2"$'\n'
                 shift 2
         done
+        [ "${1:-}" != -- ] || shift
         config_write "[devices]
 enabled_mdev_types = $enabled
-$sections"
+$sections
+$(printf '%s\n' "$@")"
 }
 
 # config_timesliced [LINE...]: the config for the nvidia-timesliced topology
