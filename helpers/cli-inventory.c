@@ -183,31 +183,16 @@ int cli_inventory_main(int argc, char *argv[], const char *config_path) {
                 log_error("inventory: --hostname names the resource providers of --placement; add --placement");
                 return CLI_EXIT_USAGE;
         }
-        if (o.hostname) {
-                if (!*o.hostname || strlen(o.hostname) > HOST_NAME_MAX) {
-                        log_error("inventory: --hostname '%s' is not a host name", o.hostname);
-                        return CLI_EXIT_USAGE;
-                }
-                snprintf(host, sizeof host, "%s", o.hostname);
-        } else if (gethostname(host, sizeof host) < 0) {
-                log_error("inventory: cannot get the host name (%s); give --hostname", strerror(errno));
-                return CLI_EXIT_FAILED;
-        }
-        host[sizeof host - 1] = '\0';
-
-        r = cli_open_root(&rootfd);
+        r = cli_host_name("inventory", "--hostname", o.hostname, host);
         if (r > 0)
                 return r;
-        r = cli_load_config(rootfd, o.config_path, stderr, &c);
+        r = cli_open_root_config(o.config_path, &rootfd, &c);
         if (r > 0)
                 return r;
 
-        error_clear();
-        r = inventory_read(rootfd, c, &p, &n);
-        if (r < 0) {
-                log_error("%s", error_get(r));
-                return CLI_EXIT_FAILED;
-        }
+        r = cli_read_inventory(NULL, rootfd, c, &p, &n);
+        if (r > 0)
+                return r;
         if (o.placement)
                 r = print_placement(rootfd, c, p, n, host);
         else if (o.json)

@@ -146,20 +146,17 @@ int cli_metrics_main(int argc, char *argv[], const char *config_path) {
         r = cli_parse_options(argc, argv, 0, help, &o);
         if (r >= 0)
                 return r;
-        r = cli_open_root(&rootfd);
-        if (r > 0)
-                return r;
-        r = cli_load_config(rootfd, o.config_path, stderr, &c);
+        r = cli_open_root_config(o.config_path, &rootfd, &c);
         if (r > 0)
                 return r;
 
+        r = cli_read_inventory("metrics", rootfd, c, &p, &n);
+        if (r > 0)
+                return r;
         error_clear();
-        r = inventory_read(rootfd, c, &p, &n);
-        if (r >= 0)
-                r = count_states(rootfd, counts, &mtime);
+        r = count_states(rootfd, counts, &mtime);
         if (r < 0) {
-                if (p)
-                        inventory_free(p, n);
+                inventory_free(p, n);
                 log_error("metrics: %s", error_get(r));
                 return CLI_EXIT_FAILED;
         }

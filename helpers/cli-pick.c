@@ -7,8 +7,6 @@
  * placement, max_instances, what the VFs can create now). Nothing is
  * reserved: the VF is taken when the guest starts.
  */
-#include <getopt.h>
-
 #include <libxml/tree.h>
 
 #include "cli.h"
@@ -100,52 +98,34 @@ out:
 }
 
 int cli_pick_main(int argc, char *argv[], const char *config_path) {
-        static const struct option options[] = {
-                { "xml", no_argument, NULL, 'x' },
-                { "help", no_argument, NULL, 'h' },
-                { "version", no_argument, NULL, 'V' },
-                { 0 }
+        CliOptions o = { .config_path = config_path };
+        bool xml = false;
+        const CliOption own[] = {
+                { "xml", NULL, &xml },
+                { NULL, NULL, NULL },
         };
         _cleanup_close_ int rootfd = -1, ledgerfd = -1;
         _cleanup_config_free_ Config *config = NULL;
         char boot_id[UUID_STRING_MAX] = "";
         char *types[2] = { NULL, NULL };
-        bool xml = false;
         VgpuChoice ch;
         unsigned id;
-        int c, r;
+        int r;
 
-        optind = 1;
-        opterr = 0;
-        while ((c = getopt_long(argc, argv, "+h", options, NULL)) >= 0)
-                switch (c) {
-                case 'x':
-                        xml = true;
-                        break;
-                case 'h':
-                        fputs(help, stdout);
-                        return CLI_EXIT_OK;
-                case 'V':
-                        puts("mdev-hooks " PACKAGE_VERSION);
-                        return CLI_EXIT_OK;
-                default:
-                        log_error("unknown option or missing argument '%s'; see 'mdev-hooks pick --help'", argv[optind - 1]);
-                        return CLI_EXIT_USAGE;
-                }
-        if (optind + 1 != argc) {
+        r = cli_parse_options_own(argc, argv, CLI_OPT_ARGS, own, help, &o);
+        if (r >= 0)
+                return r;
+        if (o.n_args != 1) {
                 fputs(help, stderr);
                 return CLI_EXIT_USAGE;
         }
-        types[0] = argv[optind];
+        types[0] = o.args[0];
         if (vfio_type_id(types[0], &id) < 0) {
                 log_error("'%s' is not a vGPU type of NVIDIA's VFIO framework (nvidia-<ID>); an mdev's parent is chosen by the hook when the guest starts",
                           types[0]);
                 return CLI_EXIT_USAGE;
         }
-        r = cli_open_root(&rootfd);
-        if (r > 0)
-                return r;
-        r = cli_load_config(rootfd, config_path, stderr, &config);
+        r = cli_open_root_config(o.config_path, &rootfd, &config);
         if (r > 0)
                 return r;
         if (!config_find_type(config, types[0])) {

@@ -7,7 +7,6 @@
  * holds (/run/mdev-hooks/placement/).
  */
 #include <fcntl.h>
-#include <getopt.h>
 #include <limits.h>
 
 #include "cli.h"
@@ -46,38 +45,26 @@ static const char help[] =
         "it again to complete a partial sync), 2 bad usage or bad config.\n";
 
 typedef struct Options {
-        const char *config_path;
+        CliOptions cli; /* --config, --json */
         const char *url;
         const char *token;
         const char *host;
         bool dry_run;
-        bool json;
 } Options;
 
+/* "placement sync [OPTIONS]": argv[0] is "placement", argv[1] the action. */
 static int parse_options(int argc, char *argv[], Options *o) {
-        static const struct option options[] = {
-                { "config",  required_argument, NULL, 'c' },
-                { "url",     required_argument, NULL, 'u' },
-                { "token",   required_argument, NULL, 't' },
-                { "host",    required_argument, NULL, 'H' },
-                { "dry-run", no_argument,       NULL, 'n' },
-                { "json",    no_argument,       NULL, 'j' },
-                { "help",    no_argument,       NULL, 'h' },
-                { "version", no_argument,       NULL, 'V' },
-                { 0 }
+        const CliOption own[] = {
+                { "url", &o->url, NULL },
+                { "token", &o->token, NULL },
+                { "host", &o->host, NULL },
+                { "dry-run", NULL, &o->dry_run },
+                { NULL, NULL, NULL },
         };
-        int c;
 
-        /* argv[0] is "placement", argv[1] the action */
         if (argc < 2 || argv[1][0] == '-') {
-                if (argc >= 2 && streq(argv[1], "--help")) {
-                        fputs(help, stdout);
-                        return CLI_EXIT_OK;
-                }
-                if (argc >= 2 && streq(argv[1], "--version")) {
-                        puts("mdev-hooks " PACKAGE_VERSION);
-                        return CLI_EXIT_OK;
-                }
+                if (argc >= 2 && (streq(argv[1], "--help") || streq(argv[1], "--version")))
+                        return cli_parse_options(2, argv, 0, help, &o->cli);
                 log_error("placement: missing action; see 'mdev-hooks placement --help'");
                 return CLI_EXIT_USAGE;
         }
@@ -85,46 +72,9 @@ static int parse_options(int argc, char *argv[], Options *o) {
                 log_error("placement: unknown action '%s' (known: sync); see 'mdev-hooks placement --help'", argv[1]);
                 return CLI_EXIT_USAGE;
         }
-        optind = 0;
-        opterr = 0;
-        argc--;
-        argv++;
-        while ((c = getopt_long(argc, argv, "+c:h", options, NULL)) >= 0)
-                switch (c) {
-                case 'c':
-                        o->config_path = optarg;
-                        break;
-                case 'u':
-                        o->url = optarg;
-                        break;
-                case 't':
-                        o->token = optarg;
-                        break;
-                case 'H':
-                        o->host = optarg;
-                        break;
-                case 'n':
-                        o->dry_run = true;
-                        break;
-                case 'j':
-                        o->json = true;
-                        break;
-                case 'h':
-                        fputs(help, stdout);
-                        return CLI_EXIT_OK;
-                case 'V':
-                        puts("mdev-hooks " PACKAGE_VERSION);
-                        return CLI_EXIT_OK;
-                default:
-                        log_error("placement sync: unknown option or missing argument '%s'; see 'mdev-hooks placement --help'",
-                                  argv[optind - 1]);
-                        return CLI_EXIT_USAGE;
-                }
-        if (optind < argc) {
-                log_error("placement sync: unexpected argument '%s'; see 'mdev-hooks placement --help'", argv[optind]);
-                return CLI_EXIT_USAGE;
-        }
-        return -1;
+        /* the action's options follow it; messages name "placement sync" */
+        argv[1] = (char *) "placement sync";
+        return cli_parse_options_own(argc - 1, argv + 1, CLI_OPT_JSON, own, help, &o->cli);
 }
 
 /* The token file is a secret: read under the root, one line. */
@@ -174,7 +124,7 @@ static int read_holdings(int rootfd, LedgerEntry **ret_entries, PlacementHolding
 
 static int print_result(const Options *o, const char *url, const char *host, const PlacementSyncResult *res,
                         const PlacementHttp *h) {
-        if (o->json) {
+        if (o->cli.json) {
                 _cleanup_json_ json_object *root = json_object_new_object();
                 json_object *changes = json_object_new_array(), *req = json_object_new_object();
 
@@ -215,7 +165,7 @@ static int print_result(const Options *o, const char *url, const char *host, con
 }
 
 int cli_placement_main(int argc, char *argv[], const char *config_path) {
-        Options o = { .config_path = config_path };
+        Options o = { .cli.config_path = config_path };
         _cleanup_config_free_ Config *c = NULL;
         _cleanup_close_ int rootfd = -1;
         _cleanup_free_ char *token = NULL;
@@ -235,22 +185,14 @@ int cli_placement_main(int argc, char *argv[], const char *config_path) {
         r = parse_options(argc, argv, &o);
         if (r >= 0)
                 return r;
-        if (o.host) {
-                if (!*o.host || strlen(o.host) > HOST_NAME_MAX || !name_is_valid(o.host)) {
-                        log_error("placement sync: --host '%s' is not a host name", o.host);
-                        return CLI_EXIT_USAGE;
-                }
-                snprintf(host, sizeof host, "%s", o.host);
-        } else if (gethostname(host, sizeof host) < 0) {
-                log_error("placement sync: cannot get the host name (%s); give --host", strerror(errno));
-                return CLI_EXIT_FAILED;
+        if (o.host && !name_is_valid(o.host)) {
+                log_error("placement sync: --host '%s' is not a host name", o.host);
+                return CLI_EXIT_USAGE;
         }
-        host[sizeof host - 1] = '\0';
-
-        r = cli_open_root(&rootfd);
+        r = cli_host_name("placement sync", "--host", o.host, host);
         if (r > 0)
                 return r;
-        r = cli_load_config(rootfd, o.config_path, stderr, &c);
+        r = cli_open_root_config(o.cli.config_path, &rootfd, &c);
         if (r > 0)
                 return r;
         url = o.url ? o.url : c->placement_url;
@@ -267,12 +209,13 @@ int cli_placement_main(int argc, char *argv[], const char *config_path) {
                         return CLI_EXIT_FAILED;
                 }
         }
-        r = inventory_read(rootfd, c, &p, &n);
-        if (r >= 0)
-                r = read_holdings(rootfd, &entries, &holdings, &n_holdings);
+        r = cli_read_inventory("placement sync", rootfd, c, &p, &n);
+        if (r > 0)
+                return r;
+        error_clear();
+        r = read_holdings(rootfd, &entries, &holdings, &n_holdings);
         if (r < 0) {
-                if (p)
-                        inventory_free(p, n);
+                inventory_free(p, n);
                 log_error("placement sync: %s", error_get(r));
                 return CLI_EXIT_FAILED;
         }

@@ -1,52 +1,66 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* What the CLI's commands share (cli.h): options, root, config, JSON, tables. */
+#include <assert.h>
 #include <getopt.h>
+#include <limits.h>
+#include <unistd.h>
 
 #include "cli.h"
+#include "inventory.h"
 #include "log.h"
 #include "vfio.h"
 
-/* The options only some commands take, and the flag that admits each. */
-static const struct {
-        int option;
-        unsigned flag;
-} gated_options[] = {
-        { 'j', CLI_OPT_JSON },
-        { 'L', CLI_OPT_PLACEMENT },
-        { 'H', CLI_OPT_HOSTNAME },
-        { 'p', CLI_OPT_PARENT },
-        { 'u', CLI_OPT_UUID },
-        { 'C', CLI_OPT_CONNECT },
-        { 'A', CLI_OPT_APPLY },
-};
-
-static bool option_accepted(int c, unsigned accepted) {
-        for (size_t i = 0; i < ELEMENTSOF(gated_options); i++)
-                if (gated_options[i].option == c)
-                        return accepted & gated_options[i].flag;
-        return true;
-}
+#define CLI_OWN_MAX 8          /* a command's own options at most */
+#define CLI_OWN_FIRST 0x100   /* getopt_long()'s value of the first */
 
 int cli_parse_options(int argc, char *argv[], unsigned accepted, const char *help, CliOptions *o) {
-        static const struct option options[] = {
-                { "config",    required_argument, NULL, 'c' },
-                { "json",      no_argument,       NULL, 'j' },
-                { "placement", no_argument,       NULL, 'L' },
-                { "hostname",  required_argument, NULL, 'H' },
-                { "parent",    required_argument, NULL, 'p' },
-                { "uuid",      required_argument, NULL, 'u' },
-                { "connect",   required_argument, NULL, 'C' },
-                { "apply",     no_argument,       NULL, 'A' },
-                { "help",      no_argument,       NULL, 'h' },
-                { "version",   no_argument,       NULL, 'V' },
-                { 0 }
+        return cli_parse_options_own(argc, argv, accepted, NULL, help, o);
+}
+
+int cli_parse_options_own(int argc, char *argv[], unsigned accepted, const CliOption *own, const char *help,
+                          CliOptions *o) {
+        /* The options every command knows; one with a flag is refused
+         * unless accepted has it. */
+        static const struct {
+                struct option option;
+                unsigned flag;
+        } common[] = {
+                { { "config",    required_argument, NULL, 'c' }, 0 },
+                { { "json",      no_argument,       NULL, 'j' }, CLI_OPT_JSON },
+                { { "placement", no_argument,       NULL, 'L' }, CLI_OPT_PLACEMENT },
+                { { "hostname",  required_argument, NULL, 'H' }, CLI_OPT_HOSTNAME },
+                { { "parent",    required_argument, NULL, 'p' }, CLI_OPT_PARENT },
+                { { "uuid",      required_argument, NULL, 'u' }, CLI_OPT_UUID },
+                { { "connect",   required_argument, NULL, 'C' }, CLI_OPT_CONNECT },
+                { { "apply",     no_argument,       NULL, 'A' }, CLI_OPT_APPLY },
+                { { "help",      no_argument,       NULL, 'h' }, 0 },
+                { { "version",   no_argument,       NULL, 'V' }, 0 },
         };
+        struct option options[ELEMENTSOF(common) + CLI_OWN_MAX + 1] = { { 0 } };
+        size_t n = 0;
+        bool refused_arg;
         int c;
+
+        for (; own && own[n].name; n++) {
+                assert(n < CLI_OWN_MAX);
+                options[n] = (struct option) { own[n].name, own[n].arg ? required_argument : no_argument, NULL,
+                                               CLI_OWN_FIRST + (int) n };
+        }
+        for (size_t i = 0; i < ELEMENTSOF(common); i++)
+                options[n + i] = common[i].option;
 
         optind = 0; /* glibc: start over, argv[0] is the command */
         opterr = 0;
-        while ((c = getopt_long(argc, argv, "+c:jhp:u:", options, NULL)) >= 0)
-                switch (option_accepted(c, accepted) ? c : '?') {
+        /* Options may follow a command's arguments ("pick TYPE --xml"); without
+         * arguments, the first word that is not an option ends them. */
+        while ((c = getopt_long(argc, argv, accepted & CLI_OPT_ARGS ? "c:jhp:u:" : "+c:jhp:u:", options, NULL)) >= 0) {
+                refused_arg = false;
+                for (size_t i = 0; i < ELEMENTSOF(common); i++)
+                        if (c == common[i].option.val && (common[i].flag & ~accepted)) {
+                                refused_arg = optarg && optarg == argv[optind - 1]; /* "--opt ARG" */
+                                c = '?';
+                        }
+                switch (c) {
                 case 'c':
                         o->config_path = optarg;
                         break;
@@ -86,11 +100,23 @@ int cli_parse_options(int argc, char *argv[], unsigned accepted, const char *hel
                         puts("mdev-hooks " PACKAGE_VERSION);
                         return CLI_EXIT_OK;
                 default:
+                        if (c >= CLI_OWN_FIRST && c < CLI_OWN_FIRST + (int) n) {
+                                if (own[c - CLI_OWN_FIRST].arg)
+                                        *own[c - CLI_OWN_FIRST].arg = optarg;
+                                else
+                                        *own[c - CLI_OWN_FIRST].flag = true;
+                                break;
+                        }
+                        /* name the option, not the argument it took */
                         log_error("%s: unknown option or missing argument '%s'; see 'mdev-hooks %s --help'",
-                                  argv[0], argv[optind - 1], argv[0]);
+                                  argv[0], argv[optind - (refused_arg ? 2 : 1)], argv[0]);
                         return CLI_EXIT_USAGE;
                 }
-        if (optind < argc) {
+        }
+        if (accepted & CLI_OPT_ARGS) {
+                o->args = argv + optind;
+                o->n_args = argc - optind;
+        } else if (optind < argc) {
                 log_error("%s: unexpected argument '%s'; see 'mdev-hooks %s --help'", argv[0], argv[optind], argv[0]);
                 return CLI_EXIT_USAGE;
         }
@@ -131,6 +157,41 @@ int cli_load_config(int rootfd, const char *path, FILE *f, Config **ret) {
         /* A config that is bad, unsafe, missing (when named) or unreadable is
          * refused whole: bad config. */
         return r == -ENOMEM ? CLI_EXIT_FAILED : CLI_EXIT_USAGE;
+}
+
+int cli_open_root_config(const char *config_path, int *ret_rootfd, Config **ret_config) {
+        int r = cli_open_root(ret_rootfd);
+
+        if (r > 0)
+                return r;
+        return cli_load_config(*ret_rootfd, config_path, stderr, ret_config);
+}
+
+int cli_host_name(const char *cmd, const char *option, const char *given, char *host) {
+        if (given) {
+                if (!*given || strlen(given) > HOST_NAME_MAX) {
+                        log_error("%s: %s '%s' is not a host name", cmd, option, given);
+                        return CLI_EXIT_USAGE;
+                }
+                snprintf(host, HOST_NAME_MAX + 1, "%s", given);
+        } else if (gethostname(host, HOST_NAME_MAX + 1) < 0) {
+                log_error("%s: cannot get the host name (%s); give %s", cmd, strerror(errno), option);
+                return CLI_EXIT_FAILED;
+        }
+        host[HOST_NAME_MAX] = '\0';
+        return 0;
+}
+
+int cli_read_inventory(const char *cmd, int rootfd, const Config *c, InventoryParent **ret, size_t *ret_n) {
+        int r;
+
+        error_clear();
+        r = inventory_read(rootfd, c, ret, ret_n);
+        if (r < 0) {
+                log_error("%s%s%s", strempty(cmd), cmd ? ": " : "", error_get(r));
+                return CLI_EXIT_FAILED;
+        }
+        return 0;
 }
 
 int cli_print_json(json_object *o) {

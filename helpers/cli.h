@@ -43,7 +43,17 @@ typedef struct CliOptions {
         char uuid[UUID_STRING_MAX]; /* --uuid / -u: only this mdev, lower case; "" for any */
         const char *connect;  /* --connect: libvirt's URI (reconcile) */
         bool apply;           /* --apply: fix what is found (reconcile) */
+        char **args;  /* CLI_OPT_ARGS: the arguments after the options */
+        int n_args;
 } CliOptions;
+
+/* A command's own option, --NAME: its argument goes to *arg, or, for one
+ * that takes none (arg NULL), *flag is set. A table ends with name NULL. */
+typedef struct CliOption {
+        const char *name;
+        const char **arg;
+        bool *flag;
+} CliOption;
 
 /* Which of the optional options a command accepts. */
 enum {
@@ -52,13 +62,17 @@ enum {
         CLI_OPT_HOSTNAME = 1 << 2,
         CLI_OPT_PARENT = 1 << 3,
         CLI_OPT_UUID = 1 << 4,
-        CLI_OPT_CONNECT = 1 << 5,
-        CLI_OPT_APPLY = 1 << 6,
+        CLI_OPT_ARGS = 1 << 5, /* arguments after the options (o->args) */
+        CLI_OPT_CONNECT = 1 << 6,
+        CLI_OPT_APPLY = 1 << 7,
 };
 
 /* Parses a command's argv. Returns -1 to go on, else the exit status to
  * return at once (--help printed: 0; bad usage: 2, with a message). */
 int cli_parse_options(int argc, char *argv[], unsigned accepted, const char *help, CliOptions *o);
+/* The same, with the command's own options besides (own: NULL or a table). */
+int cli_parse_options_own(int argc, char *argv[], unsigned accepted, const CliOption *own, const char *help,
+                          CliOptions *o);
 
 /* Logs it and returns CLI_EXIT_FAILED. */
 int cli_oom(void);
@@ -67,6 +81,17 @@ int cli_oom(void);
 int cli_open_root(int *ret_fd);
 /* config_load(), printing every error (one per line) to f. Returns 0 or an exit status. */
 int cli_load_config(int rootfd, const char *path, FILE *f, Config **ret);
+/* cli_open_root() and cli_load_config() (errors to stderr): what a command
+ * that reads the host through its config starts with. */
+int cli_open_root_config(const char *config_path, int *ret_rootfd, Config **ret_config);
+/* The host's name into host (HOST_NAME_MAX + 1 bytes): given, the value of
+ * the command cmd's option, or this node's name. Returns 0 or an exit status
+ * (logged). */
+int cli_host_name(const char *cmd, const char *option, const char *given, char *host);
+/* inventory_read(), logging the failure (after "cmd: " unless cmd is NULL).
+ * Returns 0 or an exit status. */
+struct InventoryParent;
+int cli_read_inventory(const char *cmd, int rootfd, const Config *c, struct InventoryParent **ret, size_t *ret_n);
 
 /* Prints a JSON document, keys in the order they were added (we add them
  * sorted), two-space indented, with a final newline. */

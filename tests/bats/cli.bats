@@ -446,6 +446,48 @@ add_late_record() {
         [ "$status" -eq 2 ]
         run "$MH_CLI" --bogus types
         [ "$status" -eq 2 ]
+        # an option another command takes is named, not its argument
+        run -2 --separate-stderr "$MH_CLI" types --uuid b1ae8bf6-38b0-4c81-9d44-78ce2e5d2b01
+        [[ "$stderr" == *"types: unknown option or missing argument '--uuid'"* ]]
+        run -2 --separate-stderr "$MH_CLI" list --hostname=h1
+        [[ "$stderr" == *"list: unknown option or missing argument '--hostname=h1'"* ]]
+}
+
+@test "pick and placement sync parse their options as every command does: help, version, bad usage" {
+        run -0 "$MH_CLI" pick --help
+        [[ "$output" == "Usage: mdev-hooks pick TYPE [--xml]"* ]]
+        run -0 "$MH_CLI" placement --help
+        [[ "$output" == "Usage: mdev-hooks placement sync "* ]]
+        run -0 "$MH_CLI" placement sync --help
+        [[ "$output" == "Usage: mdev-hooks placement sync "* ]]
+        run -0 "$MH_CLI" pick --version
+        [[ "$output" == "mdev-hooks "* ]]
+        run -0 "$MH_CLI" placement --version
+        [[ "$output" == "mdev-hooks "* ]]
+        # pick: one TYPE; its own --xml, not the options of other commands
+        run -2 --separate-stderr "$MH_CLI" pick
+        [[ "$stderr" == "Usage: mdev-hooks pick TYPE [--xml]"* ]]
+        run -2 --separate-stderr "$MH_CLI" pick nvidia-1150 nvidia-1155
+        [[ "$stderr" == "Usage: mdev-hooks pick TYPE [--xml]"* ]]
+        run -2 --separate-stderr "$MH_CLI" pick --bogus nvidia-1150
+        [ "$stderr" = "mdev-hooks: pick: unknown option or missing argument '--bogus'; see 'mdev-hooks pick --help'" ]
+        run -2 --separate-stderr "$MH_CLI" pick --json nvidia-1150
+        [[ "$stderr" == *"pick: unknown option or missing argument '--json'"* ]]
+        # placement: the action first, then its options
+        run -2 --separate-stderr "$MH_CLI" placement
+        [[ "$stderr" == *"placement: missing action; see 'mdev-hooks placement --help'" ]]
+        run -2 --separate-stderr "$MH_CLI" placement --json
+        [[ "$stderr" == *"placement: missing action"* ]]
+        run -2 --separate-stderr "$MH_CLI" placement frob
+        [[ "$stderr" == *"placement: unknown action 'frob' (known: sync)"* ]]
+        run -2 --separate-stderr "$MH_CLI" placement sync --bogus
+        [[ "$stderr" == *"placement sync: unknown option or missing argument '--bogus'"* ]]
+        run -2 --separate-stderr "$MH_CLI" placement sync --url
+        [[ "$stderr" == *"placement sync: unknown option or missing argument '--url'"* ]]
+        run -2 --separate-stderr "$MH_CLI" placement sync --parent 0000:84:00.0
+        [[ "$stderr" == *"placement sync: unknown option or missing argument '--parent'"* ]]
+        run -2 --separate-stderr "$MH_CLI" placement sync extra
+        [[ "$stderr" == *"placement sync: unexpected argument 'extra'"* ]]
 }
 
 # --- the example config -------------------------------------------------------------

@@ -51,8 +51,9 @@ fixture_root() {
 }
 
 # --- the config and the record under the current root ($MDEV_HOOKS_ROOT) ----
-# One vocabulary for every bats file: config_write; record_get, record_write,
-# record_absent, records; boot_id.
+# One vocabulary for every bats file: config_write, config_types,
+# config_timesliced; record_get, record_write, record_absent, records;
+# boot_id.
 
 # config_write [TEXT]: writes the config, TEXT or else stdin.
 config_write() {
@@ -62,6 +63,56 @@ config_write() {
         else
                 cat > "$MDEV_HOOKS_ROOT/etc/mdev-hooks/mdev-hooks.conf"
         fi
+}
+
+# config_types TYPE ADDRESSES [TYPE ADDRESSES]... [-- LINE...]: a config that
+# enables each TYPE on its parents (ADDRESSES: ", "-separated), then LINEs.
+config_types() {
+        local enabled="" sections=""
+        while [ $# -ge 2 ] && [ "$1" != -- ]; do
+                enabled+="${enabled:+, }$1"
+                sections+=$'\n'"[mdev_$1]"$'\n'"device_addresses = $2"$'\n'
+                shift 2
+        done
+        [ "${1:-}" != -- ] || shift
+        config_write "[devices]
+enabled_mdev_types = $enabled
+$sections
+$(printf '%s\n' "$@")"
+}
+
+# config_timesliced [LINE...]: the config for the nvidia-timesliced topology
+# with both its types: nvidia-35 on 84 and 85, nvidia-36 (last) under its own
+# resource class; each LINE is added at the end.
+config_timesliced() {
+        config_write "$(printf '%s\n' '[devices]' 'enabled_mdev_types = nvidia-35, nvidia-36' \
+                '[mdev_nvidia-35]' 'device_addresses = 0000:84:00.0, 0000:85:00.0' \
+                '[mdev_nvidia-36]' 'mdev_class = CUSTOM_NVIDIA_36' "$@")"
+}
+
+# write_errno TEXT FILE: writes TEXT to FILE in one write(2) (dd opens the
+# file itself, so the message does not depend on the shell); prints "ok" or
+# the errno name mapped from dd's message.
+write_errno() {
+        local out
+        if out=$(printf '%s' "$1" | dd of="$2" conv=notrunc status=none 2>&1); then
+                echo ok
+                return
+        fi
+        case "$out" in
+        *"File exists"*) echo EEXIST ;;
+        *"No space left on device"*) echo ENOSPC ;;
+        *"Invalid argument"*) echo EINVAL ;;
+        *"Operation not permitted"*) echo EPERM ;;
+        *"Permission denied"*) echo EACCES ;;
+        *"No such file or directory"*) echo ENOENT ;;
+        *"No such device or address"*) echo ENXIO ;;
+        *"Device or resource busy"*) echo EBUSY ;;
+        *"Numerical result out of range"*) echo ERANGE ;;
+        *"Input/output error"*) echo EIO ;;
+        *"Too many users"*) echo EUSERS ;;
+        *) echo "other: $out" ;;
+        esac
 }
 
 # boot_id: this root's boot id.

@@ -35,10 +35,6 @@ enabled_mdev_types = $T"
         sim_create $PF $T $UF
 }
 
-teardown() {
-        sim_umount
-}
-
 # hook GUEST OP SUBOP [EXTRA]: the qemu hook as libvirt runs it, with the
 # guest's fixture XML on stdin.
 hook() {

@@ -3,16 +3,10 @@
 # that enables nothing, the hook's refusal names the file to write (with the
 # root prefix the programs use). And `meson install` says what it installs.
 
-load common
-load ../sim/sim
 load hook-helpers
 
 setup() {
         hook_setup nvidia-timesliced
-}
-
-teardown() {
-        sim_umount
 }
 
 @test "without a config, prepare refuses and names the file to write and its example" {

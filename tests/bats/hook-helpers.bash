@@ -1,9 +1,12 @@
 # Helpers for the qemu hook's bats tests (hook-*.bats): domain XML as libvirt
 # formats it, the hook run exactly as libvirt runs it, and checks of the
-# record against sysfs. Loaded after common (the record and config helpers)
-# and ../sim/sim.
+# record against sysfs. Loads common (the record and config helpers) and
+# ../sim/sim (the simulator, and the teardown that unmounts it).
 
 bats_require_minimum_version 1.5.0
+
+load common
+load ../sim/sim
 
 U1=b1ae8bf6-38b0-4c81-9d44-78ce2e5d2b01
 U2=b1ae8bf6-38b0-4c81-9d44-78ce2e5d2b02
@@ -104,4 +107,40 @@ assert_record_matches_sysfs() {
 # hook_setup TOPOLOGY: a simulator root for this test.
 hook_setup() {
         sim_mount "$1"
+}
+
+# --- migration between two roots: A (source) and B (destination), XML in $T --
+
+# migrate_to_b NAME [OP]: "NAME OP begin -" (OP: migrate, or restore) on B
+# with NAME's XML from A ($T/NAME.xml). Sets status/output (stdout)/stderr,
+# and writes the XML that libvirt continues with on B to $T/NAME.b.xml,
+# which must pass prepare's checks.
+migrate_to_b() {
+        sim_use "$B"
+        run --separate-stderr hook "$1" "${2:-migrate}" begin - < "$T/$1.xml"
+        if [ -n "$output" ]; then
+                printf '%s\n' "$output" > "$T/$1.b.xml"
+                assert_prepare_accepts "$T/$1.b.xml" "$T/$1.xml"
+        else
+                cp "$T/$1.xml" "$T/$1.b.xml"
+        fi
+}
+
+# assert_prepare_accepts OUT IN: a property of every rewrite: the XML that
+# migrate or restore printed passes prepare's own checks (domxml_parse()),
+# with as many mdev hostdevs as the incoming XML, each with the UUID the
+# output's hostdev names.
+assert_prepare_accepts() {
+        local got
+        got="$("$MH_BUILD_DIR/tests/unit/domxml-check" < "$1")" || {
+                echo "prepare would refuse the XML that migrate printed ($1)"
+                return 1
+        }
+        [ "$got" = "$(xml_uuids "$1")" ] || { echo "hostdevs differ: $got"; return 1; }
+        [ "$(printf '%s' "$got" | grep -c .)" -eq "$(xml_uuids "$2" | grep -c .)" ]
+}
+
+# The source UUIDs of the hostdevs in an XML file, in document order.
+xml_uuids() {
+        grep -o "<address uuid=['\"][0-9a-f-]*" "$1" | sed -E "s/.*uuid=['\"]//"
 }

@@ -2,18 +2,12 @@
 # Bad input to the qemu hook: a clear one-line error, exit 1 for prepare, and
 # no write to sysfs and no record.
 
-load common
-load ../sim/sim
 load hook-helpers
 
 setup() {
         hook_setup nvidia-timesliced
         printf '[devices]\nenabled_mdev_types = nvidia-35\n' | config_write
         sim_counters_reset
-}
-
-teardown() {
-        sim_umount
 }
 
 # refused XML: runs prepare with XML on stdin and checks the refusal.

@@ -2,27 +2,12 @@
 # Guests starting and stopping at the same time: the host-wide lock keeps the
 # record and sysfs in agreement and nothing leaks.
 
-load common
-load ../sim/sim
 load hook-helpers
 
 setup() {
         hook_setup nvidia-timesliced
         # 16 instances of nvidia-35 on one GPU, nowhere else.
-        config_write <<-EOF
-	[devices]
-	enabled_mdev_types = nvidia-35
-
-	[mdev_nvidia-35]
-	device_addresses = $P84
-
-	[hooks]
-	lock_timeout = 60
-	EOF
-}
-
-teardown() {
-        sim_umount
+        config_types nvidia-35 "$P84" -- '[hooks]' 'lock_timeout = 60'
 }
 
 guest_uuid() {

@@ -2,16 +2,10 @@
 # The qemu hook's "prepare begin" on the simulator, run as libvirt runs it:
 # type resolution, placement, capacity, all or nothing, ownership.
 
-load common
-load ../sim/sim
 load hook-helpers
 
 setup() {
         hook_setup nvidia-timesliced
-}
-
-teardown() {
-        sim_umount
 }
 
 two_types_conf() {

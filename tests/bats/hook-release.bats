@@ -2,8 +2,6 @@
 # The qemu hook's "release end <reason>" and "reconnect begin" on the
 # simulator: what is removed, kept, forgotten, retried; never another guest's.
 
-load common
-load ../sim/sim
 load hook-helpers
 
 setup() {
@@ -15,10 +13,6 @@ setup() {
 	[hooks]
 	release = ${RELEASE:-remove}
 	EOF
-}
-
-teardown() {
-        sim_umount
 }
 
 keep_conf() {

@@ -5,13 +5,7 @@
 # (MH_REGENERATE=1 rewrites it); the record's timestamp, which is the time
 # of the test, is masked there and checked on its own.
 
-load common
-load ../sim/sim
 load hook-helpers
-
-teardown() {
-        sim_umount
-}
 
 U1=9a1b2c3d-0000-4000-8000-000000000001
 U2=9a1b2c3d-0000-4000-8000-000000000002
@@ -20,17 +14,7 @@ F1=9a1b2c3d-0000-4000-8000-0000000000f1
 # A host with two guests (one stopped with release = keep) and a foreign mdev.
 timesliced_host() {
         sim_mount nvidia-timesliced
-        config_write <<'CONF'
-[devices]
-enabled_mdev_types = nvidia-35, nvidia-36
-[mdev_nvidia-35]
-device_addresses = 0000:84:00.0, 0000:85:00.0
-[mdev_nvidia-36]
-mdev_class = CUSTOM_NVIDIA_36
-max_instances = 20
-[hooks]
-release = keep
-CONF
+        config_timesliced 'max_instances = 20' '[hooks]' 'release = keep'
         prepare web1 "$U1,type=nvidia-35" >/dev/null
         prepare web2 "$U2,type=nvidia-36" >/dev/null
         release web2 >/dev/null

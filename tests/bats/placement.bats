@@ -5,8 +5,6 @@
 # sysfs simulator's topologies; the guests are started and stopped by the real
 # hook. Every test uses host names of its own, since they share one Placement.
 
-load common
-load ../sim/sim
 load hook-helpers
 
 PLACEMENT_SERVER="$MH_SOURCE_DIR/tests/placement/placement-server"
@@ -29,10 +27,6 @@ teardown_file() {
 
 setup() {
         [ -z "${PL_SKIP:-}" ] || skip "$PL_SKIP"
-}
-
-teardown() {
-        sim_umount
 }
 
 # pl_get PATH: Placement's answer to GET PATH (JSON), as an admin.
@@ -76,20 +70,9 @@ candidates() {
         done | sort
 }
 
-timesliced_conf() {
-        config_write <<'EOF'
-[devices]
-enabled_mdev_types = nvidia-35, nvidia-36
-[mdev_nvidia-35]
-device_addresses = 0000:84:00.0, 0000:85:00.0
-[mdev_nvidia-36]
-mdev_class = CUSTOM_NVIDIA_36
-EOF
-}
-
 @test "placement sync of nvidia-timesliced makes the root, one provider per parent, inventories and traits" {
         sim_mount nvidia-timesliced
-        timesliced_conf
+        config_timesliced
         run -0 sync ts1
         [[ "${lines[-1]}" == "ts1: 5 providers, 0 guests with allocations: synced ("* ]]
         run -0 tree ts1
@@ -107,7 +90,7 @@ ts1_pci_0000_87_00_0 CUSTOM_NVIDIA_36=16 CUSTOM_MDEV_NVIDIA_36" ]
 
 @test "placement sync: allocation candidates for a trait name exactly the parents of that type" {
         sim_mount nvidia-timesliced
-        timesliced_conf
+        config_timesliced
         run -0 sync cand1
         run -0 candidates VGPU CUSTOM_MDEV_NVIDIA_35
         [[ "$output" == *"cand1_pci_0000_84_00_0"* ]]
@@ -157,7 +140,7 @@ EOF
 
 @test "placement sync: a second run with nothing changed sends no write, even without its cache" {
         sim_mount nvidia-timesliced
-        timesliced_conf
+        config_timesliced
         run -0 sync idem1
         before=$(pl_writes)
         run -0 sync idem1
@@ -171,7 +154,7 @@ EOF
 
 @test "placement sync: after a prepare and a release, a sync moves the guest's usage" {
         sim_mount nvidia-timesliced
-        timesliced_conf
+        config_timesliced
         U1=6b0c1c4e-6e4b-4b53-9d7a-0d0c3b1e2a01
         run -0 sync mv1
         run -0 prepare web1 "$U1,type=nvidia-35"
@@ -213,7 +196,7 @@ pl_send() {
         nova_alloc=$(pl_get "/allocations/$I" | jq -cS .allocations)
 
         sim_mount nvidia-timesliced
-        timesliced_conf
+        config_timesliced
         U1=3f1e0c2a-5b6d-4e7f-8a9b-0c1d2e3f4a01
         run -0 prepare web1 "$U1,type=nvidia-35"
         guest=$(grep -o '<uuid>[^<]*' "$BATS_TEST_TMPDIR/web1.xml" | cut -c7-)
@@ -237,7 +220,7 @@ pl_send() {
 
 @test "placement sync removes the provider of a parent that is gone" {
         sim_mount nvidia-timesliced
-        timesliced_conf
+        config_timesliced
         run -0 sync gone1
         sim_unregister 0000:87:00.0
         run -0 sync gone1
@@ -249,10 +232,10 @@ pl_send() {
 
 @test "placement sync: two hosts share one Placement and the candidates span both" {
         sim_mount nvidia-timesliced "$BATS_TEST_TMPDIR/a"
-        timesliced_conf
+        config_timesliced
         run -0 sync fleet-a
         sim_mount nvidia-timesliced "$BATS_TEST_TMPDIR/b"
-        timesliced_conf
+        config_timesliced
         run -0 sync fleet-b
         run -0 candidates VGPU CUSTOM_MDEV_NVIDIA_35
         [[ "$output" == *"fleet-a_pci_0000_84_00_0"* ]]
@@ -271,10 +254,10 @@ pl_send() {
         U2=7c1d2e3f-1a2b-4c3d-8e4f-5a6b7c8d9e02
         # one guest (a migration half done) with an mdev on each host
         sim_mount nvidia-timesliced "$BATS_TEST_TMPDIR/a"
-        timesliced_conf
+        config_timesliced
         run -0 prepare mig1 "$U1,type=nvidia-35"
         sim_mount nvidia-timesliced "$BATS_TEST_TMPDIR/b"
-        timesliced_conf
+        config_timesliced
         run -0 prepare mig1 "$U2,type=nvidia-35"
         guest=$(grep -o '<uuid>[^<]*' "$BATS_TEST_TMPDIR/mig1.xml" | cut -c7-)
 
@@ -303,7 +286,7 @@ pl_send() {
 
 @test "placement sync retries when another writer moves a provider's generation" {
         sim_mount nvidia-timesliced
-        timesliced_conf
+        config_timesliced
         run -0 sync gen1
         # 0000:86:00.0 and 0000:87:00.0 change type: their inventories and traits are rewritten
         printf '[devices]\nenabled_mdev_types = nvidia-35\n' | config_write
@@ -326,7 +309,7 @@ pl_send() {
 
 @test "placement sync gives up after 5 rounds of conflicts, in one line, exit 1" {
         sim_mount nvidia-timesliced
-        timesliced_conf
+        config_timesliced
         run -0 sync busy1
         printf '[devices]\nenabled_mdev_types = nvidia-35\n' | config_write
         rp=$(pl_get "/resource_providers?name=busy1_pci_0000_86_00_0" | jq -r '.resource_providers[0].uuid')
@@ -358,7 +341,7 @@ pl_send() {
 
 @test "placement sync: Placement stopped mid-sync fails in one line and the next sync completes" {
         sim_mount nvidia-timesliced
-        timesliced_conf
+        config_timesliced
         export MDEV_HOOKS_PAUSE_FILE="$BATS_TEST_TMPDIR/pause"
         MDEV_HOOKS_PAUSE_AT=placement-write:6 sync half1 > "$BATS_TEST_TMPDIR/out" 2> "$BATS_TEST_TMPDIR/err" &
         pid=$!
@@ -385,7 +368,7 @@ pl_send() {
 
 @test "placement sync: Placement down, a bad token: one line, exit 1, nothing written on the host" {
         sim_mount nvidia-timesliced
-        timesliced_conf
+        config_timesliced
         before=$(find "$MDEV_HOOKS_ROOT/run" "$MDEV_HOOKS_ROOT/var" -newer "$MDEV_HOOKS_ROOT/etc/mdev-hooks/mdev-hooks.conf" | wc -l)
         port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
         run -1 "$MH_CLI" placement sync --url "http://127.0.0.1:$port" --token admin --host down1
@@ -404,7 +387,7 @@ pl_send() {
 
 @test "placement sync: a Placement that never answers times out in one line, exit 1" {
         sim_mount nvidia-timesliced
-        timesliced_conf
+        config_timesliced
         # accepts the connection and never answers
         python3 -c 'import socket, sys, time
 s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen()
@@ -422,7 +405,7 @@ c = s.accept(); time.sleep(300)' "$BATS_TEST_TMPDIR/port" 3>&- &
 
 @test "placement sync --dry-run prints the writes and sends none" {
         sim_mount nvidia-timesliced
-        timesliced_conf
+        config_timesliced
         before=$(pl_writes)
         run -0 sync dry1 --dry-run
         [[ "${lines[0]}" == "would send: PUT /resource_classes/CUSTOM_NVIDIA_36" ]]
@@ -455,7 +438,7 @@ c = s.accept(); time.sleep(300)' "$BATS_TEST_TMPDIR/port" 3>&- &
                 skip "sanitizer build: valgrind runs on the plain build"
         fi
         sim_mount nvidia-timesliced
-        timesliced_conf
+        config_timesliced
         run -0 prepare vg1 "9a9a9a9a-0000-4000-8000-000000000001,type=nvidia-35"
         for args in "" "" "--dry-run" "--json"; do
                 # shellcheck disable=SC2086

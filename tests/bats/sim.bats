@@ -5,36 +5,9 @@
 load common
 load ../sim/sim
 
-teardown() {
-        sim_umount
-}
-
 U1=11111111-2222-4333-8444-555555555501
 U2=11111111-2222-4333-8444-555555555502
 U3=11111111-2222-4333-8444-555555555503
-
-# write_errno TEXT FILE: writes TEXT to FILE in one write(2) (dd opens the
-# file itself, so the message does not depend on the shell); prints "ok" or
-# the errno name mapped from dd's message.
-write_errno() {
-        local out
-        if out=$(printf '%s' "$1" | dd of="$2" conv=notrunc status=none 2>&1); then
-                echo ok
-                return
-        fi
-        case "$out" in
-        *"File exists"*) echo EEXIST ;;
-        *"No space left on device"*) echo ENOSPC ;;
-        *"Invalid argument"*) echo EINVAL ;;
-        *"Permission denied"*) echo EACCES ;;
-        *"No such file or directory"*) echo ENOENT ;;
-        *"Device or resource busy"*) echo EBUSY ;;
-        *"Numerical result out of range"*) echo ERANGE ;;
-        *"Input/output error"*) echo EIO ;;
-        *"Too many users"*) echo EUSERS ;;
-        *) echo "other: $out" ;;
-        esac
-}
 
 # No simulator of this test is still mounted (other tests may run at once).
 no_mount_left() {

@@ -4,8 +4,6 @@
 # indirect, possible or still reachable), no fd left open at exit.
 # Skipped in the sanitizer build (ASan and valgrind cannot share a process).
 
-load common
-load ../sim/sim
 load hook-helpers
 
 setup_file() {
@@ -31,10 +29,6 @@ setup() {
 	EOF2
         VG_LOG="$BATS_TEST_TMPDIR/vg"
         mkdir -p "$VG_LOG"
-}
-
-teardown() {
-        sim_umount
 }
 
 # vg NAME PROGRAM ARGS...: runs PROGRAM under memcheck (following any program

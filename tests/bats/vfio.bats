@@ -3,13 +3,7 @@
 # the simulator's model of it, then the hook, the CLI and the udev helper on
 # hosts with VF vGPUs, alone and next to mdevs.
 
-load common
-load ../sim/sim
 load hook-helpers
-
-teardown() {
-        sim_umount
-}
 
 PF1=0000:41:00.0
 PF2=0000:c1:00.0
@@ -19,24 +13,6 @@ VF3=0000:41:00.6
 Q4=1150 # NVIDIA L40S-4Q in the topology (4 GiB)
 C4=1149 # NVIDIA L40S-4C (4 GiB)
 Q8=1155 # NVIDIA L40S-8Q (8 GiB)
-
-# write_errno TEXT FILE: one write(2); "ok" or the errno name.
-write_errno() {
-        local out
-        if out=$(printf '%s' "$1" | dd of="$2" conv=notrunc status=none 2>&1); then
-                echo ok
-                return
-        fi
-        case "$out" in
-        *"Invalid argument"*) echo EINVAL ;;
-        *"Operation not permitted"*) echo EPERM ;;
-        *"Input/output error"*) echo EIO ;;
-        *"Permission denied"*) echo EACCES ;;
-        *"Device or resource busy"*) echo EBUSY ;;
-        *"No such device or address"*) echo ENXIO ;;
-        *) echo "other: $out" ;;
-        esac
-}
 
 # vxml NAME SPEC...: a domain XML as libvirt formats it; SPEC is an mdev
 # (UUID[,type=T][,class=C]) or a vGPU on a VF: pci=ADDR[,type=T][,class=C]
@@ -94,17 +70,16 @@ vprepare() {
         hook "$name" prepare begin - < "$BATS_TEST_TMPDIR/$name.xml"
 }
 
+# vfio_conf: the config for nvidia-vfio: nvidia-$Q4 on PF1's VFs, nvidia-$Q8
+# on PF2's.
 vfio_conf() {
-        config_write <<-EOF
-	[devices]
-	enabled_mdev_types = nvidia-$Q4, nvidia-$Q8
+        config_types "nvidia-$Q4" "$PF1" "nvidia-$Q8" "$PF2"
+}
 
-	[mdev_nvidia-$Q4]
-	device_addresses = $PF1
-
-	[mdev_nvidia-$Q8]
-	device_addresses = $PF2
-	EOF
+# mixed_conf [ADDRESSES]: the config for nvidia-mixed: nvidia-35 on
+# ADDRESSES (default: $P84), nvidia-$Q4 on PF1's VFs.
+mixed_conf() {
+        config_types nvidia-35 "${1:-$P84}" "nvidia-$Q4" "$PF1"
 }
 
 cur() {
@@ -349,16 +324,7 @@ cur() {
 
 @test "prepare: all or nothing with mdevs and other vGPUs (mixed host)" {
         sim_mount nvidia-mixed
-        config_write <<-EOF
-	[devices]
-	enabled_mdev_types = nvidia-35, nvidia-$Q4
-
-	[mdev_nvidia-35]
-	device_addresses = $P84, $P85
-
-	[mdev_nvidia-$Q4]
-	device_addresses = $PF1
-	EOF
+        mixed_conf "$P84, $P85"
         # the second VF's program fails (the driver's EIO): nothing is left
         sim_create_fail EIO "$VF2"
         run vprepare g1 "$U1,type=nvidia-35" "pci=$VF1,type=nvidia-$Q4" "pci=$VF2,type=nvidia-$Q4"
@@ -385,16 +351,7 @@ cur() {
 
 @test "prepare: an mdev that fails rolls back the vGPUs" {
         sim_mount nvidia-mixed
-        config_write <<-EOF
-	[devices]
-	enabled_mdev_types = nvidia-35, nvidia-$Q4
-
-	[mdev_nvidia-35]
-	device_addresses = $P84
-
-	[mdev_nvidia-$Q4]
-	device_addresses = $PF1
-	EOF
+        mixed_conf
         sim_create_fail EIO "$P84"
         run vprepare g1 "$U1,type=nvidia-35" "pci=$VF1,type=nvidia-$Q4"
         [ "$status" -ne 0 ]
@@ -483,18 +440,6 @@ two_hosts() {
         vfio_conf
         sim_mount "${2:-nvidia-vfio}" "$B"
         vfio_conf
-}
-
-# migrate_to_b NAME [OP]: "NAME OP begin -" on B with A's XML of NAME; the
-# XML libvirt continues with on B goes to $T/NAME.b.xml.
-migrate_to_b() {
-        sim_use "$B"
-        run --separate-stderr hook "$1" "${2:-migrate}" begin - < "$T/$1.xml"
-        if [ -n "$output" ]; then
-                printf '%s\n' "$output" > "$T/$1.b.xml"
-        else
-                cp "$T/$1.xml" "$T/$1.b.xml"
-        fi
 }
 
 @test "migrate: the same VF address is free here: programmed as incoming, XML unchanged" {
@@ -661,6 +606,10 @@ migrate_to_b() {
         [[ "$output" == *"<hostdev mode=\"subsystem\" type=\"pci\" managed=\"no\">"* ]]
         [[ "$output" == *"<address domain=\"0x0000\" bus=\"0x41\" slot=\"0x00\" function=\"0x5\"/>"* ]]
         [[ "$output" == *"<mh:vgpu pci=\"$VF2\" type=\"nvidia-$Q4\"/>"* ]]
+        # as its usage says, --xml may also follow TYPE
+        xml="$output"
+        run -0 --separate-stderr "$MH_CLI" pick "nvidia-$Q4" --xml
+        [ "$output" = "$xml" ]
         # what --xml prints makes a guest that starts
         { echo "<domain type='kvm'><name>g2</name><metadata>"
           printf '%s\n' "$output" | sed -n '/<mh:mdevs/,/<\/mh:mdevs>/p'
@@ -691,16 +640,7 @@ migrate_to_b() {
 
 @test "list shows VFIO vGPUs beside mdevs with state and owner; a VF programmed by hand is foreign" {
         sim_mount nvidia-mixed
-        config_write <<-EOF
-	[devices]
-	enabled_mdev_types = nvidia-35, nvidia-$Q4
-
-	[mdev_nvidia-35]
-	device_addresses = $P84
-
-	[mdev_nvidia-$Q4]
-	device_addresses = $PF1
-	EOF
+        mixed_conf
         run vprepare g1 "$U1,type=nvidia-35" "pci=$VF1,type=nvidia-$Q4"
         [ "$status" -eq 0 ]
         sim_vf_program 0000:c1:00.4 "$Q8"
@@ -911,16 +851,7 @@ vf_event() {
 
 @test "udev: after a reboot an mdev parent's registration sweeps VF records too (mixed host)" {
         sim_mount nvidia-mixed
-        config_write <<-EOF
-	[devices]
-	enabled_mdev_types = nvidia-35, nvidia-$Q4
-
-	[mdev_nvidia-35]
-	device_addresses = $P84
-
-	[mdev_nvidia-$Q4]
-	device_addresses = $PF1
-	EOF
+        mixed_conf
         printf '\n[hooks]\nrelease = keep\n' >> "$MDEV_HOOKS_ROOT/etc/mdev-hooks/mdev-hooks.conf"
         run vprepare g1 "$U1,type=nvidia-35" "pci=$VF1,type=nvidia-$Q4"
         [ "$status" -eq 0 ]

@@ -1,7 +1,8 @@
 # The sysfs simulator's helpers for bats tests, benchmarks and demos.
 #
 # In a bats file:            load common; load ../sim/sim
-#                            teardown() { sim_umount; }
+#                            (its teardown unmounts; a file that defines its
+#                            own teardown calls sim_umount there)
 # In a plain bash script:    source tests/sim/sim.bash; SIM_ROOT=/tmp/x sim_mount mtty
 #                            trap sim_umount EXIT
 #
@@ -22,6 +23,13 @@
 SIM_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 : "${MH_SIM:=${MH_BUILD_DIR:+$MH_BUILD_DIR/tests/sim/mdev-sysfs-sim}}"
 _SIM_MOUNTS=()
+
+# In a bats file, the default teardown: unmount what the test mounted.
+if [ -n "${BATS_TEST_FILENAME:-}" ]; then
+        teardown() {
+                sim_umount
+        }
+fi
 
 # sim_topology NAME-OR-PATH: prints the topology file: a path as is, or
 # tests/sim/topologies/NAME.conf.

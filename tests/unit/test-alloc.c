@@ -6,15 +6,8 @@
 #include <sys/stat.h>
 
 #include "alloc.h"
-
-#define check(expr)                                                              \
-        do {                                                                     \
-                if (!(expr)) {                                                   \
-                        fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__,  \
-                                __LINE__, #expr);                                \
-                        abort();                                                 \
-                }                                                                \
-        } while (0)
+#include "check.h"
+#include "fixture.h"
 
 #define BOOT "1a2b3c4d-0000-4000-8000-000000000001"
 
@@ -282,10 +275,6 @@ int main(void) {
 
         close(ledgerfd);
         close(rootfd);
-        {
-                char cmd[sizeof tmpdir + 16];
-                snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
-                check(system(cmd) == 0);
-        }
+        tmpdir_remove(tmpdir);
         return 0;
 }

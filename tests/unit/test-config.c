@@ -8,17 +8,8 @@
 #include <stdio.h>
 #include <sys/stat.h>
 
+#include "check.h"
 #include "config.h"
-#include "pciaddr.h"
-
-#define check(expr)                                                              \
-        do {                                                                     \
-                if (!(expr)) {                                                   \
-                        fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__,  \
-                                __LINE__, #expr);                                \
-                        abort();                                                 \
-                }                                                                \
-        } while (0)
 
 static char tmpdir[] = "/tmp/test-config-XXXXXX";
 static char path[256];
@@ -305,22 +296,6 @@ static void test_empty_and_missing(void) {
         check(!c);
         check(errors && strstr(errors[0], "/nonexistent/mdev-hooks.conf: cannot open"));
         strv_free(errors);
-}
-
-static void test_pci_address_validation(void) {
-        check(pci_address_is_valid("0000:84:00.0"));
-        check(pci_address_is_valid("ffff:ff:1f.7"));
-        check(pci_address_is_valid("0000:AF:00.0"));
-        check(!pci_address_is_valid("0000:84:20.0")); /* slot > 0x1f */
-        check(!pci_address_is_valid("0000:84:00.8")); /* function > 7 */
-        check(!pci_address_is_valid("84:00.0"));
-        check(!pci_address_is_valid("0000:84:00"));
-        check(!pci_address_is_valid("0000:84:00.0 "));
-        check(!pci_address_is_valid("00000:84:00.0"));
-        check(!pci_address_is_valid("0000-84-00.0"));
-        check(!pci_address_is_valid("0000:g4:00.0"));
-        check(!pci_address_is_valid(""));
-        check(!pci_address_is_valid(NULL));
 }
 
 /* --- every error, with its line ------------------------------------------ */
@@ -724,7 +699,6 @@ int main(void) {
         test_addresses_many_sorted();
         test_hooks_and_sriov();
         test_empty_and_missing();
-        test_pci_address_validation();
         test_error_same_address_two_types();
         test_error_malformed_address();
         test_two_defaults_as_nova();

@@ -8,17 +8,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "check.h"
 #include "inventory.h"
 #include "util.h"
-
-#define check(expr)                                                              \
-        do {                                                                     \
-                if (!(expr)) {                                                   \
-                        fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__,  \
-                                __LINE__, #expr);                                \
-                        abort();                                                 \
-                }                                                                \
-        } while (0)
 
 #define P(n_, t_, cap_, ex_, av_) \
         { .parent = (n_), .type = (t_), .max_instances = (cap_), .offered = true, \

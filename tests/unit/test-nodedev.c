@@ -5,17 +5,9 @@
  */
 #include <stdio.h>
 
+#include "check.h"
 #include "nodedev.h"
 #include "util.h"
-
-#define check(expr)                                                              \
-        do {                                                                     \
-                if (!(expr)) {                                                   \
-                        fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__,  \
-                                __LINE__, #expr);                                \
-                        abort();                                                 \
-                }                                                                \
-        } while (0)
 
 static const struct {
         const char *subsystem; /* NULL: not known (no "subsystem" link) */

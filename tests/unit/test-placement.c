@@ -7,17 +7,9 @@
  */
 #include <stdio.h>
 
+#include "check.h"
 #include "placement.h"
 #include "util.h"
-
-#define check(expr)                                                              \
-        do {                                                                     \
-                if (!(expr)) {                                                   \
-                        fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__,  \
-                                __LINE__, #expr);                                \
-                        abort();                                                 \
-                }                                                                \
-        } while (0)
 
 #define G1 "11111111-1111-4111-8111-111111111111"
 #define G2 "22222222-2222-4222-8222-222222222222"

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "check.h"
+#include "fixture.h"
 #include "sysfs.h"
 
 #define TYPES "sys/class/mdev_bus/0000:84:00.0/mdev_supported_types"
@@ -227,11 +228,7 @@ static void test_errors_and_isolation(void) {
                 check(streq(m.parent, "0000:84:00.0") && streq(m.type, "good"));
         }
         close(root);
-        {
-                char cmd[600];
-                snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-                check(system(cmd) == 0);
-        }
+        tmpdir_remove(tmpdir);
 }
 
 int main(void) {

@@ -1,0 +1,310 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * mdev-sysfs-sim: reading a topology file, and building the tree and model
+ * from it.
+ */
+#include "sim.h"
+
+/* Splits a topology line into words. A word may be quoted ("a b") or
+ * key="a b"; quotes are removed. Returns -1 on an unterminated quote. */
+static int topo_words(char *line, char *words[MAX_WORDS], size_t *ret_n) {
+        size_t n = 0;
+        char *p = line;
+        for (;;) {
+                while (*p == ' ' || *p == '\t')
+                        p++;
+                if (!*p || *p == '\n' || *p == '#')
+                        break;
+                if (n == MAX_WORDS)
+                        return -1;
+                words[n++] = p;
+                char *out = p;
+                bool quoted = false;
+                while (*p && (quoted || (*p != ' ' && *p != '\t' && *p != '\n'))) {
+                        if (*p == '"')
+                                quoted = !quoted;
+                        else
+                                *out++ = *p;
+                        p++;
+                }
+                if (quoted)
+                        return -1;
+                bool end = !*p;
+                if (!end)
+                        p++;
+                *out = 0;
+                if (end)
+                        break;
+        }
+        *ret_n = n;
+        return 0;
+}
+
+static bool name_ok(const char *s) {
+        return *s && !strchr(s, '/') && !streq(s, ".") && !streq(s, "..") && strlen(s) < 128;
+}
+
+static TypeSet *set_find(const char *name) {
+        for (size_t i = 0; i < model.n_sets; i++)
+                if (streq(model.sets[i]->name, name))
+                        return model.sets[i];
+        return NULL;
+}
+
+static int topo_fail(const char *file, unsigned line, const char *what) {
+        fprintf(stderr, "mdev-sysfs-sim: %s:%u: %s\n", file, line, what);
+        return -EINVAL;
+}
+
+int topo_load(const char *file) {
+        _cleanup_fclose_ FILE *f = fopen(file, "re");
+        _cleanup_free_ char *line = NULL;
+        size_t cap = 0;
+        unsigned lineno = 0;
+        TypeSet *cur = NULL;
+
+        if (!f) {
+                fprintf(stderr, "mdev-sysfs-sim: cannot open topology '%s': %s\n", file, strerror(errno));
+                return -errno;
+        }
+        while (getline(&line, &cap, f) >= 0) {
+                char *w[MAX_WORDS];
+                size_t n;
+                unsigned u;
+
+                lineno++;
+                if (topo_words(line, w, &n) < 0)
+                        return topo_fail(file, lineno, "unterminated quote or too many words");
+                if (n == 0)
+                        continue;
+                if (streq(w[0], "types")) {
+                        if (cur || n != 2 || !name_ok(w[1]) || set_find(w[1]))
+                                return topo_fail(file, lineno, "expected: types NAME (new, outside another types block)");
+                        cur = xcalloc(1, sizeof(TypeSet));
+                        cur->name = xstrdup(w[1]);
+                        model.sets = xrealloc(model.sets, (model.n_sets + 1) * sizeof(TypeSet *));
+                        model.sets[model.n_sets++] = cur;
+                } else if (streq(w[0], "end")) {
+                        if (!cur || n != 1)
+                                return topo_fail(file, lineno, "'end' without 'types'");
+                        if (cur->n == 0)
+                                return topo_fail(file, lineno, "a types block needs at least one type");
+                        cur = NULL;
+                } else if (streq(w[0], "type")) {
+                        static const char *const keys[] = { "instances", "ports", "device_api", "name",
+                                                            "description", "framebuffer", NULL };
+                        if (!cur || n < 2 || !name_ok(w[1]))
+                                return topo_fail(file, lineno, "expected: type ID key=value... inside a types block");
+                        if (!words_known(w, n, 2, keys))
+                                return topo_fail(file, lineno, "unknown key for type");
+                        for (size_t i = 0; i < cur->n; i++)
+                                if (streq(cur->types[i].id, w[1]))
+                                        return topo_fail(file, lineno, "duplicate type");
+                        cur->types = xrealloc(cur->types, (cur->n + 1) * sizeof(TypeDef));
+                        TypeDef *d = &cur->types[cur->n++];
+                        memset(d, 0, sizeof(*d));
+                        d->id = xstrdup(w[1]);
+                        d->name = xstrdup(word_opt(w, n, 2, "name"));
+                        d->description = xstrdup(word_opt(w, n, 2, "description"));
+                        const char *api = word_opt(w, n, 2, "device_api");
+                        d->device_api = xstrdup(api ? api : "vfio-pci");
+                        const char *v = word_opt(w, n, 2, "instances");
+                        if (v && parse_uint(v, &d->instances) < 0)
+                                return topo_fail(file, lineno, "instances: not a number");
+                        v = word_opt(w, n, 2, "framebuffer");
+                        if (v && (parse_uint(v, &d->fb) < 0 || d->fb == 0))
+                                return topo_fail(file, lineno, "framebuffer: MiB, a positive number");
+                        d->ports = 1;
+                        v = word_opt(w, n, 2, "ports");
+                        if (v && (parse_uint(v, &d->ports) < 0 || d->ports == 0))
+                                return topo_fail(file, lineno, "ports: not a positive number");
+                } else if (streq(w[0], "parent")) {
+                        static const char *const keys[] = { "types", "devpath", "pool", "onetype", "errno",
+                                                            "registered", NULL };
+                        if (cur || n < 2 || !name_ok(w[1]))
+                                return topo_fail(file, lineno, "expected: parent NAME types=SET key=value...");
+                        if (!words_known(w, n, 2, keys))
+                                return topo_fail(file, lineno, "unknown key for parent");
+                        if (parent_find(w[1]))
+                                return topo_fail(file, lineno, "duplicate parent");
+                        const char *sn = word_opt(w, n, 2, "types");
+                        const TypeSet *set = sn ? set_find(sn) : NULL;
+                        if (!set)
+                                return topo_fail(file, lineno, "types=SET names no types block defined above");
+                        const char *devpath = word_opt(w, n, 2, "devpath");
+                        if (!devpath && !name_is_pci(w[1]))
+                                return topo_fail(file, lineno, "a parent that is not a PCI address needs devpath=");
+                        if (devpath && (!*devpath || devpath[0] == '/' || strstr(devpath, "..")))
+                                return topo_fail(file, lineno, "devpath must be relative to devices/");
+                        Parent *p = parent_new(w[1], devpath, set);
+                        const char *v = word_opt(w, n, 2, "pool");
+                        if (v && parse_uint(v, &p->pool) < 0)
+                                return topo_fail(file, lineno, "pool: not a number");
+                        v = word_opt(w, n, 2, "onetype");
+                        if (v && parse_uint(v, &u) < 0)
+                                return topo_fail(file, lineno, "onetype: 0 or 1");
+                        p->onetype = v && u;
+                        v = word_opt(w, n, 2, "errno");
+                        if (v && (p->nospace_errno = errno_from_name(v)) == 0)
+                                return topo_fail(file, lineno, "errno: unknown errno name");
+                        v = word_opt(w, n, 2, "registered");
+                        u = 1;
+                        if (v && parse_uint(v, &u) < 0)
+                                return topo_fail(file, lineno, "registered: 0 or 1");
+                        p->start_registered = u;
+                } else if (streq(w[0], "sriov") || streq(w[0], "vfio")) {
+                        /* sriov PF-ADDRESS totalvfs=N [numvfs=N] types=SET [devpath=] [errno=] [onetype=]
+                         * vfio PF-ADDRESS totalvfs=N [numvfs=N] types=SET framebuffer=MiB [devpath=] */
+                        static const char *const sriov_keys[] = { "types", "devpath", "totalvfs", "numvfs",
+                                                                  "errno", "onetype", NULL };
+                        static const char *const vfio_keys[] = { "types", "devpath", "totalvfs", "numvfs",
+                                                                 "framebuffer", NULL };
+                        bool vfio = streq(w[0], "vfio");
+                        if (cur || n < 2 || !name_is_pci(w[1]))
+                                return topo_fail(file, lineno,
+                                                 vfio ? "expected: vfio PCI-ADDRESS totalvfs=N types=SET framebuffer=MiB ..."
+                                                      : "expected: sriov PCI-ADDRESS totalvfs=N types=SET ...");
+                        if (!words_known(w, n, 2, vfio ? vfio_keys : sriov_keys))
+                                return topo_fail(file, lineno, vfio ? "unknown key for vfio" : "unknown key for sriov");
+                        const char *sn = word_opt(w, n, 2, "types");
+                        const TypeSet *set = sn ? set_find(sn) : NULL;
+                        if (!set)
+                                return topo_fail(file, lineno, "types=SET names no types block defined above");
+                        for (size_t i = 0; vfio && i < set->n; i++) {
+                                const char *id = set->types[i].id;
+                                if (set->types[i].fb == 0 || strspn(id, "0123456789") != strlen(id) || atoi(id) <= 0)
+                                        return topo_fail(file, lineno, "vfio: every type needs a numeric ID and framebuffer=");
+                        }
+                        Pf *pf = xcalloc(1, sizeof(Pf));
+                        model.pfs = xrealloc(model.pfs, (model.n_pfs + 1) * sizeof(Pf *));
+                        model.pfs[model.n_pfs++] = pf;
+                        pf->name = xstrdup(w[1]);
+                        pf->vfio = vfio;
+                        const char *devpath = word_opt(w, n, 2, "devpath");
+                        pf->devpath = devpath ? xstrdup(devpath) : pci_devpath(w[1]);
+                        pf->vf_set = set;
+                        pf->vf_errno = ENOSPC;
+                        pf->vf_onetype = true;
+                        const char *v = word_opt(w, n, 2, "totalvfs");
+                        if (!v || parse_uint(v, &pf->total) < 0 || pf->total == 0 || pf->total > 252)
+                                return topo_fail(file, lineno, "totalvfs: 1..252 required");
+                        v = word_opt(w, n, 2, "numvfs");
+                        if (v && (parse_uint(v, &u) < 0 || u > pf->total))
+                                return topo_fail(file, lineno, "numvfs: 0..totalvfs");
+                        pf->start_num = v ? u : 0;
+                        if (vfio) {
+                                v = word_opt(w, n, 2, "framebuffer");
+                                if (!v || parse_uint(v, &pf->fb) < 0 || pf->fb == 0)
+                                        return topo_fail(file, lineno, "framebuffer: the GPU's MiB, required");
+                        } else {
+                                v = word_opt(w, n, 2, "errno");
+                                if (v && (pf->vf_errno = errno_from_name(v)) == 0)
+                                        return topo_fail(file, lineno, "errno: unknown errno name");
+                                v = word_opt(w, n, 2, "onetype");
+                                if (v && parse_uint(v, &u) < 0)
+                                        return topo_fail(file, lineno, "onetype: 0 or 1");
+                                if (v)
+                                        pf->vf_onetype = u;
+                        }
+                } else if (streq(w[0], "mdev_bus")) {
+                        /* mdev_bus absent: no class/mdev_bus and no bus/mdev (a VFIO-only host) */
+                        if (n != 2 || !streq(w[1], "absent"))
+                                return topo_fail(file, lineno, "expected: mdev_bus absent");
+                        model.no_mdev_bus = true;
+                } else
+                        return topo_fail(file, lineno, "unknown statement (types, type, end, parent, sriov, vfio, mdev_bus)");
+        }
+        if (cur)
+                return topo_fail(file, lineno, "types block without 'end'");
+        if (model.n_parents == 0 && model.n_pfs == 0)
+                return topo_fail(file, lineno, "no parent and no sriov statement");
+        if (model.no_mdev_bus && model.n_parents > 0)
+                return topo_fail(file, lineno, "mdev_bus absent, but the topology has mdev parents");
+        for (size_t i = 0; i < model.n_pfs; i++)
+                if (model.no_mdev_bus && !model.pfs[i]->vfio)
+                        return topo_fail(file, lineno, "mdev_bus absent, but an sriov PF has mdev VFs");
+        return 0;
+}
+
+void topo_build(void) {
+        tree.size = 1024;
+        tree.buckets = xcalloc(tree.size, sizeof(Node *));
+        tree.root = node_add(NULL, "", K_DIR, S_IFDIR | 0755);
+        model.devices = node_dir(tree.root, "devices");
+        if (!model.no_mdev_bus) {
+                model.class_mdev_bus = node_mkdir_p(tree.root, "class/mdev_bus");
+                model.bus_mdev_devices = node_mkdir_p(tree.root, "bus/mdev/devices");
+        }
+        model.bus_pci_devices = node_mkdir_p(tree.root, "bus/pci/devices");
+        Node *ctl = node_dir(tree.root, ".sim");
+        ctl->hidden = true;
+        node_attr(ctl, "ctl", K_CTL, 0200, NULL);
+        node_attr(ctl, "counters", K_COUNTERS, 0444, NULL);
+        node_attr(ctl, "state", K_STATE, 0444, NULL);
+
+        size_t n = model.n_parents;
+        for (size_t i = 0; i < n; i++) {
+                Parent *p = model.parents[i];
+                if (p->start_registered || !parent_device_follows_registration(p))
+                        p->dev = device_add(p->name, p->devpath);
+                if (p->start_registered)
+                        parent_register(p);
+        }
+        for (size_t i = 0; i < model.n_pfs; i++) {
+                Pf *pf = model.pfs[i];
+                pf->dev = device_add(pf->name, pf->devpath);
+                if (pf->vfio) {
+                        _cleanup_free_ char *up = up_to_root(pf->devpath);
+                        node_mkdir_p(tree.root, "bus/pci/drivers/nvidia");
+                        node_link(pf->dev, "driver", xasprintf("%sbus/pci/drivers/nvidia", up));
+                        node_text(pf->dev, "vendor", "0x10de");
+                }
+                _cleanup_free_ char *total = xasprintf("%u", pf->total);
+                node_text(pf->dev, "sriov_totalvfs", total);
+                node_attr(pf->dev, "sriov_numvfs", K_NUMVFS, 0644, pf);
+                if (pf->start_num)
+                        pf_enable(pf, pf->start_num);
+        }
+}
+
+void model_free(void) {
+        for (size_t i = 0; i < model.n_pfs; i++) {
+                Pf *pf = model.pfs[i];
+                for (unsigned j = 0; pf->vfio && j < pf->num; j++)
+                        vf_free(pf->vvfs[j]);
+                free(pf->vvfs);
+                free(pf->vfs);
+                free(pf->name);
+                free(pf->devpath);
+                free(pf);
+        }
+        for (size_t i = 0; i < model.n_parents; i++)
+                parent_free(model.parents[i]);
+        for (size_t i = 0; i < model.n_sets; i++) {
+                TypeSet *s = model.sets[i];
+                for (size_t j = 0; j < s->n; j++) {
+                        free(s->types[j].id);
+                        free(s->types[j].name);
+                        free(s->types[j].description);
+                        free(s->types[j].device_api);
+                }
+                free(s->types);
+                free(s->name);
+                free(s);
+        }
+        free(model.pfs);
+        free(model.parents);
+        free(model.sets);
+        /* mdevs are owned by the tree's nodes: free them through it */
+        if (model.bus_mdev_devices)
+                for (Node *c = model.bus_mdev_devices->first; c; c = c->next)
+                        free(c->obj);
+        node_free(tree.root);
+        limbo_free();
+        handles_free_all();
+        free(tree.buckets);
+        set_str(&fault.create_parent, NULL);
+        set_str(&fault.remove_block_uuid, NULL);
+        set_str(&fault.remove_busy_uuid, NULL);
+        counters_reset();
+}
