@@ -164,22 +164,69 @@ static int print_result(const Options *o, const char *url, const char *host, con
         return 0;
 }
 
+/* The state Placement should have: the host's root provider, one child per
+ * parent that `inventory --placement` lists (those serving a type they
+ * offer, with a total above 0: Nova deletes the provider of a parent with no
+ * inventory left; a capped parent holding mdevs keeps them), and the
+ * guests' allocations from the record. Returns 0 or the exit status. */
+static int desired_read(int rootfd, const Config *c, const char *host, PlacementState *desired) {
+        _cleanup_free_ LedgerEntry *entries = NULL;
+        _cleanup_free_ PlacementHolding *holdings = NULL;
+        _cleanup_free_ PlacementParent *pp = NULL;
+        _cleanup_strv_free_ char **nodedevs = NULL;
+        InventoryParent *p = NULL;
+        size_t n = 0, n_holdings = 0, n_pp = 0;
+        int r;
+
+        r = cli_read_inventory("placement sync", rootfd, c, &p, &n);
+        if (r > 0)
+                return r;
+        error_clear();
+        r = read_holdings(rootfd, &entries, &holdings, &n_holdings);
+        if (r < 0) {
+                inventory_free(p, n);
+                log_error("placement sync: %s", error_get(r));
+                return CLI_EXIT_FAILED;
+        }
+        pp = calloc(n + 1, sizeof *pp);
+        nodedevs = calloc(n + 1, sizeof *nodedevs);
+        if (!pp || !nodedevs) {
+                inventory_free(p, n);
+                return cli_oom();
+        }
+        for (size_t i = 0; i < n; i++) {
+                const ConfigType *t;
+
+                if ((p[i].reason != INVENTORY_OK && p[i].reason != INVENTORY_CAPPED) || p[i].total == 0)
+                        continue;
+                r = sysfs_parent_nodedev_name(rootfd, p[i].parent, &nodedevs[n_pp]);
+                if (r < 0) {
+                        inventory_free(p, n);
+                        log_error("placement sync: %s", error_get(r));
+                        return r == -ENOMEM ? cli_oom() : CLI_EXIT_FAILED;
+                }
+                t = config_find_type(c, p[i].type);
+                pp[n_pp] = (PlacementParent) {
+                        .parent = p[i].parent, .nodedev = nodedevs[n_pp], .type = p[i].type,
+                        .resource_class = t ? t->mdev_class : "VGPU", .total = p[i].total,
+                };
+                n_pp++;
+        }
+        r = placement_desired(host, pp, n_pp, holdings, n_holdings, desired, NULL);
+        inventory_free(p, n);
+        return r < 0 ? cli_oom() : 0;
+}
+
 int cli_placement_main(int argc, char *argv[], const char *config_path) {
         Options o = { .cli.config_path = config_path };
         _cleanup_config_free_ Config *c = NULL;
         _cleanup_close_ int rootfd = -1;
         _cleanup_free_ char *token = NULL;
-        _cleanup_free_ LedgerEntry *entries = NULL;
-        _cleanup_free_ PlacementHolding *holdings = NULL;
-        _cleanup_free_ PlacementParent *pp = NULL;
-        _cleanup_strv_free_ char **nodedevs = NULL;
         _cleanup_(placement_state_done) PlacementState desired = { 0 };
         _cleanup_(placement_sync_result_done) PlacementSyncResult res = { 0 };
         _cleanup_placement_http_ PlacementHttp *h = NULL;
-        InventoryParent *p = NULL;
         char host[HOST_NAME_MAX + 1];
         const char *url;
-        size_t n = 0, n_holdings = 0, n_pp = 0;
         int r;
 
         r = parse_options(argc, argv, &o);
@@ -209,51 +256,9 @@ int cli_placement_main(int argc, char *argv[], const char *config_path) {
                         return CLI_EXIT_FAILED;
                 }
         }
-        r = cli_read_inventory("placement sync", rootfd, c, &p, &n);
+        r = desired_read(rootfd, c, host, &desired);
         if (r > 0)
                 return r;
-        error_clear();
-        r = read_holdings(rootfd, &entries, &holdings, &n_holdings);
-        if (r < 0) {
-                inventory_free(p, n);
-                log_error("placement sync: %s", error_get(r));
-                return CLI_EXIT_FAILED;
-        }
-        pp = calloc(n + 1, sizeof *pp);
-        if (!pp) {
-                inventory_free(p, n);
-                return cli_oom();
-        }
-        /* The parents `inventory --placement` lists: those serving a type they
-         * offer, with a total above 0 (Nova deletes the provider of a parent
-         * with no inventory left; a capped parent holding mdevs keeps them). */
-        nodedevs = calloc(n + 1, sizeof *nodedevs);
-        if (!nodedevs) {
-                inventory_free(p, n);
-                return cli_oom();
-        }
-        for (size_t i = 0; i < n; i++) {
-                const ConfigType *t;
-
-                if ((p[i].reason != INVENTORY_OK && p[i].reason != INVENTORY_CAPPED) || p[i].total == 0)
-                        continue;
-                r = sysfs_parent_nodedev_name(rootfd, p[i].parent, &nodedevs[n_pp]);
-                if (r < 0) {
-                        inventory_free(p, n);
-                        log_error("placement sync: %s", error_get(r));
-                        return r == -ENOMEM ? cli_oom() : CLI_EXIT_FAILED;
-                }
-                t = config_find_type(c, p[i].type);
-                pp[n_pp] = (PlacementParent) {
-                        .parent = p[i].parent, .nodedev = nodedevs[n_pp], .type = p[i].type,
-                        .resource_class = t ? t->mdev_class : "VGPU", .total = p[i].total,
-                };
-                n_pp++;
-        }
-        r = placement_desired(host, pp, n_pp, holdings, n_holdings, &desired, NULL);
-        inventory_free(p, n);
-        if (r < 0)
-                return cli_oom();
 
         r = placement_http_new(url, o.token ? o.token : token, PLACEMENT_TIMEOUT, &h);
         if (r >= 0)
