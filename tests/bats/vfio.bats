@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# NVIDIA vGPU on the vendor-specific VFIO framework (vGPU 17+, issue 18):
+# NVIDIA vGPU on the vendor-specific VFIO framework (vGPU 17+):
 # the simulator's model of it, then the hook, the CLI and the udev helper on
 # hosts with VF vGPUs, alone and next to mdevs.
 

@@ -582,7 +582,7 @@ static char *vf_list(unsigned bus, unsigned n) {
         return steal_pointer(&l);
 }
 
-/* Issue 17: a real SR-IOV nova.conf lists 16 to 64 VFs on one line (1 to 2
+/* A real SR-IOV nova.conf lists 16 to 64 VFs on one line (1 to 2
  * KiB) and mdev_class may be 255 characters; inih's buffer is 200 bytes. */
 static void test_long_lines(void) {
         _cleanup_free_ char *vfs = vf_list(0x3b, 64), *more = vf_list(0x5e, 40);

@@ -59,7 +59,7 @@ static void test_max_instances_caps_second_parent(void) {
 }
 
 static void test_max_instances_existing_count_first(void) {
-        /* Issue 17: cap 16, the later parent holds 1. Counted in parent order,
+        /* Nova's arithmetic: cap 16, the later parent holds 1. Counted in parent order,
          * the first took all 16 and the second showed 0 while holding 1. The
          * existing mdev counts first: 15 left, the first's 16 do not fit. */
         InventoryParent p[] = {

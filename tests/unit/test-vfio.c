@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * NVIDIA's VFIO framework (issue 18): the creatable_vgpu_types parser in
+ * NVIDIA's VFIO framework: the creatable_vgpu_types parser in
  * both of the driver's forms, type names, PCI addresses, record keys, the
  * domain XML's PCI hostdevs and <mh:vgpu> entries and their rewrite, and the
  * hook front end's quick filter.
