@@ -177,6 +177,53 @@ out:
         return written ? hook_sync(ctx, r) : r; /* what a rollback wrote */
 }
 
+/* The mdev's side of hook_release_record(). */
+static const HookReleaseKind release_mdev = {
+        .noun = "mdev", .kept = "free", .verb = "remove", .verb_noun = "removal", .done = "removed",
+        .crashpoint = "release-after-remove", .remove = alloc_remove_mdev,
+};
+
+int hook_release_record(HookContext *ctx, LedgerEntry *e, const HookReleaseKind *k, int present,
+                        unsigned timeout_msec) {
+        int r;
+
+        /* A record of an earlier boot, or whose device is gone: nothing to remove. */
+        if (present == -ENOENT) {
+                log_info("%s %s is gone; forgetting it", k->noun, e->uuid);
+                return ledger_remove_nosync(ctx->ledgerfd, e->uuid);
+        }
+        if (present < 0)
+                return present;
+
+        if (e->origin == LEDGER_BORROWED) {
+                log_info("%s %s was borrowed; leaving it in place", k->noun, e->uuid);
+                return ledger_remove_nosync(ctx->ledgerfd, e->uuid);
+        }
+
+        if (ctx->config->release == CONFIG_RELEASE_KEEP) {
+                ledger_entry_set_free(e, (uint64_t) time(NULL));
+                log_info("%s %s kept %s (release = keep)", k->noun, e->uuid, k->kept);
+                return ledger_write_nosync(ctx->ledgerfd, e);
+        }
+
+        r = k->remove(ctx->rootfd, e->uuid, timeout_msec);
+        if (r < 0) {
+                int w;
+
+                /* Left for the next hook, the udev helper or reconcile. */
+                ledger_entry_set_free(e, (uint64_t) time(NULL));
+                e->remove_pending = true;
+                w = ledger_write_nosync(ctx->ledgerfd, e);
+                if (w < 0)
+                        log_warning("cannot mark %s %s for later %s: %s", k->noun, e->uuid, k->verb_noun, error_get(w));
+                return error_set(r, "cannot %s %s %s: %s; marked remove_pending for later cleanup (mdev-hooks reconcile --apply)",
+                                 k->verb, k->noun, e->uuid, strerror(-r));
+        }
+        CRASHPOINT(k->crashpoint);
+        log_info("%s %s %s", k->noun, e->uuid, k->done);
+        return ledger_remove_nosync(ctx->ledgerfd, e->uuid);
+}
+
 /* Frees one record of the guest. Returns <0 when something is left for later. */
 static int release_one(HookContext *ctx, LedgerEntry *e) {
         SysfsMdev m;
@@ -184,42 +231,8 @@ static int release_one(HookContext *ctx, LedgerEntry *e) {
 
         if (ledger_key_is_vf(e->uuid)) /* a VFIO-framework vGPU (vgpu.h) */
                 return vgpu_release_one(ctx, e, RELEASE_REMOVE_MSEC);
-        /* A record of an earlier boot, or whose mdev is gone: nothing to remove. */
         r = streq(e->boot_id, ctx->boot_id) ? sysfs_mdev_get(ctx->rootfd, e->uuid, &m) : -ENOENT;
-        if (r == -ENOENT) {
-                log_info("mdev %s is gone; forgetting it", e->uuid);
-                return ledger_remove_nosync(ctx->ledgerfd, e->uuid);
-        }
-        if (r < 0)
-                return r;
-
-        if (e->origin == LEDGER_BORROWED) {
-                log_info("mdev %s was borrowed; leaving it in place", e->uuid);
-                return ledger_remove_nosync(ctx->ledgerfd, e->uuid);
-        }
-
-        if (ctx->config->release == CONFIG_RELEASE_KEEP) {
-                ledger_entry_set_free(e, (uint64_t) time(NULL));
-                log_info("mdev %s kept free (release = keep)", e->uuid);
-                return ledger_write_nosync(ctx->ledgerfd, e);
-        }
-
-        r = alloc_remove_mdev(ctx->rootfd, e->uuid, RELEASE_REMOVE_MSEC);
-        if (r < 0) {
-                int k;
-
-                /* Left for the next hook, the udev helper or reconcile. */
-                ledger_entry_set_free(e, (uint64_t) time(NULL));
-                e->remove_pending = true;
-                k = ledger_write_nosync(ctx->ledgerfd, e);
-                if (k < 0)
-                        log_warning("cannot mark mdev %s for later removal: %s", e->uuid, error_get(k));
-                return error_set(r, "cannot remove mdev %s: %s; marked remove_pending for later cleanup (mdev-hooks reconcile --apply)",
-                                 e->uuid, strerror(-r));
-        }
-        CRASHPOINT("release-after-remove");
-        log_info("mdev %s removed", e->uuid);
-        return ledger_remove_nosync(ctx->ledgerfd, e->uuid);
+        return hook_release_record(ctx, e, &release_mdev, r, RELEASE_REMOVE_MSEC);
 }
 
 /* Adds the records of the XML's UUIDs that name this guest and that the

@@ -45,6 +45,23 @@ int hook_prepare(HookContext *ctx);
 /* release end: free the guest's mdevs. Never fails the caller's exit status;
  * returns <0 only to say something was left for later (logged by the caller). */
 int hook_release(HookContext *ctx);
+/* How release frees one kind of device (an mdev, a VF's vGPU): the words
+ * of its messages and what removes it. */
+typedef struct HookReleaseKind {
+        const char *noun;       /* "mdev" */
+        const char *kept;       /* "free": what release = keep leaves */
+        const char *verb;       /* "remove" */
+        const char *verb_noun;  /* "removal" */
+        const char *done;       /* "removed" */
+        const char *crashpoint; /* after the device is gone, before the record */
+        int (*remove)(int rootfd, const char *key, unsigned timeout_msec);
+} HookReleaseKind;
+/* Frees the device of record E: forgets it when gone (PRESENT -ENOENT) or
+ * borrowed, keeps it free under release = keep, else removes it and then its
+ * record; a failed removal leaves the record free with remove_pending.
+ * PRESENT: 0 the device is there, -ENOENT gone, another -errno to return. */
+int hook_release_record(HookContext *ctx, LedgerEntry *e, const HookReleaseKind *k, int present,
+                        unsigned timeout_msec);
 /* reconnect begin: re-assert the guest's claims; the caller always exits 0. */
 int hook_reconnect(HookContext *ctx);
 /* migrate begin / restore begin (migrate.c): find or create local mdevs of the

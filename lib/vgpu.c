@@ -308,41 +308,20 @@ int vgpu_reconnect(HookContext *ctx) {
 }
 
 int vgpu_release_one(HookContext *ctx, LedgerEntry *e, unsigned timeout_msec) {
+        static const HookReleaseKind vgpu = {
+                .noun = "vGPU", .kept = "programmed and free", .verb = "clear", .verb_noun = "clearing",
+                .done = "cleared", .crashpoint = "release-after-clear", .remove = vgpu_clear,
+        };
         unsigned current = 0;
         char type[NAME_STRING_MAX] = "";
         int r;
 
+        /* Gone: a record of an earlier boot, a VF that is not there, or one
+         * that no longer carries the record's type. */
         r = streq(e->boot_id, ctx->boot_id) ? vfio_vf_current(ctx->rootfd, e->uuid, &current) : -ENOENT;
-        if (r < 0 && r != -ENOENT)
-                return r;
         if (current)
                 snprintf(type, sizeof type, VFIO_TYPE_PREFIX "%u", current);
-        if (r == -ENOENT || current == 0 || !streq(type, e->type)) {
-                log_info("vGPU %s is gone; forgetting it", e->uuid);
-                return ledger_remove_nosync(ctx->ledgerfd, e->uuid);
-        }
-        if (e->origin == LEDGER_BORROWED) {
-                log_info("vGPU %s was borrowed; leaving it in place", e->uuid);
-                return ledger_remove_nosync(ctx->ledgerfd, e->uuid);
-        }
-        if (ctx->config->release == CONFIG_RELEASE_KEEP) {
-                ledger_entry_set_free(e, (uint64_t) time(NULL));
-                log_info("vGPU %s kept programmed and free (release = keep)", e->uuid);
-                return ledger_write_nosync(ctx->ledgerfd, e);
-        }
-        r = vgpu_clear(ctx->rootfd, e->uuid, timeout_msec);
-        if (r < 0) {
-                int k;
-
-                ledger_entry_set_free(e, (uint64_t) time(NULL));
-                e->remove_pending = true;
-                k = ledger_write_nosync(ctx->ledgerfd, e);
-                if (k < 0)
-                        log_warning("cannot mark vGPU %s for later clearing: %s", e->uuid, error_get(k));
-                return error_set(r, "cannot clear vGPU %s: %s; marked remove_pending for later cleanup (mdev-hooks reconcile --apply)",
-                                 e->uuid, strerror(-r));
-        }
-        CRASHPOINT("release-after-clear");
-        log_info("vGPU %s cleared", e->uuid);
-        return ledger_remove_nosync(ctx->ledgerfd, e->uuid);
+        if (r >= 0 && (current == 0 || !streq(type, e->type)))
+                r = -ENOENT;
+        return hook_release_record(ctx, e, &vgpu, r, timeout_msec);
 }
