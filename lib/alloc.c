@@ -525,6 +525,7 @@ static int candidate_probe_cached(Alloc *a, AllocCandidate *c) {
                 if (streq(a->probed[i].parent, c->parent) && streq(a->probed[i].type, c->type)) {
                         c->available = a->probed[i].available;
                         c->verdict = a->probed[i].verdict;
+                        c->create_errno = a->probed[i].create_errno;
                         return 0;
                 }
         r = candidate_probe(a, c);
@@ -989,6 +990,18 @@ int alloc_create(Alloc *a, const AllocWant *w, const char *uuid, LedgerState sta
 
 /* --- creating many ------------------------------------------------------ */
 
+/* Remembers for the rest of the call that the candidate refused a create
+ * (candidate_make()), so that alloc_create() after a refused plan moves on
+ * to the next candidate, as it does alone, instead of trying it again. */
+static void probe_remember_refusal(Alloc *a, const AllocCandidate *c) {
+        AllocCandidate *t = realloc(a->probed, (a->n_probed + 1) * sizeof *t);
+
+        if (!t)
+                return; /* only a cache: the candidate is tried again */
+        a->probed = t;
+        a->probed[a->n_probed++] = *c;
+}
+
 /* Counts one more instance as taken on the parent in what was read of it. */
 static void probe_take(Alloc *a, const char *parent, const char *type) {
         for (size_t i = 0; i < a->n_probed; i++) {
@@ -1077,14 +1090,17 @@ int alloc_run_plans(Alloc *a) {
                 if (r == 0) {
                         if (p->ret)
                                 *p->ret = entries[i];
-                        continue;
+                } else {
+                        /* The parent refused (someone else took the room meanwhile):
+                         * from the start, as alloc_create() alone; it rewrites the
+                         * intent record for the parent it tries. */
+                        probe_remember_refusal(a, &c);
+                        r = alloc_create(a, p->want, p->uuid, p->state, p->ret);
+                        if (r < 0)
+                                goto out;
                 }
-                /* The parent refused (someone else took the room meanwhile):
-                 * from the start, as alloc_create() alone; it rewrites the
-                 * intent record for the parent it tries. */
-                r = alloc_create(a, p->want, p->uuid, p->state, p->ret);
-                if (r < 0)
-                        goto out;
+                if (a->crashpoint_made)
+                        CRASHPOINT(a->crashpoint_made);
         }
         r = 0;
 out:
