@@ -76,9 +76,11 @@ static int setup(HookOp op, const char *guest, Setup *su) {
  * placing its mdevs will read, the candidates of every enabled type
  * (alloc_prefetch()), and stops when the check is done. Those reads need the
  * lock, so for these operations the config, the record and the lock come
- * before the parse. A prepare's XML of a few KiB is checked sooner than the
- * thread would start: its reads are left to the placement. */
-#define PREPARE_PREFETCH_MIN_XML (64u << 10)
+ * before the parse. A prepare's XML under 512 KiB is checked in a millisecond
+ * or so, and the thread's reads of types the guest does not use then cost
+ * as much as they save (BENCHMARKS.md, issue 22): its reads are left to the
+ * placement. */
+#define PREPARE_PREFETCH_MIN_XML (512u << 10)
 
 typedef struct Prefetch {
         const Setup *su;
