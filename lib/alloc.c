@@ -1012,9 +1012,10 @@ int alloc_create(Alloc *a, const AllocWant *w, const char *uuid, LedgerState sta
 
 /* --- creating many ------------------------------------------------------ */
 
-/* Remembers for the rest of the call that the candidate refused a create
- * (candidate_make()), so that alloc_create() after a refused plan moves on
- * to the next candidate, as it does alone, instead of trying it again. */
+/* Remembers that the candidate refused a create (candidate_make()), so
+ * that alloc_create() after a refused plan moves on to the next candidate,
+ * as it does alone, instead of trying it again (Alloc.skip_refused_plan).
+ * probe_forget() forgets it again. */
 static void probe_remember_refusal(Alloc *a, const AllocCandidate *c) {
         AllocCandidate *t = realloc(a->probed, (a->n_probed + 1) * sizeof *t);
 
@@ -1116,8 +1117,10 @@ int alloc_run_plans(Alloc *a) {
                         /* The parent refused (someone else took the room meanwhile):
                          * from the start, as alloc_create() alone; it rewrites the
                          * intent record for the parent it tries. */
-                        probe_remember_refusal(a, &c);
+                        if (a->skip_refused_plan)
+                                probe_remember_refusal(a, &c);
                         r = alloc_create(a, p->want, p->uuid, p->state, p->ret);
+                        probe_forget(a, c.parent); /* the next mdev reads it afresh */
                         if (r < 0)
                                 goto out;
                 }

@@ -124,6 +124,7 @@ static int prepare_create(const HookContext *ctx, Alloc *a, PrepareItem *items, 
         int r;
 
         a->crashpoint_made = "prepare-after-record";
+        a->skip_refused_plan = true; /* as one alloc_create() per mdev did */
         for (size_t i = 0; i < ctx->dom->n_mdevs; i++) {
                 const char *uuid = ctx->dom->mdevs[i].uuid;
 
