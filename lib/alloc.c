@@ -421,10 +421,14 @@ typedef struct CandidateList {
         size_t n;
 } CandidateList;
 
-static int candidates_add(CandidateList *l, const char *parent, const char *type, unsigned order) {
+/* Adds parent unless one of the first `known` candidates names it already
+ * (known = l->n: the whole list; a caller adding names known to be distinct
+ * among themselves, a directory listing, checks only what was there before
+ * it began). */
+static int candidates_add_upto(CandidateList *l, size_t known, const char *parent, const char *type, unsigned order) {
         AllocCandidate *c;
 
-        for (size_t i = 0; i < l->n; i++)
+        for (size_t i = 0; i < known && i < l->n; i++)
                 if (streq(l->c[i].parent, parent))
                         return 0;
         c = realloc(l->c, (l->n + 1) * sizeof *c);
@@ -438,6 +442,10 @@ static int candidates_add(CandidateList *l, const char *parent, const char *type
         c->order = order;
         c->verdict = ALLOC_OK;
         return 0;
+}
+
+static int candidates_add(CandidateList *l, const char *parent, const char *type, unsigned order) {
+        return candidates_add_upto(l, l->n, parent, type, order);
 }
 
 /* The parents the config assigns to the wanted types (or the pinned one). */
@@ -479,9 +487,13 @@ static int candidates_collect(const Alloc *a, const AllocWant *w, CandidateList 
                         if (r < 0)
                                 return r;
                 }
+                /* The listing's names are distinct: each is checked only
+                 * against the candidates of the types before (n² strcmp
+                 * for 256 parents otherwise). */
+                size_t before = l->n;
                 for (char **p = all; *p; p++)
                         if (config_parent_type(a->config, *p) == ct) {
-                                r = candidates_add(l, *p, ct->name, (unsigned) t);
+                                r = candidates_add_upto(l, before, *p, ct->name, (unsigned) t);
                                 if (r < 0)
                                         return r;
                         }
@@ -511,17 +523,21 @@ static int candidate_probe(const Alloc *a, AllocCandidate *c) {
         return 0;
 }
 
-/* candidate_probe(), once per candidate and call (Alloc.probed). */
-static int candidate_probe_cached(Alloc *a, AllocCandidate *c) {
+/* candidate_probe(), once per candidate and call (Alloc.probed). The
+ * first `known` entries of the cache are searched (a->n_probed: all; a
+ * caller probing distinct candidates passes how many there were before it
+ * began, since none it adds can match another). */
+static int candidate_probe_cached_upto(Alloc *a, size_t known, AllocCandidate *c) {
         AllocCandidate *t;
         int r;
 
         if (c->verdict == ALLOC_OTHER_TYPE)
                 return 0;
-        for (size_t i = 0; i < a->n_probed; i++)
+        for (size_t i = 0; i < known && i < a->n_probed; i++)
                 if (streq(a->probed[i].parent, c->parent) && streq(a->probed[i].type, c->type)) {
                         c->available = a->probed[i].available;
                         c->verdict = a->probed[i].verdict;
+                        c->create_errno = a->probed[i].create_errno;
                         return 0;
                 }
         r = candidate_probe(a, c);
@@ -533,6 +549,10 @@ static int candidate_probe_cached(Alloc *a, AllocCandidate *c) {
         a->probed = t;
         a->probed[a->n_probed++] = *c;
         return 0;
+}
+
+static int candidate_probe_cached(Alloc *a, AllocCandidate *c) {
+        return candidate_probe_cached_upto(a, a->n_probed, c);
 }
 
 static bool candidates_have_room(const CandidateList *l) {
@@ -720,13 +740,16 @@ static int candidates_apply_max(Alloc *a, const AllocWant *w, CandidateList *l) 
 
 /* The candidates for w, each probed once per call. */
 static int candidates_read(Alloc *a, const AllocWant *w, CandidateList *l, bool *ret_any_enabled) {
+        size_t known = a->n_probed;
         int r;
 
         r = candidates_collect(a, w, l, ret_any_enabled);
         if (r < 0 || !*ret_any_enabled)
                 return r;
+        /* The candidates name distinct parents: only what was cached before
+         * can match one (n² strcmp for 256 candidates otherwise). */
         for (size_t i = 0; i < l->n; i++) {
-                r = candidate_probe_cached(a, &l->c[i]);
+                r = candidate_probe_cached_upto(a, known, &l->c[i]);
                 if (r < 0)
                         return r;
         }
@@ -986,6 +1009,19 @@ int alloc_create(Alloc *a, const AllocWant *w, const char *uuid, LedgerState sta
 
 /* --- creating many ------------------------------------------------------ */
 
+/* Remembers that the candidate refused a create (candidate_make()), so
+ * that alloc_create() after a refused plan moves on to the next candidate,
+ * as it does alone, instead of trying it again (Alloc.skip_refused_plan).
+ * probe_forget() forgets it again. */
+static void probe_remember_refusal(Alloc *a, const AllocCandidate *c) {
+        AllocCandidate *t = realloc(a->probed, (a->n_probed + 1) * sizeof *t);
+
+        if (!t)
+                return; /* only a cache: the candidate is tried again */
+        a->probed = t;
+        a->probed[a->n_probed++] = *c;
+}
+
 /* Counts one more instance as taken on the parent in what was read of it. */
 static void probe_take(Alloc *a, const char *parent, const char *type) {
         for (size_t i = 0; i < a->n_probed; i++) {
@@ -1074,14 +1110,19 @@ int alloc_run_plans(Alloc *a) {
                 if (r == 0) {
                         if (p->ret)
                                 *p->ret = entries[i];
-                        continue;
+                } else {
+                        /* The parent refused (someone else took the room meanwhile):
+                         * from the start, as alloc_create() alone; it rewrites the
+                         * intent record for the parent it tries. */
+                        if (a->skip_refused_plan)
+                                probe_remember_refusal(a, &c);
+                        r = alloc_create(a, p->want, p->uuid, p->state, p->ret);
+                        probe_forget(a, c.parent); /* the next mdev reads it afresh */
+                        if (r < 0)
+                                goto out;
                 }
-                /* The parent refused (someone else took the room meanwhile):
-                 * from the start, as alloc_create() alone; it rewrites the
-                 * intent record for the parent it tries. */
-                r = alloc_create(a, p->want, p->uuid, p->state, p->ret);
-                if (r < 0)
-                        goto out;
+                if (a->crashpoint_made)
+                        CRASHPOINT(a->crashpoint_made);
         }
         r = 0;
 out:

@@ -107,6 +107,14 @@ typedef struct Alloc {
          * the caller goes on: "prepare-after-create" (the default) or
          * "migrate-after-create". */
         const char *crashpoint_create;
+        /* The crash point after each planned mdev is made and confirmed
+         * (alloc_run_plans()), or NULL: prepare's "prepare-after-record". */
+        const char *crashpoint_made;
+        /* When a parent refuses a planned create (alloc_run_plans()), the
+         * mdev's own try from the start (alloc_create()) skips that parent,
+         * as alloc_create() alone never tries a candidate twice: prepare.
+         * false (the default): it tries it again, as migrate always did. */
+        bool skip_refused_plan;
         /* The host-wide lock's fd, or -1 (the default). When set, the wait
          * for an unregistered parent (parent_wait) lets go of the lock and
          * takes it again afterwards, so that other guests can start. */

@@ -62,7 +62,93 @@ static void alloc_wants_free(AllocWant *w, size_t n) {
 typedef struct PrepareItem {
         bool exists;
         SysfsMdev mdev;
+        LedgerEntry entry; /* what it got */
 } PrepareItem;
+
+/* Phase 1, read only: what exists, what is wanted, whether it may be had. */
+static int prepare_check_one(const HookContext *ctx, Alloc *a, const DomxmlMdev *m, PrepareItem *it, AllocWant *w) {
+        LedgerEntry holder;
+        int r;
+
+        r = sysfs_mdev_get(ctx->rootfd, m->uuid, &it->mdev);
+        if (r < 0 && r != -ENOENT) {
+                /* The reason lives in the buffer error_set() writes: copy it first. */
+                const char *why = strdupa(error_get(r));
+
+                return error_set(r, "cannot look up mdev %s: %s", m->uuid, why);
+        }
+        it->exists = r >= 0;
+        r = alloc_want_resolve(a, m, it->exists ? &it->mdev : NULL, w);
+        if (r < 0)
+                return r;
+        r = alloc_held_by_other(a, m->uuid, &holder);
+        if (r < 0)
+                return r;
+        if (r > 0)
+                return error_set(-EBUSY, "mdev %s is held by guest '%s' (%s); give this guest another UUID or stop '%s'",
+                                 m->uuid, holder.guest, ledger_state_to_string(holder.state), holder.guest);
+        if (it->exists && !strv_contains(w->types, it->mdev.type))
+                return error_set(-EMEDIUMTYPE, "mdev %s exists with type %s, but the domain asks for %s; fix the domain's metadata or remove the mdev",
+                                 m->uuid, it->mdev.type, w->what);
+        return it->exists ? alloc_reserve(a, m->uuid) : 0;
+}
+
+/* Phase 2: claims every mdev that exists. A create (phase 3) that finds
+ * every candidate full removes a free mdev kept by release = keep to make
+ * room; the guest's own kept mdevs are free until claimed here, and one of
+ * them must never be that mdev (they are reserved as well), or the guest
+ * would be given an mdev that no longer exists. */
+static int prepare_claim(const HookContext *ctx, Alloc *a, PrepareItem *items, AllocWant *wants) {
+        for (size_t i = 0; i < ctx->dom->n_mdevs; i++) {
+                LedgerEntry *e = &items[i].entry;
+                int r;
+
+                if (!items[i].exists)
+                        continue;
+                r = alloc_claim(a, &wants[i], &items[i].mdev, LEDGER_ASSIGNED, e);
+                if (r < 0)
+                        return r;
+                log_info("mdev %s (%s on %s): %s", e->uuid, e->type, e->parent,
+                         e->origin == LEDGER_BORROWED ? "borrowed" : "reused");
+                CRASHPOINT("prepare-after-record");
+        }
+        return 0;
+}
+
+/* Phase 3: creates the others. They are planned first from what was read
+ * once (alloc_plan()) and made together (alloc_run_plans(): their intent
+ * records written and fsynced together, each before its create). When no
+ * candidate has room by what was read, the planned ones are made first and
+ * this one as alloc_create() decides alone: wait, make room, or say why not. */
+static int prepare_create(const HookContext *ctx, Alloc *a, PrepareItem *items, AllocWant *wants) {
+        int r;
+
+        a->crashpoint_made = "prepare-after-record";
+        a->skip_refused_plan = true; /* as one alloc_create() per mdev did */
+        for (size_t i = 0; i < ctx->dom->n_mdevs; i++) {
+                const char *uuid = ctx->dom->mdevs[i].uuid;
+
+                if (items[i].exists)
+                        continue;
+                r = alloc_plan(a, &wants[i], uuid, LEDGER_ASSIGNED, &items[i].entry);
+                if (r == 0) {
+                        r = alloc_run_plans(a);
+                        if (r >= 0)
+                                r = alloc_create(a, &wants[i], uuid, LEDGER_ASSIGNED, &items[i].entry);
+                        if (r >= 0)
+                                CRASHPOINT("prepare-after-record");
+                }
+                if (r < 0)
+                        return r;
+        }
+        r = alloc_run_plans(a);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < ctx->dom->n_mdevs; i++)
+                if (!items[i].exists)
+                        log_info("mdev %s (%s on %s): created", items[i].entry.uuid, items[i].entry.type, items[i].entry.parent);
+        return 0;
+}
 
 int hook_prepare(HookContext *ctx) {
         const Domxml *dom = ctx->dom;
@@ -80,74 +166,28 @@ int hook_prepare(HookContext *ctx) {
                 return -ENOMEM;
         }
         hook_alloc_init(ctx, &a);
+        /* What the worker read ahead while libxml2 checked a large XML. */
+        alloc_adopt(&a, ctx->probed, ctx->n_probed);
+        ctx->probed = NULL;
+        ctx->n_probed = 0;
 
-        /* First pass: read only. */
         for (size_t i = 0; i < dom->n_mdevs; i++) {
-                const DomxmlMdev *m = &dom->mdevs[i];
-                LedgerEntry holder;
-
-                r = sysfs_mdev_get(ctx->rootfd, m->uuid, &items[i].mdev);
-                if (r < 0 && r != -ENOENT) {
-                        /* The reason lives in the buffer error_set() writes: copy it first. */
-                        const char *why = strdupa(error_get(r));
-
-                        r = error_set(r, "cannot look up mdev %s: %s", m->uuid, why);
-                        goto out;
-                }
-                items[i].exists = r >= 0;
-                r = alloc_want_resolve(&a, m, items[i].exists ? &items[i].mdev : NULL, &wants[i]);
+                r = prepare_check_one(ctx, &a, &dom->mdevs[i], &items[i], &wants[i]);
                 if (r < 0)
                         goto out;
-                r = alloc_held_by_other(&a, m->uuid, &holder);
-                if (r < 0)
-                        goto out;
-                if (r > 0) {
-                        r = error_set(-EBUSY, "mdev %s is held by guest '%s' (%s); give this guest another UUID or stop '%s'",
-                                      m->uuid, holder.guest, ledger_state_to_string(holder.state), holder.guest);
-                        goto out;
-                }
-                if (items[i].exists && !strv_contains(wants[i].types, items[i].mdev.type)) {
-                        r = error_set(-EMEDIUMTYPE, "mdev %s exists with type %s, but the domain asks for %s; fix the domain's metadata or remove the mdev",
-                                      m->uuid, items[i].mdev.type, wants[i].what);
-                        goto out;
-                }
-                if (items[i].exists) {
-                        r = alloc_reserve(&a, m->uuid);
-                        if (r < 0)
-                                goto out;
-                }
         }
-
         /* vGPUs of NVIDIA's VFIO framework (vgpu.h): checked, read only. */
         r = vgpu_prepare_check(ctx, &vplan, LEDGER_ASSIGNED);
         if (r < 0)
                 goto out;
 
-        /* Second pass, all or nothing: claim every mdev that exists, then
-         * create the others. A create that finds every candidate full
-         * removes a free mdev kept by release = keep to make room; the
-         * guest's own kept mdevs are free until claimed here, and one of
-         * them must never be that mdev (they are reserved as well), or
-         * the guest would be given an mdev that no longer exists. */
+        /* All or nothing from here on. */
         written = true;
-        for (unsigned pass = 0; pass < 2; pass++)
-                for (size_t i = 0; i < dom->n_mdevs; i++) {
-                        const DomxmlMdev *m = &dom->mdevs[i];
-                        bool claim = pass == 0;
-                        LedgerEntry e;
-
-                        if (items[i].exists != claim)
-                                continue;
-                        if (claim)
-                                r = alloc_claim(&a, &wants[i], &items[i].mdev, LEDGER_ASSIGNED, &e);
-                        else
-                                r = alloc_create(&a, &wants[i], m->uuid, LEDGER_ASSIGNED, &e);
-                        if (r < 0)
-                                goto rollback;
-                        log_info("mdev %s (%s on %s): %s", e.uuid, e.type, e.parent,
-                                 claim ? (e.origin == LEDGER_BORROWED ? "borrowed" : "reused") : "created");
-                        CRASHPOINT("prepare-after-record");
-                }
+        r = prepare_claim(ctx, &a, items, wants);
+        if (r >= 0)
+                r = prepare_create(ctx, &a, items, wants);
+        if (r < 0)
+                goto rollback;
         r = vgpu_prepare_apply(ctx, &vplan, LEDGER_ASSIGNED); /* undoes its own on failure */
         if (r < 0)
                 goto rollback;

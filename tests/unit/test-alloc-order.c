@@ -1,0 +1,206 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Placement order (alloc.c) on many random topologies: the order in which
+ * alloc_create() tries the candidates, as its no-capacity message lists
+ * them, is the order of a plain reference that collects every candidate
+ * with full de-duplication, reads every available_instances and sorts with
+ * alloc_candidates_sort(). It checks that the shortcuts taken when reading
+ * the candidates (de-duplicating a directory listing only against the
+ * types before it, searching the probe cache only for what was cached
+ * before the call: issue 22) choose exactly what a full scan chooses, for
+ * pack and for spread, on a cold and on a warm cache. */
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/stat.h>
+
+#include "alloc.h"
+#include "sysfs.h"
+
+#define check(expr)                                                              \
+        do {                                                                     \
+                if (!(expr)) {                                                   \
+                        fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__,  \
+                                __LINE__, #expr);                                \
+                        abort();                                                 \
+                }                                                                \
+        } while (0)
+
+#define BOOT "1a2b3c4d-0000-4000-8000-000000000001"
+#define UUID "b1ae8bf6-38b0-4c81-9d44-78ce2e5d2b09"
+#define MAX_PARENTS 10
+/* On tmpfs: every intent record is fsynced, which a busy disk makes slow. */
+#define ROUNDS 200
+
+static int rootfd = -1;
+
+static void mkfile(const char *path, const char *text) {
+        char dir[512];
+        int fd;
+
+        snprintf(dir, sizeof dir, "%s", path);
+        *strrchr(dir, '/') = '\0';
+        check(mkdir_p_at(rootfd, dir, 0755) == 0);
+        fd = openat(rootfd, path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        check(fd >= 0);
+        check(write(fd, text, strlen(text)) == (ssize_t) strlen(text));
+        close(fd);
+}
+
+static void mktype(const char *parent, const char *type, unsigned available) {
+        char path[512], num[16];
+
+        snprintf(num, sizeof num, "%u\n", available);
+        snprintf(path, sizeof path, "sys/class/mdev_bus/%s/mdev_supported_types/%s/available_instances", parent, type);
+        mkfile(path, num);
+        snprintf(path, sizeof path, "sys/class/mdev_bus/%s/mdev_supported_types/%s/create", parent, type);
+        mkfile(path, "");
+        snprintf(path, sizeof path, "sys/class/mdev_bus/%s/mdev_supported_types/%s/devices", parent, type);
+        check(mkdir_p_at(rootfd, path, 0755) == 0);
+}
+
+/* The reference: every candidate of the wanted types, in the config's
+ * order, each parent once, each read, sorted as placement sorts. */
+static size_t reference(const Config *config, char **want, AllocCandidate *out) {
+        _cleanup_strv_free_ char **all = NULL;
+        size_t n = 0;
+
+        check(sysfs_parent_list(rootfd, &all) == 0);
+        for (size_t t = 0; want[t]; t++) {
+                const ConfigType *ct = config_find_type(config, want[t]);
+                _cleanup_strv_free_ char **parents = NULL;
+
+                if (ct->addresses)
+                        for (char **p = ct->addresses; *p; p++)
+                                check(strv_extend(&parents, *p) == 0);
+                else
+                        for (char **p = all; *p; p++)
+                                if (config_parent_type(config, *p) == ct)
+                                        check(strv_extend(&parents, *p) == 0);
+                for (char **p = parents; p && *p; p++) {
+                        bool seen = false;
+
+                        for (size_t i = 0; i < n; i++)
+                                seen = seen || streq(out[i].parent, *p);
+                        if (seen)
+                                continue;
+                        out[n] = (AllocCandidate) { .order = (unsigned) t, .verdict = ALLOC_OK };
+                        snprintf(out[n].parent, sizeof out[n].parent, "%s", *p);
+                        snprintf(out[n].type, sizeof out[n].type, "%s", ct->name);
+                        if (sysfs_type_available(rootfd, *p, ct->name, &out[n].available) < 0) {
+                                error_clear();
+                                out[n].available = 0;
+                                out[n].verdict = sysfs_parent_is_registered(rootfd, *p) > 0 ? ALLOC_NOT_OFFERED : ALLOC_NOT_REGISTERED;
+                        } else if (out[n].available == 0)
+                                out[n].verdict = ALLOC_FULL;
+                        n++;
+                }
+        }
+        alloc_candidates_sort(out, n, config->placement);
+        return n;
+}
+
+/* The candidates in the order alloc_create()'s message names them. */
+static void check_order(const char *msg, const AllocCandidate *ref, size_t n) {
+        const char *prev = msg;
+
+        for (size_t i = 0; i < n; i++) {
+                const char *at = strstr(msg, ref[i].parent);
+
+                check(at && at >= prev);
+                check(!strstr(at + 1, ref[i].parent)); /* tried once: every parent here is a candidate */
+                if (ref[i].verdict == ALLOC_OK)
+                        check(strncmp(at + strlen(ref[i].parent), " accepted create", 16) == 0);
+                else if (ref[i].verdict == ALLOC_FULL)
+                        check(strncmp(at + strlen(ref[i].parent), " has 0 of", 9) == 0);
+                else if (ref[i].verdict == ALLOC_NOT_OFFERED)
+                        check(strncmp(at + strlen(ref[i].parent), " does not offer", 15) == 0);
+                else
+                        check(strncmp(at + strlen(ref[i].parent), " is not registered", 18) == 0);
+                prev = at;
+        }
+}
+
+static void one_round(unsigned seed, int ledgerfd) {
+        char tmpdir[] = "/dev/shm/test-alloc-order-XXXXXX", parents[MAX_PARENTS][16];
+        char *addr35[2 * MAX_PARENTS + 1] = { NULL };
+        ConfigType types[] = {
+                { .name = (char *) "nvidia-35", .addresses = addr35, .mdev_class = (char *) "VGPU" },
+                { .name = (char *) "nvidia-37", .addresses = NULL, .mdev_class = (char *) "VGPU" },
+        };
+        Config config = { .types = types, .n_types = 2, .default_type = &types[1] };
+        char *want[3];
+        AllocCandidate ref[2 * MAX_PARENTS];
+        AllocWant w = { .uuid = UUID, .what = "nvidia-35 or nvidia-37" };
+        size_t n_parents, n_addr = 0, n_ref;
+        LedgerEntry e;
+        Alloc a;
+        int r, dirfd;
+
+        srand(seed);
+        check(mkdtemp(tmpdir));
+        dirfd = open(tmpdir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        check(dirfd >= 0);
+        rootfd = dirfd;
+        n_parents = 2 + (size_t) rand() % (MAX_PARENTS - 1);
+        for (size_t i = 0; i < n_parents; i++) {
+                /* not in listing order: the listing's order must not matter */
+                snprintf(parents[i], sizeof parents[i], "0000:%02x:00.0", (unsigned) (0x90 - 7 * i) & 0xff);
+                if (rand() % 5)
+                        mktype(parents[i], "nvidia-35", (unsigned) rand() % 4);
+                if (rand() % 5)
+                        mktype(parents[i], "nvidia-37", (unsigned) rand() % 4);
+                if (rand() % 3 == 0) {
+                        addr35[n_addr++] = parents[i];
+                        if (rand() % 3 == 0)
+                                addr35[n_addr++] = parents[i]; /* listed twice */
+                }
+        }
+        if (n_addr == 0)
+                addr35[0] = parents[0]; /* without addresses it would be a second default type */
+        config.placement = rand() % 2 ? CONFIG_PLACEMENT_PACK : CONFIG_PLACEMENT_SPREAD;
+        if (rand() % 2)
+                want[0] = (char *) "nvidia-35", want[1] = (char *) "nvidia-37";
+        else
+                want[0] = (char *) "nvidia-37", want[1] = (char *) "nvidia-35";
+        want[2] = NULL;
+        w.types = want;
+
+        n_ref = reference(&config, want, ref);
+        alloc_init(&a, rootfd, ledgerfd, &config, "web1", NULL, BOOT);
+        /* cold, then warm: the second call finds the first's readings cached */
+        for (int k = 0; k < 2; k++) {
+                r = alloc_create(&a, &w, UUID, LEDGER_ASSIGNED, &e);
+                check(r == -ENOSPC || r == -ENOENT);
+                if (r == -ENOSPC)
+                        check_order(error_get(r), ref, n_ref);
+                else
+                        check(n_ref == 0);
+        }
+        check(alloc_rollback(&a) == 0);
+        alloc_done(&a);
+        close(dirfd);
+        {
+                char cmd[sizeof tmpdir + 16];
+                snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
+                check(system(cmd) == 0);
+        }
+}
+
+int main(void) {
+        char ldir[] = "/dev/shm/test-alloc-order-ledger-XXXXXX";
+        int lroot, ledgerfd;
+
+        check(mkdtemp(ldir));
+        lroot = open(ldir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        check(lroot >= 0);
+        check(ledger_open(lroot, &ledgerfd) == 0);
+        for (unsigned seed = 1; seed <= ROUNDS; seed++)
+                one_round(seed, ledgerfd);
+        close(ledgerfd);
+        close(lroot);
+        {
+                char cmd[sizeof ldir + 16];
+                snprintf(cmd, sizeof cmd, "rm -rf %s", ldir);
+                check(system(cmd) == 0);
+        }
+        return 0;
+}
