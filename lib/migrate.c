@@ -402,10 +402,7 @@ int migrate_run(HookContext *ctx, HookOp op) {
                         goto out;
                 r = sysfs_mdev_get(ctx->rootfd, dom->mdevs[i].uuid, &items[i].mdev);
                 if (r < 0 && r != -ENOENT) {
-                        /* The reason lives in the buffer error_set() writes: copy it first. */
-                        const char *why = strdupa(error_get(r));
-
-                        r = error_set(r, "cannot look up mdev %s: %s", dom->mdevs[i].uuid, why);
+                        r = error_prefix(r, "cannot look up mdev %s", dom->mdevs[i].uuid);
                         goto out;
                 }
                 items[i].exists = r >= 0;
@@ -456,10 +453,10 @@ int migrate_run(HookContext *ctx, HookOp op) {
         goto out;
 
 fail: {
-        /* Keep the reason: the rollback may set messages of its own. */
-        _cleanup_free_ char *reason = strdup(error_get(r));
+        ErrorSaved why; /* the rollback may set messages of its own */
         int k;
 
+        error_save(&why);
         ctx->rewritten = false;
         k = vgpu_rollback(ctx, &vplan);
         if (k < 0)
@@ -467,7 +464,7 @@ fail: {
         k = alloc_rollback(&a);
         if (k < 0)
                 log_warning("rollback left something behind: %s", error_get(k));
-        error_set(r, "%s", reason ? reason : strerror(-r));
+        error_restore(r, &why);
 }
 out:
         vgpu_plan_done(&vplan);

@@ -284,11 +284,8 @@ int vfio_vf_creatable(int rootfd, const char *vf, VfioType **ret, size_t *ret_n)
         }
         text[len] = '\0';
         r = vfio_creatable_parse(text, ret, ret_n);
-        if (r < 0) {
-                char why[256];
-                snprintf(why, sizeof why, "%s", error_get(r)); /* error_set() reuses its buffer */
-                return error_set(r, "'/%s': %s", path, why);
-        }
+        if (r < 0)
+                return error_prefix(r, "'/%s'", path);
         return 0;
 }
 

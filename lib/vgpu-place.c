@@ -310,10 +310,8 @@ int vgpu_migrate(HookContext *ctx, VgpuPlan *p) {
                         return r;
                 r = vgpu_choose(ctx->rootfd, ctx->ledgerfd, ctx->config, ctx->boot_id, ctx->guest, types, v->pci,
                                 taken, p->n, &ch);
-                if (r < 0) {
-                        _cleanup_free_ char *why = strdup(error_get(r)); /* error_set() reuses its buffer */
-                        return error_set(r, "vGPU %s: %s", v->pci, why ? why : strerror(-r));
-                }
+                if (r < 0)
+                        return error_prefix(r, "vGPU %s", v->pci);
                 *it = (VgpuItem) { .index = i, .id = ch.id, .program = ch.program };
                 memcpy(it->vf, ch.vf, sizeof it->vf);
                 memcpy(it->pf, ch.pf, sizeof it->pf);
