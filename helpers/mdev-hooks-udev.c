@@ -47,10 +47,6 @@ static struct udev_device *device_from_environment(struct udev *udev, char ***re
         return dev;
 }
 
-static void log_line(int level, const char *message) {
-        log_msg(level, "%s", message);
-}
-
 int main(int argc, char **argv) {
         _cleanup_strv_free_ char **env_copy = NULL; /* freed after the device */
         _cleanup_(udev_unrefp) struct udev *udev = NULL;
@@ -107,7 +103,7 @@ int main(int argc, char **argv) {
         log_set_subject(ev.name);
         r = root_open(&rootfd);
         if (r >= 0)
-                r = uevent_handle(rootfd, &ev, log_line);
+                r = uevent_handle(rootfd, &ev);
         if (r < 0)
                 log_error("%s event not handled: %s", uevent_kind_to_string(ev.kind), error_get(r));
         log_close();
