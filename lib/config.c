@@ -105,39 +105,9 @@ typedef struct Parser {
         Config *config;           /* [hooks] and [sriov] go straight in */
 } Parser;
 
-static const char * const release_table[] = {
-        [CONFIG_RELEASE_REMOVE] = "remove",
-        [CONFIG_RELEASE_KEEP] = "keep",
-};
-
-static const char * const placement_table[] = {
-        [CONFIG_PLACEMENT_PACK] = "pack",
-        [CONFIG_PLACEMENT_SPREAD] = "spread",
-};
-
-static const char * const recreate_table[] = {
-        [CONFIG_RECREATE_LAZY] = "lazy",
-        [CONFIG_RECREATE_EAGER] = "eager",
-};
-
-const char *config_release_to_string(ConfigRelease r) {
-        return (unsigned) r < ELEMENTSOF(release_table) ? release_table[r] : NULL;
-}
-
-const char *config_placement_to_string(ConfigPlacement p) {
-        return (unsigned) p < ELEMENTSOF(placement_table) ? placement_table[p] : NULL;
-}
-
-const char *config_recreate_to_string(ConfigRecreate r) {
-        return (unsigned) r < ELEMENTSOF(recreate_table) ? recreate_table[r] : NULL;
-}
-
-static int table_lookup(const char * const *table, size_t n, const char *s) {
-        for (size_t i = 0; i < n; i++)
-                if (streq(table[i], s))
-                        return (int) i;
-        return -EINVAL;
-}
+ENUM_IMPL(config_release, ConfigRelease, _CONFIG_RELEASE_MAX, "remove", "keep");
+ENUM_IMPL(config_placement, ConfigPlacement, _CONFIG_PLACEMENT_MAX, "pack", "spread");
+ENUM_IMPL(config_recreate, ConfigRecreate, _CONFIG_RECREATE_MAX, "lazy", "eager");
 
 /* --- errors ------------------------------------------------------------ */
 
@@ -384,7 +354,6 @@ static void handle_type(Parser *p, const char *key, const char *value) {
 static void handle_hooks(Parser *p, const char *key, const char *value) {
         Config *c = p->config;
         unsigned u;
-        int i;
 
         if (!streq(key, "release") && !streq(key, "placement") && !streq(key, "recreate") &&
             !streq(key, "lock_timeout") && !streq(key, "parent_wait")) {
@@ -397,23 +366,23 @@ static void handle_hooks(Parser *p, const char *key, const char *value) {
                 return;
         }
         if (streq(key, "release")) {
-                i = table_lookup(release_table, ELEMENTSOF(release_table), value);
-                if (i < 0)
+                ConfigRelease v = config_release_from_string(value);
+                if (v < 0)
                         parser_error(p, p->line, "release must be remove or keep, not '%s'", value);
                 else
-                        c->release = (ConfigRelease) i;
+                        c->release = v;
         } else if (streq(key, "placement")) {
-                i = table_lookup(placement_table, ELEMENTSOF(placement_table), value);
-                if (i < 0)
+                ConfigPlacement v = config_placement_from_string(value);
+                if (v < 0)
                         parser_error(p, p->line, "placement must be pack or spread, not '%s'", value);
                 else
-                        c->placement = (ConfigPlacement) i;
+                        c->placement = v;
         } else if (streq(key, "recreate")) {
-                i = table_lookup(recreate_table, ELEMENTSOF(recreate_table), value);
-                if (i < 0)
+                ConfigRecreate v = config_recreate_from_string(value);
+                if (v < 0)
                         parser_error(p, p->line, "recreate must be lazy or eager, not '%s'", value);
                 else
-                        c->recreate = (ConfigRecreate) i;
+                        c->recreate = v;
         } else {
                 if (safe_atou(value, &u) < 0)
                         parser_error(p, p->line, "%s must be a number of seconds, not '%s'", key, value);

@@ -9,16 +9,11 @@
 #include "util.h"
 #include "vfio.h"
 
-static const char * const reason_table[_INVENTORY_REASON_MAX] = {
-        [INVENTORY_OK] = "ok",
-        [INVENTORY_NO_TYPE] = "no type configured",
-        [INVENTORY_NOT_OFFERED] = "does not offer its configured type",
-        [INVENTORY_CAPPED] = "over max_instances",
-};
-
-const char *inventory_reason_to_string(InventoryReason r) {
-        return (unsigned) r < _INVENTORY_REASON_MAX ? reason_table[r] : NULL;
-}
+ENUM_IMPL(inventory_reason, InventoryReason, _INVENTORY_REASON_MAX,
+          "ok",
+          "no type configured",
+          "does not offer its configured type",
+          "over max_instances");
 
 static int cmp_parent(const void *a, const void *b) {
         return strcmp(((const InventoryParent *) a)->parent, ((const InventoryParent *) b)->parent);

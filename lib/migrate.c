@@ -38,6 +38,7 @@
 #include <sys/random.h>
 
 #include "alloc.h"
+#include "enumtable.h"
 #include "hook.h"
 #include "ledger.h"
 #include "log.h"
@@ -49,6 +50,8 @@ typedef enum MigrateChoice {
         MIGRATE_SAME,      /* the mdev with the incoming UUID, here already */
         MIGRATE_KEPT,      /* a free mdev mdev-hooks kept */
         MIGRATE_CREATED,   /* created by this call */
+        _MIGRATE_CHOICE_MAX,
+        _MIGRATE_CHOICE_INVALID = -EINVAL,
 } MigrateChoice;
 
 typedef struct MigrateItem {
@@ -60,18 +63,12 @@ typedef struct MigrateItem {
         LedgerEntry entry;           /* its record after the claim */
 } MigrateItem;
 
-static const char *choice_to_string(MigrateChoice c) {
-        switch (c) {
-        case MIGRATE_SAME:
-                return "same UUID";
-        case MIGRATE_KEPT:
-                return "kept free mdev";
-        case MIGRATE_CREATED:
-                return "created";
-        default:
-                return "undecided";
-        }
-}
+ENUM_DECL(migrate_choice, MigrateChoice);
+ENUM_IMPL(migrate_choice, MigrateChoice, _MIGRATE_CHOICE_MAX,
+          "undecided",
+          "same UUID",
+          "kept free mdev",
+          "created");
 
 static void items_free(MigrateItem *items, size_t n) {
         if (!items)
@@ -448,7 +445,7 @@ int migrate_run(HookContext *ctx, HookOp op) {
         alloc_commit(&a);
         for (size_t i = 0; i < dom->n_mdevs; i++)
                 log_info("%s: mdev %s -> %s (%s on %s, %s)", hook_op_to_string(op), incoming[i], items[i].uuid,
-                         items[i].entry.type, items[i].entry.parent, choice_to_string(items[i].choice));
+                         items[i].entry.type, items[i].entry.parent, migrate_choice_to_string(items[i].choice));
         r = 0;
         goto out;
 
