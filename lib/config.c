@@ -912,6 +912,7 @@ static int parser_finish(Parser *p) {
 /* --- loading ----------------------------------------------------------- */
 
 static void parser_done(Parser *p) {
+        fclosep(&p->f);
         free(p->buf);
         free(p->long_value);
         free(p->last_key);
@@ -997,7 +998,7 @@ static int config_check_file(int fd, const char *path, char ***ret_errors) {
 int config_load(int rootfd, const char *path, Config **ret, char ***ret_errors) {
         const char *shown = path ? path : CONFIG_DEFAULT_DISPLAY;
         _cleanup_close_ int fd = -1;
-        Parser p = { .path = shown };
+        _cleanup_(parser_done) Parser p = { .path = shown };
         int r;
 
         if (path)
@@ -1027,53 +1028,41 @@ int config_load(int rootfd, const char *path, Config **ret, char ***ret_errors) 
         p.f = fdopen(fd, "re");
         if (!p.f) {
                 r = -errno;
-                parser_done(&p);
                 return config_fail(r, shown, ret_errors, "cannot read: %s", strerror(-r));
         }
         fd = -1; /* owned by p.f now */
 
         r = ini_parse_stream(config_reader, &p, config_handler, &p);
-        if (ferror(p.f)) {
-                fclose(p.f);
-                parser_done(&p);
+        if (ferror(p.f))
                 return config_fail(-EIO, shown, ret_errors, "read error");
-        }
-        fclose(p.f);
+        fclosep(&p.f);
         p.f = NULL;
         if (r > 0 && !parser_has_error_at(&p, (unsigned) r))
                 parser_error(&p, (unsigned) r, "syntax error");
-        else if (r < 0) {
-                parser_done(&p);
+        else if (r < 0)
                 return config_fail(-ENOMEM, shown, ret_errors, "out of memory");
-        }
 
         r = parser_finish(&p);
-        if (r < 0) {
-                parser_done(&p);
+        if (r < 0)
                 return r;
-        }
 
         if (p.n_errors > 0) {
                 _cleanup_strv_free_ char **lines = NULL;
 
                 qsort(p.errors, p.n_errors, sizeof *p.errors, cmp_error);
                 for (size_t i = 0; i < p.n_errors; i++)
-                        if (strv_consume(&lines, strdup_printf("%s:%u: %s", shown, p.errors[i].line, p.errors[i].msg)) < 0) {
-                                parser_done(&p);
+                        if (strv_consume(&lines, strdup_printf("%s:%u: %s", shown, p.errors[i].line, p.errors[i].msg)) < 0)
                                 return -ENOMEM;
-                        }
                 if (p.n_errors > 1)
                         error_set(-EINVAL, "%s (and %zu more errors; run mdev-hooks check-config)", lines[0], p.n_errors - 1);
                 else
                         error_set(-EINVAL, "%s", lines[0]);
                 if (ret_errors)
                         *ret_errors = steal_pointer(&lines);
-                parser_done(&p);
                 return -EINVAL;
         }
 
         *ret = steal_pointer(&p.config);
-        parser_done(&p);
         return 0;
 }
 

@@ -289,8 +289,8 @@ static void sax_reference(void *userdata, const xmlChar *name) {
 /* Parses buf with the hardening above; partial: build only what is read
  * here and note where uuid= values lie. */
 static int parse_doc(const char *buf, size_t len, bool partial, ParseState *st, xmlDoc **ret) {
-        xmlParserCtxt *ctxt;
-        xmlDoc *doc;
+        _cleanup_xmlparserctxt_free_ xmlParserCtxt *ctxt = NULL;
+        _cleanup_xmldoc_free_ xmlDoc *doc = NULL;
 
         ctxt = xmlNewParserCtxt();
         if (!ctxt)
@@ -312,28 +312,19 @@ static int parse_doc(const char *buf, size_t len, bool partial, ParseState *st, 
                 ctxt->sax->reference = sax_reference;
         }
         doc = xmlCtxtReadMemory(ctxt, buf, (int) len, "domain.xml", NULL, PARSE_OPTIONS);
-        xmlFreeParserCtxt(ctxt);
 
-        if (st->oom) {
-                if (doc)
-                        xmlFreeDoc(doc);
+        if (st->oom)
                 return -ENOMEM;
-        }
-        if (st->doctype || (doc && (doc->intSubset || doc->extSubset))) {
-                if (doc)
-                        xmlFreeDoc(doc);
+        if (st->doctype || (doc && (doc->intSubset || doc->extSubset)))
                 return error_set(-EINVAL, "domain XML has a <!DOCTYPE>, which libvirt never sends; refusing it "
                                  "(no DTDs or entity declarations are accepted)");
-        }
         if (st->have_error || !doc) {
-                if (doc)
-                        xmlFreeDoc(doc);
                 if (!st->have_error)
                         return error_set(-EBADMSG, "malformed domain XML");
                 return error_set(-EBADMSG, "malformed domain XML at line %d, column %d: %s",
                                  st->line, st->column, st->message);
         }
-        *ret = doc;
+        *ret = steal_pointer(&doc);
         return 0;
 }
 
@@ -355,12 +346,6 @@ static bool is_mh_element(const xmlNode *n, const char *name) {
                xmlStrEqual(n->ns->href, BAD_CAST DOMXML_NAMESPACE) &&
                xmlStrEqual(n->name, BAD_CAST name);
 }
-
-static void xmlfreep(xmlChar **p) {
-        if (*p)
-                xmlFree(*p);
-}
-#define _cleanup_xmlfree_ _cleanup_(xmlfreep)
 
 /* The value of an attribute without namespace (NULL if absent), as
  * libxml2 decoded it: character references resolved. */
@@ -983,8 +968,8 @@ static int format_splice(const DomxmlPrivate *p, char **ret_buf, size_t *ret_len
 }
 
 static int format_tree(xmlDoc *doc, char **ret_buf, size_t *ret_len) {
-        xmlBuffer *xb;
-        xmlSaveCtxt *save;
+        _cleanup_xmlbuffer_free_ xmlBuffer *xb = NULL;
+        _cleanup_xmlsave_close_ xmlSaveCtxt *save = NULL;
         char *s;
         size_t len;
 
@@ -994,26 +979,18 @@ static int format_tree(xmlDoc *doc, char **ret_buf, size_t *ret_len) {
         /* No XML declaration: libvirt sends none, and the output is UTF-8,
          * XML's default, whatever the input declared. */
         save = xmlSaveToBuffer(xb, "UTF-8", XML_SAVE_NO_DECL);
-        if (!save) {
-                xmlBufferFree(xb);
+        if (!save)
                 return -ENOMEM;
-        }
-        if (xmlSaveDoc(save, doc) < 0) {
-                xmlSaveClose(save);
-                xmlBufferFree(xb);
+        if (xmlSaveDoc(save, doc) < 0)
                 return error_set(-EIO, "cannot serialise the domain XML");
-        }
-        xmlSaveClose(save);
+        xmlSaveClose(steal_pointer(&save)); /* flushes into xb */
 
         len = (size_t) xmlBufferLength(xb);
         s = malloc(len + 1);
-        if (!s) {
-                xmlBufferFree(xb);
+        if (!s)
                 return -ENOMEM;
-        }
         memcpy(s, xmlBufferContent(xb), len);
         s[len] = '\0';
-        xmlBufferFree(xb);
         *ret_buf = s;
         *ret_len = len;
         return 0;

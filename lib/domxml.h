@@ -18,7 +18,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include <libxml/parser.h>
 #include <libxml/tree.h>
+#include <libxml/xmlsave.h>
 
 #include "util.h"
 
@@ -111,8 +113,33 @@ int domxml_set_vgpu_pci(Domxml *d, size_t i, const char *pci);
 int domxml_format(const Domxml *d, char **ret_buf, size_t *ret_len);
 int domxml_write(const Domxml *d, int fd);
 
+/* Cleanup attributes for the libxml2 objects (macro.h has the libc ones). */
 static inline void xmlFreeDocp(xmlDoc **doc) {
         if (*doc)
                 xmlFreeDoc(*doc);
 }
 #define _cleanup_xmldoc_free_ _cleanup_(xmlFreeDocp)
+
+static inline void xmlFreep(xmlChar **p) {
+        if (*p)
+                xmlFree(*p);
+}
+#define _cleanup_xmlfree_ _cleanup_(xmlFreep)
+
+static inline void xmlFreeParserCtxtp(xmlParserCtxt **ctxt) {
+        if (*ctxt)
+                xmlFreeParserCtxt(*ctxt);
+}
+#define _cleanup_xmlparserctxt_free_ _cleanup_(xmlFreeParserCtxtp)
+
+static inline void xmlBufferFreep(xmlBuffer **b) {
+        if (*b)
+                xmlBufferFree(*b);
+}
+#define _cleanup_xmlbuffer_free_ _cleanup_(xmlBufferFreep)
+
+static inline void xmlSaveClosep(xmlSaveCtxt **s) {
+        if (*s)
+                xmlSaveClose(*s);
+}
+#define _cleanup_xmlsave_close_ _cleanup_(xmlSaveClosep)

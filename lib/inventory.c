@@ -125,7 +125,7 @@ char *inventory_type_trait(const char *type) {
 
 int inventory_read(int rootfd, const Config *c, InventoryParent **ret, size_t *ret_n) {
         _cleanup_strv_free_ char **parents = NULL;
-        InventoryParent *p;
+        _cleanup_free_ InventoryParent *p = NULL;
         size_t n = 0;
         int r;
 
@@ -160,10 +160,8 @@ int inventory_read(int rootfd, const Config *c, InventoryParent **ret, size_t *r
                         VfioOffer o;
                         bool offered;
                         r = vfio_pf_offer(rootfd, *q, t->name, &o, &offered);
-                        if (r < 0) {
-                                free(p);
+                        if (r < 0)
                                 return r;
-                        }
                         ip->offered = offered;
                         ip->existing = o.existing;
                         ip->available = o.creatable;
@@ -174,10 +172,8 @@ int inventory_read(int rootfd, const Config *c, InventoryParent **ret, size_t *r
                         continue;
                 if (r >= 0)
                         r = sysfs_type_count(rootfd, *q, t->name, &ip->existing);
-                if (r < 0) {
-                        free(p);
+                if (r < 0)
                         return r;
-                }
                 ip->offered = true;
         }
         inventory_compute(p, n);
@@ -185,13 +181,11 @@ int inventory_read(int rootfd, const Config *c, InventoryParent **ret, size_t *r
         for (size_t i = 0; i < n; i++) {
                 p[i].parent = strdup(p[i].parent);
                 if (!p[i].parent) {
-                        for (size_t j = 0; j < i; j++)
-                                free((char *) p[j].parent);
-                        free(p);
+                        inventory_free(steal_pointer(&p), i);
                         return -ENOMEM;
                 }
         }
-        *ret = p;
+        *ret = steal_pointer(&p);
         *ret_n = n;
         return 0;
 }
