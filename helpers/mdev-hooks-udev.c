@@ -16,15 +16,8 @@
 #include "uevent.h"
 #include "util.h"
 
-static inline void udev_unrefp(struct udev **u) {
-        if (*u)
-                udev_unref(*u);
-}
-
-static inline void udev_device_unrefp(struct udev_device **d) {
-        if (*d)
-                udev_device_unref(*d);
-}
+DEFINE_POINTER_CLEANUP(struct udev, udev_unref)
+DEFINE_POINTER_CLEANUP(struct udev_device, udev_device_unref)
 
 /* libudev (systemd 252) cuts the strings of environ at '=' in place while it
  * reads the event, which leaves getenv() blind afterwards (MDEV_HOOKS_ROOT,

@@ -39,6 +39,7 @@
 #include <libxml/xmlsave.h>
 
 #include "domxml.h"
+#include "pciaddr.h"
 
 /* Far more than any guest has (NVIDIA allows 16 vGPUs in one VM), few
  * enough that the checks for duplicates, which compare every pair, stay
@@ -209,20 +210,13 @@ static void sax_start_element(void *userdata, const xmlChar *localname, const xm
                 return;
         for (int i = 0; i < nb_attributes; i++) {
                 const xmlChar **a = attributes + 5 * i;
-                UuidPos *p;
 
                 if (a[2] || !xmlStrEqual(a[0], BAD_CAST "uuid"))
                         continue;
-                if (st->n_pos == st->allocated_pos) {
-                        size_t n = st->allocated_pos ? st->allocated_pos * 2 : 16;
-                        p = reallocarray(st->pos, n, sizeof *p);
-                        if (!p) {
-                                st->oom = true;
-                                xmlStopParser(ctxt);
-                                return;
-                        }
-                        st->pos = p;
-                        st->allocated_pos = n;
+                if (array_grow(&st->pos, st->n_pos, &st->allocated_pos, sizeof *st->pos) < 0) {
+                        st->oom = true;
+                        xmlStopParser(ctxt);
+                        return;
                 }
                 st->pos[st->n_pos++] = (UuidPos) {
                         .node = ctxt->node,
@@ -399,19 +393,22 @@ static int element_text(const xmlNode *n, char *buf, size_t size) {
         return 0;
 }
 
+/* The hostdev's <source><address>, NULL if it has none. */
+static xmlNode *source_address(const xmlNode *hostdev) {
+        for (xmlNode *s = hostdev->children; s; s = s->next)
+                if (is_element(s, "source"))
+                        for (xmlNode *a = s->children; a; a = a->next)
+                                if (is_element(a, "address"))
+                                        return a;
+        return NULL;
+}
+
 static int add_mdev(Domxml *d, size_t *allocated, xmlNode *hostdev) {
         _cleanup_xmlfree_ xmlChar *uuid_attr = NULL;
-        xmlNode *address = NULL;
+        xmlNode *address = source_address(hostdev);
         const char *uuid;
         DomxmlMdev *m;
 
-        for (xmlNode *s = hostdev->children; s && !address; s = s->next)
-                if (is_element(s, "source"))
-                        for (xmlNode *a = s->children; a; a = a->next)
-                                if (is_element(a, "address")) {
-                                        address = a;
-                                        break;
-                                }
         if (!address)
                 return error_set(-EINVAL, "domain XML line %ld: mdev hostdev without <source><address uuid='...'/>",
                                  node_line(hostdev));
@@ -427,14 +424,8 @@ static int add_mdev(Domxml *d, size_t *allocated, xmlNode *hostdev) {
         if (d->n_mdevs >= MAX_MDEVS)
                 return error_set(-EINVAL, "domain XML line %ld: more than %u mdev hostdevs, refusing it",
                                  node_line(hostdev), MAX_MDEVS);
-        if (d->n_mdevs == *allocated) {
-                size_t n = *allocated ? *allocated * 2 : 4;
-                DomxmlMdev *p = reallocarray(d->mdevs, n, sizeof *p);
-                if (!p)
-                        return -ENOMEM;
-                d->mdevs = p;
-                *allocated = n;
-        }
+        if (array_grow(&d->mdevs, d->n_mdevs, allocated, sizeof *d->mdevs) < 0)
+                return -ENOMEM;
         m = &d->mdevs[d->n_mdevs];
         *m = (DomxmlMdev) { .address = address };
         uuid_normalize(uuid, m->uuid);
@@ -470,16 +461,9 @@ static int pci_part(const xmlNode *address, const char *name, unsigned long max,
 static int add_vgpu(Domxml *d, size_t *allocated, xmlNode *hostdev) {
         _cleanup_xmlfree_ xmlChar *managed = attr_get(hostdev, "managed");
         unsigned long dom, bus, slot, fn;
-        xmlNode *address = NULL;
+        xmlNode *address = source_address(hostdev);
         DomxmlVgpu *v;
 
-        for (xmlNode *s = hostdev->children; s && !address; s = s->next)
-                if (is_element(s, "source"))
-                        for (xmlNode *a = s->children; a; a = a->next)
-                                if (is_element(a, "address")) {
-                                        address = a;
-                                        break;
-                                }
         if (!address)
                 return 0; /* not a device by address (libvirt would refuse it): not ours */
         if (pci_part(address, "domain", 0xffff, &dom) < 0 || pci_part(address, "bus", 0xff, &bus) < 0 ||
@@ -489,14 +473,8 @@ static int add_vgpu(Domxml *d, size_t *allocated, xmlNode *hostdev) {
         if (d->n_vgpus >= MAX_MDEVS)
                 return error_set(-EINVAL, "domain XML line %ld: more than %u PCI hostdevs, refusing it",
                                  node_line(hostdev), MAX_MDEVS);
-        if (d->n_vgpus == *allocated) {
-                size_t n = *allocated ? *allocated * 2 : 4;
-                DomxmlVgpu *p = reallocarray(d->vgpus, n, sizeof *p);
-                if (!p)
-                        return -ENOMEM;
-                d->vgpus = p;
-                *allocated = n;
-        }
+        if (array_grow(&d->vgpus, d->n_vgpus, allocated, sizeof *d->vgpus) < 0)
+                return -ENOMEM;
         v = &d->vgpus[d->n_vgpus];
         *v = (DomxmlVgpu) { .address = address, .managed = !streq_ptr((const char *) managed, "no") };
         snprintf(v->pci, sizeof v->pci, "%04lx:%02lx:%02lx.%lx", dom, bus, slot, fn);
@@ -542,18 +520,10 @@ typedef struct MetaEntry {
 /* <mh:vgpu pci= type= class=>. */
 static int parse_vgpu_entry(xmlNode *e, MetaEntry *ret) {
         _cleanup_xmlfree_ xmlChar *pci = attr_get(e, "pci"), *type = attr_get(e, "type"), *cls = attr_get(e, "class");
-        char a[16];
-        unsigned long dom, bus, slot, fn;
 
-        if (!pci || strlen((const char *) pci) != 12 ||
-            sscanf((const char *) pci, "%4lx:%2lx:%2lx.%1lx", &dom, &bus, &slot, &fn) != 4 || slot > 0x1f || fn > 7)
+        if (!pci_address_is_valid((const char *) pci))
                 return error_set(-EINVAL, "domain XML line %ld: metadata <vgpu> pci '%s' is not a PCI address such as 0000:41:00.4",
                                  node_line(e), show((const char *) pci, (char[SHOW_MAX]) { 0 }));
-        for (const char *c = (const char *) pci; *c; c++)
-                if (!isxdigit((unsigned char) *c) && *c != ':' && *c != '.')
-                        return error_set(-EINVAL, "domain XML line %ld: metadata <vgpu> pci '%s' is not a PCI address such as 0000:41:00.4",
-                                         node_line(e), show((const char *) pci, (char[SHOW_MAX]) { 0 }));
-        snprintf(a, sizeof a, "%04lx:%02lx:%02lx.%lx", dom, bus, slot, fn);
         if (type && !name_is_valid((const char *) type))
                 return error_set(-EINVAL, "domain XML line %ld: metadata <vgpu> type '%s' is not a valid name "
                                  "(letters, digits and ._:+- only)", node_line(e), show((const char *) type, (char[SHOW_MAX]) { 0 }));
@@ -562,7 +532,8 @@ static int parse_vgpu_entry(xmlNode *e, MetaEntry *ret) {
                                  node_line(e), show((const char *) cls, (char[SHOW_MAX]) { 0 }));
         ret->node = e;
         ret->vgpu = true;
-        snprintf(ret->uuid, sizeof ret->uuid, "%s", a);
+        for (size_t i = 0; pci[i]; i++) /* as sysfs names it: lower case */
+                ret->uuid[i] = (char) tolower(pci[i]);
         return 0;
 }
 
@@ -607,14 +578,8 @@ static int parse_metadata(Domxml *d, xmlNode *metadata, MetaEntry **entries, siz
                         if (*n >= MAX_META_ENTRIES)
                                 return error_set(-EINVAL, "domain XML line %ld: more than %u metadata <mdev> entries, refusing it",
                                                  node_line(e), MAX_META_ENTRIES);
-                        if (*n == *allocated) {
-                                size_t k = *allocated ? *allocated * 2 : 4;
-                                MetaEntry *p = reallocarray(*entries, k, sizeof *p);
-                                if (!p)
-                                        return -ENOMEM;
-                                *entries = p;
-                                *allocated = k;
-                        }
+                        if (array_grow(entries, *n, allocated, sizeof **entries) < 0)
+                                return -ENOMEM;
                         (*entries)[*n] = (MetaEntry) { 0 };
                         r = is_mh_element(e, "vgpu") ? parse_vgpu_entry(e, &(*entries)[*n])
                                                      : parse_meta_entry(e, &(*entries)[*n]);

@@ -114,32 +114,13 @@ int domxml_format(const Domxml *d, char **ret_buf, size_t *ret_len);
 int domxml_write(const Domxml *d, int fd);
 
 /* Cleanup attributes for the libxml2 objects (macro.h has the libc ones). */
-static inline void xmlFreeDocp(xmlDoc **doc) {
-        if (*doc)
-                xmlFreeDoc(*doc);
-}
+DEFINE_POINTER_CLEANUP(xmlDoc, xmlFreeDoc)
+DEFINE_POINTER_CLEANUP(xmlChar, xmlFree)
+DEFINE_POINTER_CLEANUP(xmlParserCtxt, xmlFreeParserCtxt)
+DEFINE_POINTER_CLEANUP(xmlBuffer, xmlBufferFree)
+DEFINE_POINTER_CLEANUP(xmlSaveCtxt, xmlSaveClose)
 #define _cleanup_xmldoc_free_ _cleanup_(xmlFreeDocp)
-
-static inline void xmlFreep(xmlChar **p) {
-        if (*p)
-                xmlFree(*p);
-}
 #define _cleanup_xmlfree_ _cleanup_(xmlFreep)
-
-static inline void xmlFreeParserCtxtp(xmlParserCtxt **ctxt) {
-        if (*ctxt)
-                xmlFreeParserCtxt(*ctxt);
-}
 #define _cleanup_xmlparserctxt_free_ _cleanup_(xmlFreeParserCtxtp)
-
-static inline void xmlBufferFreep(xmlBuffer **b) {
-        if (*b)
-                xmlBufferFree(*b);
-}
 #define _cleanup_xmlbuffer_free_ _cleanup_(xmlBufferFreep)
-
-static inline void xmlSaveClosep(xmlSaveCtxt **s) {
-        if (*s)
-                xmlSaveClose(*s);
-}
 #define _cleanup_xmlsave_close_ _cleanup_(xmlSaveClosep)

@@ -183,14 +183,8 @@ int vgpu_choose(int rootfd, int ledgerfd, const Config *c, const char *boot_id, 
                         _cleanup_strv_free_ char **vfs = NULL;
                         PfStat *s;
 
-                        if (n_st == allocated) {
-                                size_t k = allocated ? allocated * 2 : 8;
-                                PfStat *t = reallocarray(st, k, sizeof *t);
-                                if (!t)
-                                        return -ENOMEM;
-                                st = t;
-                                allocated = k;
-                        }
+                        if (array_grow(&st, n_st, &allocated, sizeof *st) < 0)
+                                return -ENOMEM;
                         s = &st[n_st++];
                         *s = (PfStat) { .type = type, .order = order };
                         snprintf(s->pf, sizeof s->pf, "%.12s", *pf);
