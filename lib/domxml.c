@@ -602,36 +602,9 @@ static void copy_attr(const xmlNode *n, const char *name, char *buf, size_t size
         snprintf(buf, size, "%s", v ? (const char *) v : "");
 }
 
-static int parse_tree(Domxml *d) {
-        _cleanup_free_ MetaEntry *entries = NULL;
-        size_t n_entries = 0, entries_allocated = 0, mdevs_allocated = 0, vgpus_allocated = 0;
-        xmlNode *root = xmlDocGetRootElement(d->doc), *name = NULL, *uuid = NULL;
+/* <name> (required) and <uuid> (optional) into d. */
+static int parse_identity(Domxml *d, xmlNode *name, xmlNode *uuid) {
         int r;
-
-        if (!root || !is_element(root, "domain"))
-                return error_set(-EINVAL, "domain XML: the root element is not <domain>");
-
-        for (xmlNode *c = root->children; c; c = c->next) {
-                if (c->type != XML_ELEMENT_NODE || c->ns)
-                        continue;
-                if (is_element(c, "name")) {
-                        if (name)
-                                return error_set(-EINVAL, "domain XML line %ld: a second <name>", node_line(c));
-                        name = c;
-                } else if (is_element(c, "uuid")) {
-                        if (uuid)
-                                return error_set(-EINVAL, "domain XML line %ld: a second <uuid>", node_line(c));
-                        uuid = c;
-                } else if (is_element(c, "devices")) {
-                        r = parse_devices(d, c, &mdevs_allocated, &vgpus_allocated);
-                        if (r < 0)
-                                return r;
-                } else if (is_element(c, "metadata")) {
-                        r = parse_metadata(d, c, &entries, &n_entries, &entries_allocated);
-                        if (r < 0)
-                                return r;
-                }
-        }
 
         if (!name)
                 return error_set(-EINVAL, "domain XML: no <name>");
@@ -650,7 +623,11 @@ static int parse_tree(Domxml *d) {
                         return error_set(-EINVAL, "domain XML line %ld: <uuid> is not a UUID", node_line(uuid));
                 uuid_normalize(buf, d->uuid);
         }
+        return 0;
+}
 
+/* Gives each hostdev what its metadata entry says. */
+static int apply_metadata(Domxml *d, const MetaEntry *entries, size_t n_entries) {
         for (size_t i = 0; i < n_entries; i++) {
                 int k;
                 DomxmlMdev *m;
@@ -688,6 +665,43 @@ static int parse_tree(Domxml *d) {
                 copy_attr(m->meta, "parent", m->parent, sizeof m->parent);
         }
         return 0;
+}
+
+static int parse_tree(Domxml *d) {
+        _cleanup_free_ MetaEntry *entries = NULL;
+        size_t n_entries = 0, entries_allocated = 0, mdevs_allocated = 0, vgpus_allocated = 0;
+        xmlNode *root = xmlDocGetRootElement(d->doc), *name = NULL, *uuid = NULL;
+        int r;
+
+        if (!root || !is_element(root, "domain"))
+                return error_set(-EINVAL, "domain XML: the root element is not <domain>");
+
+        for (xmlNode *c = root->children; c; c = c->next) {
+                if (c->type != XML_ELEMENT_NODE || c->ns)
+                        continue;
+                if (is_element(c, "name")) {
+                        if (name)
+                                return error_set(-EINVAL, "domain XML line %ld: a second <name>", node_line(c));
+                        name = c;
+                } else if (is_element(c, "uuid")) {
+                        if (uuid)
+                                return error_set(-EINVAL, "domain XML line %ld: a second <uuid>", node_line(c));
+                        uuid = c;
+                } else if (is_element(c, "devices")) {
+                        r = parse_devices(d, c, &mdevs_allocated, &vgpus_allocated);
+                        if (r < 0)
+                                return r;
+                } else if (is_element(c, "metadata")) {
+                        r = parse_metadata(d, c, &entries, &n_entries, &entries_allocated);
+                        if (r < 0)
+                                return r;
+                }
+        }
+
+        r = parse_identity(d, name, uuid);
+        if (r < 0)
+                return r;
+        return apply_metadata(d, entries, n_entries);
 }
 
 int domxml_parse(const char *buf, size_t len, Domxml **ret) {

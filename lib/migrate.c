@@ -363,6 +363,68 @@ static int rewrite(HookContext *ctx, const MigrateItem *items) {
         return 0;
 }
 
+/* Read only: every hostdev's type resolved and enabled, and what exists
+ * here with its incoming UUID. */
+static int resolve_all(HookContext *ctx, const Alloc *a, MigrateItem *items) {
+        const Domxml *dom = ctx->dom;
+        int r;
+
+        for (size_t i = 0; i < dom->n_mdevs; i++) {
+                r = resolve_want(ctx, a, &dom->mdevs[i], &items[i].want);
+                if (r < 0)
+                        return r;
+                r = sysfs_mdev_get(ctx->rootfd, dom->mdevs[i].uuid, &items[i].mdev);
+                if (r < 0 && r != -ENOENT)
+                        return error_prefix(r, "cannot look up mdev %s", dom->mdevs[i].uuid);
+                items[i].exists = r >= 0;
+        }
+        return 0;
+}
+
+/* Choice 1 for every hostdev, then 2 or 3 for the rest, and the planned
+ * creations made. */
+static int choose_all(HookContext *ctx, Alloc *a, KeptList *kept, MigrateItem *items) {
+        const Domxml *dom = ctx->dom;
+        int r;
+
+        for (size_t i = 0; i < dom->n_mdevs; i++) {
+                r = same_uuid_usable(a, &items[i]);
+                if (r < 0)
+                        return r;
+                if (r == 0)
+                        continue;
+                r = alloc_claim(a, &items[i].want, &items[i].mdev, LEDGER_INCOMING, &items[i].entry);
+                if (r < 0)
+                        return r;
+                items[i].choice = MIGRATE_SAME;
+                memcpy(items[i].uuid, items[i].mdev.uuid, sizeof items[i].uuid);
+        }
+        for (size_t i = 0; i < dom->n_mdevs; i++) {
+                if (items[i].choice != MIGRATE_UNDECIDED)
+                        continue;
+                r = place_one(ctx, a, kept, items, i);
+                if (r < 0)
+                        return r;
+        }
+        return alloc_run_plans(a);
+}
+
+/* Undoes this call's vGPUs, claims and creations; keeps the reason r. */
+static int rollback(HookContext *ctx, Alloc *a, VgpuPlan *vplan, int r) {
+        ErrorSaved why; /* the rollback may set messages of its own */
+        int k;
+
+        error_save(&why);
+        ctx->rewritten = false;
+        k = vgpu_rollback(ctx, vplan);
+        if (k < 0)
+                log_warning("rollback left something behind: %s", error_get(k));
+        k = alloc_rollback(a);
+        if (k < 0)
+                log_warning("rollback left something behind: %s", error_get(k));
+        return error_restore(r, &why);
+}
+
 int migrate_run(HookContext *ctx, HookOp op) {
         const Domxml *dom = ctx->dom;
         _cleanup_free_ char (*incoming)[UUID_STRING_MAX] = NULL;
@@ -391,45 +453,16 @@ int migrate_run(HookContext *ctx, HookOp op) {
         ctx->probed = NULL;
         ctx->n_probed = 0;
 
-        /* Read only: every type resolved and enabled, what exists here. */
-        for (size_t i = 0; i < dom->n_mdevs; i++) {
+        for (size_t i = 0; i < dom->n_mdevs; i++)
                 memcpy(incoming[i], dom->mdevs[i].uuid, UUID_STRING_MAX);
-                r = resolve_want(ctx, &a, &dom->mdevs[i], &items[i].want);
-                if (r < 0)
-                        goto out;
-                r = sysfs_mdev_get(ctx->rootfd, dom->mdevs[i].uuid, &items[i].mdev);
-                if (r < 0 && r != -ENOENT) {
-                        r = error_prefix(r, "cannot look up mdev %s", dom->mdevs[i].uuid);
-                        goto out;
-                }
-                items[i].exists = r >= 0;
-        }
+        r = resolve_all(ctx, &a, items);
+        if (r < 0)
+                goto out;
 
-        /* Choice 1 for every hostdev, then 2 or 3 for the rest. */
         written = true;
-        for (size_t i = 0; i < dom->n_mdevs; i++) {
-                r = same_uuid_usable(&a, &items[i]);
-                if (r < 0)
-                        goto fail;
-                if (r == 0)
-                        continue;
-                r = alloc_claim(&a, &items[i].want, &items[i].mdev, LEDGER_INCOMING, &items[i].entry);
-                if (r < 0)
-                        goto fail;
-                items[i].choice = MIGRATE_SAME;
-                memcpy(items[i].uuid, items[i].mdev.uuid, sizeof items[i].uuid);
-        }
-        for (size_t i = 0; i < dom->n_mdevs; i++) {
-                if (items[i].choice != MIGRATE_UNDECIDED)
-                        continue;
-                r = place_one(ctx, &a, &kept, items, i);
-                if (r < 0)
-                        goto fail;
-        }
-        r = alloc_run_plans(&a);
+        r = choose_all(ctx, &a, &kept, items);
         if (r < 0)
                 goto fail;
-
         r = rewrite(ctx, items);
         if (r < 0)
                 goto fail;
@@ -449,20 +482,8 @@ int migrate_run(HookContext *ctx, HookOp op) {
         r = 0;
         goto out;
 
-fail: {
-        ErrorSaved why; /* the rollback may set messages of its own */
-        int k;
-
-        error_save(&why);
-        ctx->rewritten = false;
-        k = vgpu_rollback(ctx, &vplan);
-        if (k < 0)
-                log_warning("rollback left something behind: %s", error_get(k));
-        k = alloc_rollback(&a);
-        if (k < 0)
-                log_warning("rollback left something behind: %s", error_get(k));
-        error_restore(r, &why);
-}
+fail:
+        r = rollback(ctx, &a, &vplan, r);
 out:
         vgpu_plan_done(&vplan);
         free(kept.own);
