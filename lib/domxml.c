@@ -10,13 +10,14 @@
  * libxml2 prints nothing; the first error is kept and reported as one line
  * with its line and column.
  *
- * Speed (a 1 MiB migration XML must be parsed, rewritten and written in a few
- * milliseconds): libxml2 checks the whole document, but the tree is built
- * only for what is read here -- <name>, <uuid>, every <devices>/<hostdev>,
- * and <metadata>/<mh:mdevs>/<mh:mdev> -- through SAX callbacks that hand
- * those elements to libxml2's own tree builder (xmlSAX2*) and drop the rest.
- * A full tree of a 1 MiB document is ~20 MiB of small allocations, and
- * faulting that memory in cost more than the parse itself.
+ * Speed (a migration XML of a megabyte is parsed, rewritten and written
+ * on every migration; BENCHMARKS.md has the figures): libxml2 checks the
+ * whole document, but the tree is built only for what is read here --
+ * <name>, <uuid>, every <devices>/<hostdev>, and <metadata>/<mh:mdevs>/
+ * <mh:mdev> -- through SAX callbacks that hand those elements to libxml2's
+ * own tree builder (xmlSAX2*) and drop the rest.
+ * A full tree of such a document is a great many small allocations, and
+ * faulting that memory in costs more than the parse itself.
  *
  * Rewriting therefore does not serialise the tree: the output is the input,
  * byte for byte, with the 36 bytes of each rewritten uuid= value replaced.

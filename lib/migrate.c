@@ -30,7 +30,7 @@
  * call is in place before the first create.
  * Records are written without the fsync of the directory (alloc.c says why);
  * it is fsynced once here, before the commit and before the worker lets the
- * lock go, instead of once per record (16 mdevs: 16 fsyncs fewer).
+ * lock go, instead of once per record.
  * libvirt runs `release` for the guest on the destination when the incoming
  * migration fails, which frees the incoming claims like any other.
  */

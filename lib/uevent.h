@@ -54,8 +54,9 @@ int uevent_classify(const char *action, const char *subsystem, const char *devpa
 
 /* Carries out a classified event against the root dirfd: reads the config
  * only when the event may concern it, waits for the lock at most
- * min(lock_timeout, UEVENT_LOCK_TIMEOUT_MAX) seconds, logs each outcome
- * (log.h; held while the record changes are not yet durable). Returns 0, or -errno (with error_set()) when it could not do
- * its work; the udev helper exits 0 either way. */
+ * min(lock_timeout, UEVENT_LOCK_TIMEOUT_MAX) seconds, and logs each
+ * outcome (log.h; held until the record changes are durable). Returns 0,
+ * or -errno (with error_set()) when it could not do its work; the udev
+ * helper exits 0 either way. */
 #define UEVENT_LOCK_TIMEOUT_MAX 10
 int uevent_handle(int rootfd, const Uevent *ev);
