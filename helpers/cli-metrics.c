@@ -107,7 +107,7 @@ static int count_states(int rootfd, unsigned counts[ELEMENTSOF(states)], struct 
                 r = ledger_list(ledgerfd, &records, &n_records, NULL);
         }
         if (r < 0 && r != -ENOENT)
-                return error_set(r, "cannot read the record in /" LEDGER_DIR ": %s", error_get(r));
+                return error_prefix(r, "cannot read the record in /" LEDGER_DIR);
 
         /* Both lists are sorted by UUID. */
         for (size_t i = 0, j = 0; i < n_mdevs || j < n_records;) {

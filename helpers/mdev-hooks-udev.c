@@ -16,15 +16,8 @@
 #include "uevent.h"
 #include "util.h"
 
-static inline void udev_unrefp(struct udev **u) {
-        if (*u)
-                udev_unref(*u);
-}
-
-static inline void udev_device_unrefp(struct udev_device **d) {
-        if (*d)
-                udev_device_unref(*d);
-}
+DEFINE_POINTER_CLEANUP(struct udev, udev_unref)
+DEFINE_POINTER_CLEANUP(struct udev_device, udev_device_unref)
 
 /* libudev (systemd 252) cuts the strings of environ at '=' in place while it
  * reads the event, which leaves getenv() blind afterwards (MDEV_HOOKS_ROOT,
@@ -45,10 +38,6 @@ static struct udev_device *device_from_environment(struct udev *udev, char ***re
         environ = saved;
         *ret_copy = steal_pointer(&copy);
         return dev;
-}
-
-static void log_line(int level, const char *message) {
-        log_msg(level, "%s", message);
 }
 
 int main(int argc, char **argv) {
@@ -107,7 +96,7 @@ int main(int argc, char **argv) {
         log_set_subject(ev.name);
         r = root_open(&rootfd);
         if (r >= 0)
-                r = uevent_handle(rootfd, &ev, log_line);
+                r = uevent_handle(rootfd, &ev);
         if (r < 0)
                 log_error("%s event not handled: %s", uevent_kind_to_string(ev.kind), error_get(r));
         log_close();

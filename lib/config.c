@@ -105,39 +105,9 @@ typedef struct Parser {
         Config *config;           /* [hooks] and [sriov] go straight in */
 } Parser;
 
-static const char * const release_table[] = {
-        [CONFIG_RELEASE_REMOVE] = "remove",
-        [CONFIG_RELEASE_KEEP] = "keep",
-};
-
-static const char * const placement_table[] = {
-        [CONFIG_PLACEMENT_PACK] = "pack",
-        [CONFIG_PLACEMENT_SPREAD] = "spread",
-};
-
-static const char * const recreate_table[] = {
-        [CONFIG_RECREATE_LAZY] = "lazy",
-        [CONFIG_RECREATE_EAGER] = "eager",
-};
-
-const char *config_release_to_string(ConfigRelease r) {
-        return (unsigned) r < ELEMENTSOF(release_table) ? release_table[r] : NULL;
-}
-
-const char *config_placement_to_string(ConfigPlacement p) {
-        return (unsigned) p < ELEMENTSOF(placement_table) ? placement_table[p] : NULL;
-}
-
-const char *config_recreate_to_string(ConfigRecreate r) {
-        return (unsigned) r < ELEMENTSOF(recreate_table) ? recreate_table[r] : NULL;
-}
-
-static int table_lookup(const char * const *table, size_t n, const char *s) {
-        for (size_t i = 0; i < n; i++)
-                if (streq(table[i], s))
-                        return (int) i;
-        return -EINVAL;
-}
+ENUM_IMPL(config_release, ConfigRelease, _CONFIG_RELEASE_MAX, "remove", "keep");
+ENUM_IMPL(config_placement, ConfigPlacement, _CONFIG_PLACEMENT_MAX, "pack", "spread");
+ENUM_IMPL(config_recreate, ConfigRecreate, _CONFIG_RECREATE_MAX, "lazy", "eager");
 
 /* --- errors ------------------------------------------------------------ */
 
@@ -384,7 +354,6 @@ static void handle_type(Parser *p, const char *key, const char *value) {
 static void handle_hooks(Parser *p, const char *key, const char *value) {
         Config *c = p->config;
         unsigned u;
-        int i;
 
         if (!streq(key, "release") && !streq(key, "placement") && !streq(key, "recreate") &&
             !streq(key, "lock_timeout") && !streq(key, "parent_wait")) {
@@ -397,23 +366,23 @@ static void handle_hooks(Parser *p, const char *key, const char *value) {
                 return;
         }
         if (streq(key, "release")) {
-                i = table_lookup(release_table, ELEMENTSOF(release_table), value);
-                if (i < 0)
+                ConfigRelease v = config_release_from_string(value);
+                if (v < 0)
                         parser_error(p, p->line, "release must be remove or keep, not '%s'", value);
                 else
-                        c->release = (ConfigRelease) i;
+                        c->release = v;
         } else if (streq(key, "placement")) {
-                i = table_lookup(placement_table, ELEMENTSOF(placement_table), value);
-                if (i < 0)
+                ConfigPlacement v = config_placement_from_string(value);
+                if (v < 0)
                         parser_error(p, p->line, "placement must be pack or spread, not '%s'", value);
                 else
-                        c->placement = (ConfigPlacement) i;
+                        c->placement = v;
         } else if (streq(key, "recreate")) {
-                i = table_lookup(recreate_table, ELEMENTSOF(recreate_table), value);
-                if (i < 0)
+                ConfigRecreate v = config_recreate_from_string(value);
+                if (v < 0)
                         parser_error(p, p->line, "recreate must be lazy or eager, not '%s'", value);
                 else
-                        c->recreate = (ConfigRecreate) i;
+                        c->recreate = v;
         } else {
                 if (safe_atou(value, &u) < 0)
                         parser_error(p, p->line, "%s must be a number of seconds, not '%s'", key, value);
@@ -622,14 +591,29 @@ static char *value_like_inih(const char *raw) {
         return strndup(v, (size_t) (e - v));
 }
 
-static char *config_reader(char *str, int num, void *stream) {
-        Parser *p = stream;
-        ssize_t n;
-        char *line, *s, *end;
-        bool fits;
+/* What config_reader() hands inih for a line: the line itself, or a
+ * comment for a line it refused (inih then keeps its state). */
+static char *reader_pass(char *str, int num, const char *line) {
+        snprintf(str, (size_t) num, "%s\n", line);
+        return str;
+}
 
-        n = getline(&p->buf, &p->buf_size, p->f);
-        if (n < 0)
+static char *reader_comment(char *str, int num) {
+        snprintf(str, (size_t) num, ";\n");
+        return str;
+}
+
+static char *reader_nomem(Parser *p, char *str, int num) {
+        parser_error(p, p->line, "out of memory");
+        return reader_comment(str, num);
+}
+
+/* The next line of the file, without its newline (and the BOM on line 1);
+ * NULL at the end. */
+static char *reader_next_line(Parser *p) {
+        char *line, *end;
+
+        if (getline(&p->buf, &p->buf_size, p->f) < 0)
                 return NULL;
         p->line++;
         p->continuation = false;
@@ -638,94 +622,101 @@ static char *config_reader(char *str, int num, void *stream) {
         line = p->buf;
         if (p->line == 1 && strncmp(line, "\xEF\xBB\xBF", 3) == 0)
                 line += 3;
-
-        s = line;
-        end = s + strlen(s);
-        while (end > s && (end[-1] == '\n' || end[-1] == '\r'))
+        end = line + strlen(line);
+        while (end > line && (end[-1] == '\n' || end[-1] == '\r'))
                 end--;
         *end = '\0';
+        return line;
+}
+
+/* "[name]" at s: the section is handled here; inih sees a header. */
+static char *reader_header(Parser *p, char *s, char *str, int num) {
+        char *close = strchr(s, ']');
+        char *rest;
+
+        if (!close) {
+                parser_error(p, p->line, "section header without ']'");
+                p->kind = SECTION_INVALID;
+                free(p->last_key);
+                p->last_key = NULL;
+                return reader_comment(str, num);
+        }
+        rest = close + 1;
+        while (isspace((unsigned char) *rest))
+                rest++;
+        if (*rest && *rest != ';' && *rest != '#')
+                parser_error(p, p->line, "text after the section header: '%s'", rest);
+        {
+                _cleanup_free_ char *name = strndup(s + 1, (size_t) (close - s - 1));
+                if (name)
+                        parser_section(p, strip(name));
+        }
+        /* inih resets its previous key at a header; keep it seeing one. */
+        snprintf(str, (size_t) num, "[section]\n");
+        return str;
+}
+
+/* "key = value" at s (line is the whole line). */
+static char *reader_key(Parser *p, char *line, char *s, bool fits, char *str, int num) {
+        char *eq, *delim;
+
+        if (!strpbrk(s, "=:")) {
+                parser_error(p, p->line, "expected 'key = value', '[section]' or a comment");
+                return reader_comment(str, num);
+        }
+        eq = strchr(s, '=');
+        if (eq)
+                for (char *c = s; c < eq; c++)
+                        if (*c == ':')
+                                *c = COLON_PLACEHOLDER;
+        if (fits)
+                return reader_pass(str, num, line);
+        /* inih splits at the first '=' or ':' */
+        delim = strpbrk(s, "=:");
+        if (delim - line > num - 6) {
+                parser_error(p, p->line, "key longer than %d characters", num - 6);
+                p->last_key_bad = true;
+                return reader_comment(str, num);
+        }
+        p->long_value = value_like_inih(delim + 1);
+        if (!p->long_value)
+                return reader_nomem(p, str, num);
+        snprintf(str, (size_t) num, "%.*s= -\n", (int) (delim - line), line);
+        return str;
+}
+
+/* inih's reader: hands it each line, or a stand-in where inih would get the
+ * line wrong (too long for its buffer, a ':' in a key, a bad header). */
+static char *config_reader(char *str, int num, void *stream) {
+        Parser *p = stream;
+        char *line, *s;
+        bool fits;
+
+        line = reader_next_line(p);
+        if (!line)
+                return NULL;
         /* inih needs room for "\r\n\0" after the text. */
-        fits = end - line <= num - 3;
+        fits = (long) strlen(line) <= num - 3;
 
         s = line;
         while (isspace((unsigned char) *s))
                 s++;
-        if (!*s || *s == ';' || *s == '#') {
-                if (!fits)
-                        goto comment;
-                goto pass;
-        }
+        if (!*s || *s == ';' || *s == '#')
+                return fits ? reader_pass(str, num, line) : reader_comment(str, num);
         if (s > line && p->last_key) {
                 /* inih hands this to the handler under the previous key. */
                 p->continuation = true;
                 if (fits)
-                        goto pass;
+                        return reader_pass(str, num, line);
                 p->long_value = strdup(s);
                 if (!p->long_value)
-                        goto nomem;
+                        return reader_nomem(p, str, num);
                 snprintf(str, (size_t) num, " -\n");
                 return str;
         }
-        if (*s == '[') {
-                char *close = strchr(s, ']');
-                char *rest;
-
-                if (!close) {
-                        parser_error(p, p->line, "section header without ']'");
-                        p->kind = SECTION_INVALID;
-                        free(p->last_key);
-                        p->last_key = NULL;
-                        goto comment;
-                }
-                rest = close + 1;
-                while (isspace((unsigned char) *rest))
-                        rest++;
-                if (*rest && *rest != ';' && *rest != '#')
-                        parser_error(p, p->line, "text after the section header: '%s'", rest);
-                {
-                        _cleanup_free_ char *name = strndup(s + 1, (size_t) (close - s - 1));
-                        if (name)
-                                parser_section(p, strip(name));
-                }
-                /* inih resets its previous key at a header; keep it seeing one. */
-                snprintf(str, (size_t) num, "[section]\n");
-                return str;
-        }
-        if (!strpbrk(s, "=:")) {
-                parser_error(p, p->line, "expected 'key = value', '[section]' or a comment");
-                goto comment;
-        }
-        {
-                char *eq = strchr(s, '=');
-                if (eq)
-                        for (char *c = s; c < eq; c++)
-                                if (*c == ':')
-                                        *c = COLON_PLACEHOLDER;
-        }
-        if (!fits) {
-                /* inih splits at the first '=' or ':' */
-                char *delim = strpbrk(s, "=:");
-
-                if (delim - line > num - 6) {
-                        parser_error(p, p->line, "key longer than %d characters", num - 6);
-                        p->last_key_bad = true;
-                        goto comment;
-                }
-                p->long_value = value_like_inih(delim + 1);
-                if (!p->long_value)
-                        goto nomem;
-                snprintf(str, (size_t) num, "%.*s= -\n", (int) (delim - line), line);
-                return str;
-        }
-pass:
-        snprintf(str, (size_t) num, "%s\n", line);
-        return str;
-nomem:
-        parser_error(p, p->line, "out of memory");
-comment:
-        /* A line we refused: inih sees a comment and keeps its state. */
-        snprintf(str, (size_t) num, ";\n");
-        return str;
+        if (*s == '[')
+                return reader_header(p, s, str, num);
+        return reader_key(p, line, s, fits, str, num);
 }
 
 /* --- after the whole file: cross-checks ------------------------------ */
@@ -943,6 +934,7 @@ static int parser_finish(Parser *p) {
 /* --- loading ----------------------------------------------------------- */
 
 static void parser_done(Parser *p) {
+        fclosep(&p->f);
         free(p->buf);
         free(p->long_value);
         free(p->last_key);
@@ -1025,10 +1017,46 @@ static int config_check_file(int fd, const char *path, char ***ret_errors) {
         return 0;
 }
 
-int config_load(int rootfd, const char *path, Config **ret, char ***ret_errors) {
-        const char *shown = path ? path : CONFIG_DEFAULT_DISPLAY;
+/* The file's errors, sorted by line: the first (and how many more) as the
+ * error message, all of them as *ret_errors (may be NULL). -EINVAL. */
+static int parser_report(Parser *p, char ***ret_errors) {
+        _cleanup_strv_free_ char **lines = NULL;
+
+        qsort(p->errors, p->n_errors, sizeof *p->errors, cmp_error);
+        for (size_t i = 0; i < p->n_errors; i++)
+                if (strv_consume(&lines, strdup_printf("%s:%u: %s", p->path, p->errors[i].line, p->errors[i].msg)) < 0)
+                        return -ENOMEM;
+        if (p->n_errors > 1)
+                error_set(-EINVAL, "%s (and %zu more errors; run mdev-hooks check-config)", lines[0], p->n_errors - 1);
+        else
+                error_set(-EINVAL, "%s", lines[0]);
+        if (ret_errors)
+                *ret_errors = steal_pointer(&lines);
+        return -EINVAL;
+}
+
+/* Parses the file on p->f (taken from fd) line by line, then cross-checks
+ * the whole. The errors of the text are in p->errors; <0 only when it could
+ * not be read. */
+static int parser_run(Parser *p, char ***ret_errors) {
+        int r;
+
+        r = ini_parse_stream(config_reader, p, config_handler, p);
+        if (ferror(p->f))
+                return config_fail(-EIO, p->path, ret_errors, "read error");
+        fclosep(&p->f);
+        p->f = NULL;
+        if (r > 0 && !parser_has_error_at(p, (unsigned) r))
+                parser_error(p, (unsigned) r, "syntax error");
+        else if (r < 0)
+                return config_fail(-ENOMEM, p->path, ret_errors, "out of memory");
+        return parser_finish(p);
+}
+
+/* Opens the config (path, or the default under the root) and checks who may
+ * write it. 0 and *ret_fd = -1 when the default is missing. */
+static int config_open(int rootfd, const char *path, const char *shown, int *ret_fd, char ***ret_errors) {
         _cleanup_close_ int fd = -1;
-        Parser p = { .path = shown };
         int r;
 
         if (path)
@@ -1038,12 +1066,7 @@ int config_load(int rootfd, const char *path, Config **ret, char ***ret_errors) 
         if (fd < 0) {
                 r = -errno;
                 if (!path && r == -ENOENT) {
-                        /* No config: no types enabled, defaults for the rest. */
-                        Config *c = config_new(shown);
-                        if (!c)
-                                return -ENOMEM;
-                        c->missing = true;
-                        *ret = c;
+                        *ret_fd = -1;
                         return 0;
                 }
                 return config_fail(r, shown, ret_errors, "cannot open: %s", strerror(-r));
@@ -1051,60 +1074,42 @@ int config_load(int rootfd, const char *path, Config **ret, char ***ret_errors) 
         r = config_check_file(fd, shown, ret_errors);
         if (r < 0)
                 return r;
+        *ret_fd = steal_fd(&fd);
+        return 0;
+}
 
+int config_load(int rootfd, const char *path, Config **ret, char ***ret_errors) {
+        const char *shown = path ? path : CONFIG_DEFAULT_DISPLAY;
+        _cleanup_close_ int fd = -1;
+        _cleanup_(parser_done) Parser p = { .path = shown };
+        int r;
+
+        r = config_open(rootfd, path, shown, &fd, ret_errors);
+        if (r < 0)
+                return r;
         p.config = config_new(shown);
         if (!p.config)
                 return -ENOMEM;
+        if (fd < 0) {
+                /* No config: no types enabled, defaults for the rest. */
+                p.config->missing = true;
+                *ret = steal_pointer(&p.config);
+                return 0;
+        }
+
         p.f = fdopen(fd, "re");
         if (!p.f) {
                 r = -errno;
-                parser_done(&p);
                 return config_fail(r, shown, ret_errors, "cannot read: %s", strerror(-r));
         }
         fd = -1; /* owned by p.f now */
-
-        r = ini_parse_stream(config_reader, &p, config_handler, &p);
-        if (ferror(p.f)) {
-                fclose(p.f);
-                parser_done(&p);
-                return config_fail(-EIO, shown, ret_errors, "read error");
-        }
-        fclose(p.f);
-        p.f = NULL;
-        if (r > 0 && !parser_has_error_at(&p, (unsigned) r))
-                parser_error(&p, (unsigned) r, "syntax error");
-        else if (r < 0) {
-                parser_done(&p);
-                return config_fail(-ENOMEM, shown, ret_errors, "out of memory");
-        }
-
-        r = parser_finish(&p);
-        if (r < 0) {
-                parser_done(&p);
+        r = parser_run(&p, ret_errors);
+        if (r < 0)
                 return r;
-        }
-
-        if (p.n_errors > 0) {
-                _cleanup_strv_free_ char **lines = NULL;
-
-                qsort(p.errors, p.n_errors, sizeof *p.errors, cmp_error);
-                for (size_t i = 0; i < p.n_errors; i++)
-                        if (strv_consume(&lines, strdup_printf("%s:%u: %s", shown, p.errors[i].line, p.errors[i].msg)) < 0) {
-                                parser_done(&p);
-                                return -ENOMEM;
-                        }
-                if (p.n_errors > 1)
-                        error_set(-EINVAL, "%s (and %zu more errors; run mdev-hooks check-config)", lines[0], p.n_errors - 1);
-                else
-                        error_set(-EINVAL, "%s", lines[0]);
-                if (ret_errors)
-                        *ret_errors = steal_pointer(&lines);
-                parser_done(&p);
-                return -EINVAL;
-        }
+        if (p.n_errors > 0)
+                return parser_report(&p, ret_errors);
 
         *ret = steal_pointer(&p.config);
-        parser_done(&p);
         return 0;
 }
 
@@ -1140,16 +1145,14 @@ bool config_parent_is_listed(const Config *c, const char *parent) {
 }
 
 void config_enabled_types_string(const Config *c, char *buf, size_t size) {
-        size_t o = 0;
+        _cleanup_free_ char **names = calloc(c->n_types + 1, sizeof *names);
+        _cleanup_free_ char *joined = NULL;
 
-        buf[0] = '\0';
-        for (size_t i = 0; i < c->n_types; i++) {
-                int n = snprintf(buf + o, size - o, "%s%s", i ? ", " : "", c->types[i].name);
-                if (n < 0 || (size_t) n >= size - o)
-                        break;
-                o += (size_t) n;
-        }
-        if (o == 0) {
+        for (size_t i = 0; names && i < c->n_types; i++)
+                names[i] = c->types[i].name;
+        joined = names ? strv_join(names, ", ") : NULL;
+        snprintf(buf, size, "%s", strempty(joined));
+        if (c->n_types == 0) {
                 /* Name the file to write: the refusal is all an operator sees. */
                 const char *root = getenv("MDEV_HOOKS_ROOT");
                 bool rooted = root && *root && !streq(root, "/") && c->path[0] == '/' && streq(c->path, CONFIG_DEFAULT_DISPLAY);

@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "enumtable.h"
 #include "util.h"
 
 #define CONFIG_DEFAULT_PATH "etc/mdev-hooks/mdev-hooks.conf" /* under the root */
@@ -19,16 +20,22 @@
 typedef enum ConfigRelease {
         CONFIG_RELEASE_REMOVE, /* default */
         CONFIG_RELEASE_KEEP,
+        _CONFIG_RELEASE_MAX,
+        _CONFIG_RELEASE_INVALID = -EINVAL,
 } ConfigRelease;
 
 typedef enum ConfigPlacement {
         CONFIG_PLACEMENT_PACK, /* default */
         CONFIG_PLACEMENT_SPREAD,
+        _CONFIG_PLACEMENT_MAX,
+        _CONFIG_PLACEMENT_INVALID = -EINVAL,
 } ConfigPlacement;
 
 typedef enum ConfigRecreate {
         CONFIG_RECREATE_LAZY, /* default */
         CONFIG_RECREATE_EAGER,
+        _CONFIG_RECREATE_MAX,
+        _CONFIG_RECREATE_INVALID = -EINVAL,
 } ConfigRecreate;
 
 typedef struct ConfigType {
@@ -108,7 +115,7 @@ bool config_parent_is_listed(const Config *c, const char *parent);
 void config_enabled_types_string(const Config *c, char *buf, size_t size);
 
 /* Strings for the enums, for messages and JSON. */
-const char *config_release_to_string(ConfigRelease r);
-const char *config_placement_to_string(ConfigPlacement p);
-const char *config_recreate_to_string(ConfigRecreate r);
+ENUM_DECL(config_release, ConfigRelease);
+ENUM_DECL(config_placement, ConfigPlacement);
+ENUM_DECL(config_recreate, ConfigRecreate);
 

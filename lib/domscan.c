@@ -9,6 +9,7 @@
 
 #include "domscan.h"
 #include "macro.h"
+#include "util.h"
 
 static bool is_space(char c) {
         return c == ' ' || c == '\t' || c == '\n' || c == '\r';
@@ -155,12 +156,9 @@ static int scan_rest(int fd, const char *buf, size_t len, size_t keep, bool foun
 
                 if (found)
                         carry = 0; /* only draining now */
-                n = read(fd, win + carry, SCAN_WINDOW - carry);
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
+                n = read_eintr(fd, win + carry, SCAN_WINDOW - carry);
+                if (n < 0)
+                        return (int) n;
                 if (n == 0)
                         return found; /* a tag unfinished at the end: malformed, not an mdev */
                 if (found)
@@ -178,39 +176,13 @@ static int scan_rest(int fd, const char *buf, size_t len, size_t keep, bool foun
 }
 
 int domscan_read_all(int fd, size_t max, char **ret_buf, size_t *ret_len, bool *ret_may_hold) {
-        size_t size = 16384, len = 0, keep;
+        size_t len, keep;
         _cleanup_free_ char *buf = NULL;
         int r;
 
-        if (max >= SIZE_MAX - 2)
-                return -EINVAL;
-        buf = malloc(size);
-        if (!buf)
-                return -ENOMEM;
-        /* At most max + 1 bytes in buf: one more than max says "larger". */
-        while (len <= max) {
-                ssize_t n;
-
-                if (len + 1 >= size) {
-                        size_t k = size * 2 > max + 2 ? max + 2 : size * 2;
-                        char *t = realloc(buf, k);
-
-                        if (!t)
-                                return -ENOMEM;
-                        buf = t;
-                        size = k;
-                }
-                n = read(fd, buf + len, size - len - 1);
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
-                if (n == 0)
-                        break;
-                len += (size_t) n;
-        }
-        buf[len] = '\0';
+        r = read_fd_upto(fd, max, &buf, &len);
+        if (r < 0)
+                return r;
         if (len <= max) {
                 *ret_may_hold = domscan_has_mdev(buf, len) || domscan_has_vgpu(buf, len);
                 *ret_buf = steal_pointer(&buf);

@@ -10,13 +10,14 @@
  * libxml2 prints nothing; the first error is kept and reported as one line
  * with its line and column.
  *
- * Speed (a 1 MiB migration XML must be parsed, rewritten and written in a few
- * milliseconds): libxml2 checks the whole document, but the tree is built
- * only for what is read here -- <name>, <uuid>, every <devices>/<hostdev>,
- * and <metadata>/<mh:mdevs>/<mh:mdev> -- through SAX callbacks that hand
- * those elements to libxml2's own tree builder (xmlSAX2*) and drop the rest.
- * A full tree of a 1 MiB document is ~20 MiB of small allocations, and
- * faulting that memory in cost more than the parse itself.
+ * Speed (a migration XML of a megabyte is parsed, rewritten and written
+ * on every migration; BENCHMARKS.md has the figures): libxml2 checks the
+ * whole document, but the tree is built only for what is read here --
+ * <name>, <uuid>, every <devices>/<hostdev>, and <metadata>/<mh:mdevs>/
+ * <mh:mdev> -- through SAX callbacks that hand those elements to libxml2's
+ * own tree builder (xmlSAX2*) and drop the rest.
+ * A full tree of such a document is a great many small allocations, and
+ * faulting that memory in costs more than the parse itself.
  *
  * Rewriting therefore does not serialise the tree: the output is the input,
  * byte for byte, with the 36 bytes of each rewritten uuid= value replaced.
@@ -39,6 +40,7 @@
 #include <libxml/xmlsave.h>
 
 #include "domxml.h"
+#include "pciaddr.h"
 
 /* Far more than any guest has (NVIDIA allows 16 vGPUs in one VM), few
  * enough that the checks for duplicates, which compare every pair, stay
@@ -209,20 +211,13 @@ static void sax_start_element(void *userdata, const xmlChar *localname, const xm
                 return;
         for (int i = 0; i < nb_attributes; i++) {
                 const xmlChar **a = attributes + 5 * i;
-                UuidPos *p;
 
                 if (a[2] || !xmlStrEqual(a[0], BAD_CAST "uuid"))
                         continue;
-                if (st->n_pos == st->allocated_pos) {
-                        size_t n = st->allocated_pos ? st->allocated_pos * 2 : 16;
-                        p = reallocarray(st->pos, n, sizeof *p);
-                        if (!p) {
-                                st->oom = true;
-                                xmlStopParser(ctxt);
-                                return;
-                        }
-                        st->pos = p;
-                        st->allocated_pos = n;
+                if (array_grow(&st->pos, st->n_pos, &st->allocated_pos, sizeof *st->pos) < 0) {
+                        st->oom = true;
+                        xmlStopParser(ctxt);
+                        return;
                 }
                 st->pos[st->n_pos++] = (UuidPos) {
                         .node = ctxt->node,
@@ -289,8 +284,8 @@ static void sax_reference(void *userdata, const xmlChar *name) {
 /* Parses buf with the hardening above; partial: build only what is read
  * here and note where uuid= values lie. */
 static int parse_doc(const char *buf, size_t len, bool partial, ParseState *st, xmlDoc **ret) {
-        xmlParserCtxt *ctxt;
-        xmlDoc *doc;
+        _cleanup_xmlparserctxt_free_ xmlParserCtxt *ctxt = NULL;
+        _cleanup_xmldoc_free_ xmlDoc *doc = NULL;
 
         ctxt = xmlNewParserCtxt();
         if (!ctxt)
@@ -312,28 +307,19 @@ static int parse_doc(const char *buf, size_t len, bool partial, ParseState *st, 
                 ctxt->sax->reference = sax_reference;
         }
         doc = xmlCtxtReadMemory(ctxt, buf, (int) len, "domain.xml", NULL, PARSE_OPTIONS);
-        xmlFreeParserCtxt(ctxt);
 
-        if (st->oom) {
-                if (doc)
-                        xmlFreeDoc(doc);
+        if (st->oom)
                 return -ENOMEM;
-        }
-        if (st->doctype || (doc && (doc->intSubset || doc->extSubset))) {
-                if (doc)
-                        xmlFreeDoc(doc);
+        if (st->doctype || (doc && (doc->intSubset || doc->extSubset)))
                 return error_set(-EINVAL, "domain XML has a <!DOCTYPE>, which libvirt never sends; refusing it "
                                  "(no DTDs or entity declarations are accepted)");
-        }
         if (st->have_error || !doc) {
-                if (doc)
-                        xmlFreeDoc(doc);
                 if (!st->have_error)
                         return error_set(-EBADMSG, "malformed domain XML");
                 return error_set(-EBADMSG, "malformed domain XML at line %d, column %d: %s",
                                  st->line, st->column, st->message);
         }
-        *ret = doc;
+        *ret = steal_pointer(&doc);
         return 0;
 }
 
@@ -355,12 +341,6 @@ static bool is_mh_element(const xmlNode *n, const char *name) {
                xmlStrEqual(n->ns->href, BAD_CAST DOMXML_NAMESPACE) &&
                xmlStrEqual(n->name, BAD_CAST name);
 }
-
-static void xmlfreep(xmlChar **p) {
-        if (*p)
-                xmlFree(*p);
-}
-#define _cleanup_xmlfree_ _cleanup_(xmlfreep)
 
 /* The value of an attribute without namespace (NULL if absent), as
  * libxml2 decoded it: character references resolved. */
@@ -414,19 +394,22 @@ static int element_text(const xmlNode *n, char *buf, size_t size) {
         return 0;
 }
 
+/* The hostdev's <source><address>, NULL if it has none. */
+static xmlNode *source_address(const xmlNode *hostdev) {
+        for (xmlNode *s = hostdev->children; s; s = s->next)
+                if (is_element(s, "source"))
+                        for (xmlNode *a = s->children; a; a = a->next)
+                                if (is_element(a, "address"))
+                                        return a;
+        return NULL;
+}
+
 static int add_mdev(Domxml *d, size_t *allocated, xmlNode *hostdev) {
         _cleanup_xmlfree_ xmlChar *uuid_attr = NULL;
-        xmlNode *address = NULL;
+        xmlNode *address = source_address(hostdev);
         const char *uuid;
         DomxmlMdev *m;
 
-        for (xmlNode *s = hostdev->children; s && !address; s = s->next)
-                if (is_element(s, "source"))
-                        for (xmlNode *a = s->children; a; a = a->next)
-                                if (is_element(a, "address")) {
-                                        address = a;
-                                        break;
-                                }
         if (!address)
                 return error_set(-EINVAL, "domain XML line %ld: mdev hostdev without <source><address uuid='...'/>",
                                  node_line(hostdev));
@@ -442,14 +425,8 @@ static int add_mdev(Domxml *d, size_t *allocated, xmlNode *hostdev) {
         if (d->n_mdevs >= MAX_MDEVS)
                 return error_set(-EINVAL, "domain XML line %ld: more than %u mdev hostdevs, refusing it",
                                  node_line(hostdev), MAX_MDEVS);
-        if (d->n_mdevs == *allocated) {
-                size_t n = *allocated ? *allocated * 2 : 4;
-                DomxmlMdev *p = reallocarray(d->mdevs, n, sizeof *p);
-                if (!p)
-                        return -ENOMEM;
-                d->mdevs = p;
-                *allocated = n;
-        }
+        if (array_grow(&d->mdevs, d->n_mdevs, allocated, sizeof *d->mdevs) < 0)
+                return -ENOMEM;
         m = &d->mdevs[d->n_mdevs];
         *m = (DomxmlMdev) { .address = address };
         uuid_normalize(uuid, m->uuid);
@@ -485,16 +462,9 @@ static int pci_part(const xmlNode *address, const char *name, unsigned long max,
 static int add_vgpu(Domxml *d, size_t *allocated, xmlNode *hostdev) {
         _cleanup_xmlfree_ xmlChar *managed = attr_get(hostdev, "managed");
         unsigned long dom, bus, slot, fn;
-        xmlNode *address = NULL;
+        xmlNode *address = source_address(hostdev);
         DomxmlVgpu *v;
 
-        for (xmlNode *s = hostdev->children; s && !address; s = s->next)
-                if (is_element(s, "source"))
-                        for (xmlNode *a = s->children; a; a = a->next)
-                                if (is_element(a, "address")) {
-                                        address = a;
-                                        break;
-                                }
         if (!address)
                 return 0; /* not a device by address (libvirt would refuse it): not ours */
         if (pci_part(address, "domain", 0xffff, &dom) < 0 || pci_part(address, "bus", 0xff, &bus) < 0 ||
@@ -504,14 +474,8 @@ static int add_vgpu(Domxml *d, size_t *allocated, xmlNode *hostdev) {
         if (d->n_vgpus >= MAX_MDEVS)
                 return error_set(-EINVAL, "domain XML line %ld: more than %u PCI hostdevs, refusing it",
                                  node_line(hostdev), MAX_MDEVS);
-        if (d->n_vgpus == *allocated) {
-                size_t n = *allocated ? *allocated * 2 : 4;
-                DomxmlVgpu *p = reallocarray(d->vgpus, n, sizeof *p);
-                if (!p)
-                        return -ENOMEM;
-                d->vgpus = p;
-                *allocated = n;
-        }
+        if (array_grow(&d->vgpus, d->n_vgpus, allocated, sizeof *d->vgpus) < 0)
+                return -ENOMEM;
         v = &d->vgpus[d->n_vgpus];
         *v = (DomxmlVgpu) { .address = address, .managed = !streq_ptr((const char *) managed, "no") };
         snprintf(v->pci, sizeof v->pci, "%04lx:%02lx:%02lx.%lx", dom, bus, slot, fn);
@@ -557,18 +521,10 @@ typedef struct MetaEntry {
 /* <mh:vgpu pci= type= class=>. */
 static int parse_vgpu_entry(xmlNode *e, MetaEntry *ret) {
         _cleanup_xmlfree_ xmlChar *pci = attr_get(e, "pci"), *type = attr_get(e, "type"), *cls = attr_get(e, "class");
-        char a[16];
-        unsigned long dom, bus, slot, fn;
 
-        if (!pci || strlen((const char *) pci) != 12 ||
-            sscanf((const char *) pci, "%4lx:%2lx:%2lx.%1lx", &dom, &bus, &slot, &fn) != 4 || slot > 0x1f || fn > 7)
+        if (!pci_address_is_valid((const char *) pci))
                 return error_set(-EINVAL, "domain XML line %ld: metadata <vgpu> pci '%s' is not a PCI address such as 0000:41:00.4",
                                  node_line(e), show((const char *) pci, (char[SHOW_MAX]) { 0 }));
-        for (const char *c = (const char *) pci; *c; c++)
-                if (!isxdigit((unsigned char) *c) && *c != ':' && *c != '.')
-                        return error_set(-EINVAL, "domain XML line %ld: metadata <vgpu> pci '%s' is not a PCI address such as 0000:41:00.4",
-                                         node_line(e), show((const char *) pci, (char[SHOW_MAX]) { 0 }));
-        snprintf(a, sizeof a, "%04lx:%02lx:%02lx.%lx", dom, bus, slot, fn);
         if (type && !name_is_valid((const char *) type))
                 return error_set(-EINVAL, "domain XML line %ld: metadata <vgpu> type '%s' is not a valid name "
                                  "(letters, digits and ._:+- only)", node_line(e), show((const char *) type, (char[SHOW_MAX]) { 0 }));
@@ -577,7 +533,8 @@ static int parse_vgpu_entry(xmlNode *e, MetaEntry *ret) {
                                  node_line(e), show((const char *) cls, (char[SHOW_MAX]) { 0 }));
         ret->node = e;
         ret->vgpu = true;
-        snprintf(ret->uuid, sizeof ret->uuid, "%s", a);
+        for (size_t i = 0; pci[i]; i++) /* as sysfs names it: lower case */
+                ret->uuid[i] = (char) tolower(pci[i]);
         return 0;
 }
 
@@ -622,14 +579,8 @@ static int parse_metadata(Domxml *d, xmlNode *metadata, MetaEntry **entries, siz
                         if (*n >= MAX_META_ENTRIES)
                                 return error_set(-EINVAL, "domain XML line %ld: more than %u metadata <mdev> entries, refusing it",
                                                  node_line(e), MAX_META_ENTRIES);
-                        if (*n == *allocated) {
-                                size_t k = *allocated ? *allocated * 2 : 4;
-                                MetaEntry *p = reallocarray(*entries, k, sizeof *p);
-                                if (!p)
-                                        return -ENOMEM;
-                                *entries = p;
-                                *allocated = k;
-                        }
+                        if (array_grow(entries, *n, allocated, sizeof **entries) < 0)
+                                return -ENOMEM;
                         (*entries)[*n] = (MetaEntry) { 0 };
                         r = is_mh_element(e, "vgpu") ? parse_vgpu_entry(e, &(*entries)[*n])
                                                      : parse_meta_entry(e, &(*entries)[*n]);
@@ -652,36 +603,9 @@ static void copy_attr(const xmlNode *n, const char *name, char *buf, size_t size
         snprintf(buf, size, "%s", v ? (const char *) v : "");
 }
 
-static int parse_tree(Domxml *d) {
-        _cleanup_free_ MetaEntry *entries = NULL;
-        size_t n_entries = 0, entries_allocated = 0, mdevs_allocated = 0, vgpus_allocated = 0;
-        xmlNode *root = xmlDocGetRootElement(d->doc), *name = NULL, *uuid = NULL;
+/* <name> (required) and <uuid> (optional) into d. */
+static int parse_identity(Domxml *d, xmlNode *name, xmlNode *uuid) {
         int r;
-
-        if (!root || !is_element(root, "domain"))
-                return error_set(-EINVAL, "domain XML: the root element is not <domain>");
-
-        for (xmlNode *c = root->children; c; c = c->next) {
-                if (c->type != XML_ELEMENT_NODE || c->ns)
-                        continue;
-                if (is_element(c, "name")) {
-                        if (name)
-                                return error_set(-EINVAL, "domain XML line %ld: a second <name>", node_line(c));
-                        name = c;
-                } else if (is_element(c, "uuid")) {
-                        if (uuid)
-                                return error_set(-EINVAL, "domain XML line %ld: a second <uuid>", node_line(c));
-                        uuid = c;
-                } else if (is_element(c, "devices")) {
-                        r = parse_devices(d, c, &mdevs_allocated, &vgpus_allocated);
-                        if (r < 0)
-                                return r;
-                } else if (is_element(c, "metadata")) {
-                        r = parse_metadata(d, c, &entries, &n_entries, &entries_allocated);
-                        if (r < 0)
-                                return r;
-                }
-        }
 
         if (!name)
                 return error_set(-EINVAL, "domain XML: no <name>");
@@ -700,7 +624,11 @@ static int parse_tree(Domxml *d) {
                         return error_set(-EINVAL, "domain XML line %ld: <uuid> is not a UUID", node_line(uuid));
                 uuid_normalize(buf, d->uuid);
         }
+        return 0;
+}
 
+/* Gives each hostdev what its metadata entry says. */
+static int apply_metadata(Domxml *d, const MetaEntry *entries, size_t n_entries) {
         for (size_t i = 0; i < n_entries; i++) {
                 int k;
                 DomxmlMdev *m;
@@ -738,6 +666,43 @@ static int parse_tree(Domxml *d) {
                 copy_attr(m->meta, "parent", m->parent, sizeof m->parent);
         }
         return 0;
+}
+
+static int parse_tree(Domxml *d) {
+        _cleanup_free_ MetaEntry *entries = NULL;
+        size_t n_entries = 0, entries_allocated = 0, mdevs_allocated = 0, vgpus_allocated = 0;
+        xmlNode *root = xmlDocGetRootElement(d->doc), *name = NULL, *uuid = NULL;
+        int r;
+
+        if (!root || !is_element(root, "domain"))
+                return error_set(-EINVAL, "domain XML: the root element is not <domain>");
+
+        for (xmlNode *c = root->children; c; c = c->next) {
+                if (c->type != XML_ELEMENT_NODE || c->ns)
+                        continue;
+                if (is_element(c, "name")) {
+                        if (name)
+                                return error_set(-EINVAL, "domain XML line %ld: a second <name>", node_line(c));
+                        name = c;
+                } else if (is_element(c, "uuid")) {
+                        if (uuid)
+                                return error_set(-EINVAL, "domain XML line %ld: a second <uuid>", node_line(c));
+                        uuid = c;
+                } else if (is_element(c, "devices")) {
+                        r = parse_devices(d, c, &mdevs_allocated, &vgpus_allocated);
+                        if (r < 0)
+                                return r;
+                } else if (is_element(c, "metadata")) {
+                        r = parse_metadata(d, c, &entries, &n_entries, &entries_allocated);
+                        if (r < 0)
+                                return r;
+                }
+        }
+
+        r = parse_identity(d, name, uuid);
+        if (r < 0)
+                return r;
+        return apply_metadata(d, entries, n_entries);
 }
 
 int domxml_parse(const char *buf, size_t len, Domxml **ret) {
@@ -983,8 +948,8 @@ static int format_splice(const DomxmlPrivate *p, char **ret_buf, size_t *ret_len
 }
 
 static int format_tree(xmlDoc *doc, char **ret_buf, size_t *ret_len) {
-        xmlBuffer *xb;
-        xmlSaveCtxt *save;
+        _cleanup_xmlbuffer_free_ xmlBuffer *xb = NULL;
+        _cleanup_xmlsave_close_ xmlSaveCtxt *save = NULL;
         char *s;
         size_t len;
 
@@ -994,26 +959,18 @@ static int format_tree(xmlDoc *doc, char **ret_buf, size_t *ret_len) {
         /* No XML declaration: libvirt sends none, and the output is UTF-8,
          * XML's default, whatever the input declared. */
         save = xmlSaveToBuffer(xb, "UTF-8", XML_SAVE_NO_DECL);
-        if (!save) {
-                xmlBufferFree(xb);
+        if (!save)
                 return -ENOMEM;
-        }
-        if (xmlSaveDoc(save, doc) < 0) {
-                xmlSaveClose(save);
-                xmlBufferFree(xb);
+        if (xmlSaveDoc(save, doc) < 0)
                 return error_set(-EIO, "cannot serialise the domain XML");
-        }
-        xmlSaveClose(save);
+        xmlSaveClose(steal_pointer(&save)); /* flushes into xb */
 
         len = (size_t) xmlBufferLength(xb);
         s = malloc(len + 1);
-        if (!s) {
-                xmlBufferFree(xb);
+        if (!s)
                 return -ENOMEM;
-        }
         memcpy(s, xmlBufferContent(xb), len);
         s[len] = '\0';
-        xmlBufferFree(xb);
         *ret_buf = s;
         *ret_len = len;
         return 0;

@@ -18,7 +18,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include <libxml/parser.h>
 #include <libxml/tree.h>
+#include <libxml/xmlsave.h>
 
 #include "util.h"
 
@@ -111,8 +113,14 @@ int domxml_set_vgpu_pci(Domxml *d, size_t i, const char *pci);
 int domxml_format(const Domxml *d, char **ret_buf, size_t *ret_len);
 int domxml_write(const Domxml *d, int fd);
 
-static inline void xmlFreeDocp(xmlDoc **doc) {
-        if (*doc)
-                xmlFreeDoc(*doc);
-}
+/* Cleanup attributes for the libxml2 objects (macro.h has the libc ones). */
+DEFINE_POINTER_CLEANUP(xmlDoc, xmlFreeDoc)
+DEFINE_POINTER_CLEANUP(xmlChar, xmlFree)
+DEFINE_POINTER_CLEANUP(xmlParserCtxt, xmlFreeParserCtxt)
+DEFINE_POINTER_CLEANUP(xmlBuffer, xmlBufferFree)
+DEFINE_POINTER_CLEANUP(xmlSaveCtxt, xmlSaveClose)
 #define _cleanup_xmldoc_free_ _cleanup_(xmlFreeDocp)
+#define _cleanup_xmlfree_ _cleanup_(xmlFreep)
+#define _cleanup_xmlparserctxt_free_ _cleanup_(xmlFreeParserCtxtp)
+#define _cleanup_xmlbuffer_free_ _cleanup_(xmlBufferFreep)
+#define _cleanup_xmlsave_close_ _cleanup_(xmlSaveClosep)

@@ -71,12 +71,8 @@ static int prepare_check_one(const HookContext *ctx, Alloc *a, const DomxmlMdev 
         int r;
 
         r = sysfs_mdev_get(ctx->rootfd, m->uuid, &it->mdev);
-        if (r < 0 && r != -ENOENT) {
-                /* The reason lives in the buffer error_set() writes: copy it first. */
-                const char *why = strdupa(error_get(r));
-
-                return error_set(r, "cannot look up mdev %s: %s", m->uuid, why);
-        }
+        if (r < 0 && r != -ENOENT)
+                return error_prefix(r, "cannot look up mdev %s", m->uuid);
         it->exists = r >= 0;
         r = alloc_want_resolve(a, m, it->exists ? &it->mdev : NULL, w);
         if (r < 0)
@@ -200,15 +196,17 @@ int hook_prepare(HookContext *ctx) {
         goto out;
 
 rollback: {
-        /* Keep the reason: rollback may set messages of its own. */
-        _cleanup_free_ char *reason = strdup(error_get(r));
-        int k = vgpu_rollback(ctx, &vplan), k2 = alloc_rollback(&a);
+        ErrorSaved why; /* the rollback may set messages of its own */
+        int k, k2;
 
+        error_save(&why);
+        k = vgpu_rollback(ctx, &vplan);
+        k2 = alloc_rollback(&a);
         if (k2 < 0 && k >= 0)
                 k = k2;
         if (k < 0)
                 log_warning("rollback left something behind: %s", error_get(k));
-        error_set(r, "%s", reason ? reason : strerror(-r));
+        error_restore(r, &why);
 }
 out:
         vgpu_plan_done(&vplan);

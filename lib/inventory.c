@@ -9,16 +9,11 @@
 #include "util.h"
 #include "vfio.h"
 
-static const char * const reason_table[_INVENTORY_REASON_MAX] = {
-        [INVENTORY_OK] = "ok",
-        [INVENTORY_NO_TYPE] = "no type configured",
-        [INVENTORY_NOT_OFFERED] = "does not offer its configured type",
-        [INVENTORY_CAPPED] = "over max_instances",
-};
-
-const char *inventory_reason_to_string(InventoryReason r) {
-        return (unsigned) r < _INVENTORY_REASON_MAX ? reason_table[r] : NULL;
-}
+ENUM_IMPL(inventory_reason, InventoryReason, _INVENTORY_REASON_MAX,
+          "ok",
+          "no type configured",
+          "does not offer its configured type",
+          "over max_instances");
 
 static int cmp_parent(const void *a, const void *b) {
         return strcmp(((const InventoryParent *) a)->parent, ((const InventoryParent *) b)->parent);
@@ -130,7 +125,7 @@ char *inventory_type_trait(const char *type) {
 
 int inventory_read(int rootfd, const Config *c, InventoryParent **ret, size_t *ret_n) {
         _cleanup_strv_free_ char **parents = NULL;
-        InventoryParent *p;
+        _cleanup_free_ InventoryParent *p = NULL;
         size_t n = 0;
         int r;
 
@@ -165,10 +160,8 @@ int inventory_read(int rootfd, const Config *c, InventoryParent **ret, size_t *r
                         VfioOffer o;
                         bool offered;
                         r = vfio_pf_offer(rootfd, *q, t->name, &o, &offered);
-                        if (r < 0) {
-                                free(p);
+                        if (r < 0)
                                 return r;
-                        }
                         ip->offered = offered;
                         ip->existing = o.existing;
                         ip->available = o.creatable;
@@ -179,10 +172,8 @@ int inventory_read(int rootfd, const Config *c, InventoryParent **ret, size_t *r
                         continue;
                 if (r >= 0)
                         r = sysfs_type_count(rootfd, *q, t->name, &ip->existing);
-                if (r < 0) {
-                        free(p);
+                if (r < 0)
                         return r;
-                }
                 ip->offered = true;
         }
         inventory_compute(p, n);
@@ -190,13 +181,11 @@ int inventory_read(int rootfd, const Config *c, InventoryParent **ret, size_t *r
         for (size_t i = 0; i < n; i++) {
                 p[i].parent = strdup(p[i].parent);
                 if (!p[i].parent) {
-                        for (size_t j = 0; j < i; j++)
-                                free((char *) p[j].parent);
-                        free(p);
+                        inventory_free(steal_pointer(&p), i);
                         return -ENOMEM;
                 }
         }
-        *ret = p;
+        *ret = steal_pointer(&p);
         *ret_n = n;
         return 0;
 }

@@ -22,12 +22,15 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "enumtable.h"
+
 typedef enum InventoryReason {
         INVENTORY_OK,
         INVENTORY_NO_TYPE,     /* no type configured for this parent */
         INVENTORY_NOT_OFFERED, /* the parent does not offer its configured type */
         INVENTORY_CAPPED,      /* no free capacity: its available_instances would take the type past max_instances */
         _INVENTORY_REASON_MAX,
+        _INVENTORY_REASON_INVALID = -EINVAL,
 } InventoryReason;
 
 typedef struct InventoryParent {
@@ -62,7 +65,7 @@ int inventory_read(int rootfd, const struct Config *c, InventoryParent **ret, si
 void inventory_free(InventoryParent *p, size_t n);
 
 /* "ok", "no type configured", ... for text and JSON. */
-const char *inventory_reason_to_string(InventoryReason r);
+ENUM_DECL(inventory_reason, InventoryReason);
 
 /* "CUSTOM_MDEV_" + the type in upper case, other characters as '_'. */
 char *inventory_type_trait(const char *type);

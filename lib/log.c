@@ -10,6 +10,15 @@ static unsigned log_targets = LOG_TARGET_STDERR;
 static bool log_syslog_opened;
 static char log_subject[GUEST_NAME_MAX];
 
+typedef struct LogHeld {
+        int level;
+        char *text;
+} LogHeld;
+
+static bool log_holding;
+static LogHeld *log_held;
+static size_t log_n_held;
+
 static int log_level_from_string(const char *s) {
         static const struct {
                 const char *name;
@@ -46,6 +55,7 @@ void log_open(const char *ident, unsigned targets) {
 }
 
 void log_close(void) {
+        log_release(); /* nothing held is lost */
         if (log_syslog_opened)
                 closelog();
         log_syslog_opened = false;
@@ -66,15 +76,7 @@ void log_set_subject(const char *subject) {
                 snprintf(log_subject, sizeof log_subject, "%s", subject);
 }
 
-void log_msg(int level, const char *fmt, ...) {
-        char buf[2048];
-        va_list ap;
-        int saved = errno;
-
-        va_start(ap, fmt);
-        vsnprintf(buf, sizeof buf, fmt, ap);
-        va_end(ap);
-
+static void log_write(int level, const char *buf) {
         if ((log_targets & LOG_TARGET_STDERR) && level <= log_level) {
                 if (log_subject[0])
                         fprintf(stderr, "mdev-hooks: %s: %s\n", log_subject, buf);
@@ -87,5 +89,49 @@ void log_msg(int level, const char *fmt, ...) {
                 else
                         syslog(level, "%s", buf);
         }
+}
+
+static bool log_keep(int level, const char *buf) {
+        LogHeld *h = realloc(log_held, (log_n_held + 1) * sizeof *h);
+        char *text = strdup(buf);
+
+        if (h)
+                log_held = h;
+        if (!h || !text) {
+                free(text);
+                return false;
+        }
+        log_held[log_n_held++] = (LogHeld) { .level = level, .text = text };
+        return true;
+}
+
+void log_msg(int level, const char *fmt, ...) {
+        char buf[2048];
+        va_list ap;
+        int saved = errno;
+
+        va_start(ap, fmt);
+        vsnprintf(buf, sizeof buf, fmt, ap);
+        va_end(ap);
+        if (!log_holding || !log_keep(level, buf))
+                log_write(level, buf);
+        errno = saved;
+}
+
+void log_hold(void) {
+        log_holding = true;
+}
+
+void log_release(void) {
+        int saved = errno;
+
+        log_holding = false;
+        for (size_t i = 0; i < log_n_held; i++) {
+                log_write(log_held[i].level, log_held[i].text);
+                free(log_held[i].text);
+        }
+        free(log_held);
+        log_held = NULL;
+        log_n_held = 0;
         errno = saved;
 }

@@ -33,6 +33,14 @@ void log_set_subject(const char *subject);
 
 void log_msg(int level, const char *fmt, ...) _printf_(2, 3);
 
+/* Hold mode, for library code that must not report a thing done before it
+ * is durable (the udev helper's batch of record changes, uevent.c): from
+ * log_hold() on, messages are kept, in order, and log_release() writes
+ * them out and ends the hold. A message that cannot be kept (out of memory)
+ * is written at once rather than lost. */
+void log_hold(void);
+void log_release(void);
+
 #define log_error(...) log_msg(LOG_ERR, __VA_ARGS__)
 #define log_warning(...) log_msg(LOG_WARNING, __VA_ARGS__)
 #define log_notice(...) log_msg(LOG_NOTICE, __VA_ARGS__)

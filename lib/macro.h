@@ -20,6 +20,14 @@
 
 #define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
 
+/* func##p(), a cleanup for a pointer to type that calls func(p) unless p is
+ * NULL: DEFINE_POINTER_CLEANUP(xmlDoc, xmlFreeDoc) gives xmlFreeDocp(). */
+#define DEFINE_POINTER_CLEANUP(type, func)              \
+        static inline void func##p(type **p) {          \
+                if (*p)                                 \
+                        func(*p);                       \
+        }
+
 static inline void freep(void *p) {
         free(*(void **) p);
 }

@@ -30,7 +30,7 @@
  * call is in place before the first create.
  * Records are written without the fsync of the directory (alloc.c says why);
  * it is fsynced once here, before the commit and before the worker lets the
- * lock go, instead of once per record (16 mdevs: 16 fsyncs fewer).
+ * lock go, instead of once per record.
  * libvirt runs `release` for the guest on the destination when the incoming
  * migration fails, which frees the incoming claims like any other.
  */
@@ -38,6 +38,7 @@
 #include <sys/random.h>
 
 #include "alloc.h"
+#include "enumtable.h"
 #include "hook.h"
 #include "ledger.h"
 #include "log.h"
@@ -49,6 +50,8 @@ typedef enum MigrateChoice {
         MIGRATE_SAME,      /* the mdev with the incoming UUID, here already */
         MIGRATE_KEPT,      /* a free mdev mdev-hooks kept */
         MIGRATE_CREATED,   /* created by this call */
+        _MIGRATE_CHOICE_MAX,
+        _MIGRATE_CHOICE_INVALID = -EINVAL,
 } MigrateChoice;
 
 typedef struct MigrateItem {
@@ -60,18 +63,12 @@ typedef struct MigrateItem {
         LedgerEntry entry;           /* its record after the claim */
 } MigrateItem;
 
-static const char *choice_to_string(MigrateChoice c) {
-        switch (c) {
-        case MIGRATE_SAME:
-                return "same UUID";
-        case MIGRATE_KEPT:
-                return "kept free mdev";
-        case MIGRATE_CREATED:
-                return "created";
-        default:
-                return "undecided";
-        }
-}
+ENUM_DECL(migrate_choice, MigrateChoice);
+ENUM_IMPL(migrate_choice, MigrateChoice, _MIGRATE_CHOICE_MAX,
+          "undecided",
+          "same UUID",
+          "kept free mdev",
+          "created");
 
 static void items_free(MigrateItem *items, size_t n) {
         if (!items)
@@ -366,6 +363,68 @@ static int rewrite(HookContext *ctx, const MigrateItem *items) {
         return 0;
 }
 
+/* Read only: every hostdev's type resolved and enabled, and what exists
+ * here with its incoming UUID. */
+static int resolve_all(HookContext *ctx, const Alloc *a, MigrateItem *items) {
+        const Domxml *dom = ctx->dom;
+        int r;
+
+        for (size_t i = 0; i < dom->n_mdevs; i++) {
+                r = resolve_want(ctx, a, &dom->mdevs[i], &items[i].want);
+                if (r < 0)
+                        return r;
+                r = sysfs_mdev_get(ctx->rootfd, dom->mdevs[i].uuid, &items[i].mdev);
+                if (r < 0 && r != -ENOENT)
+                        return error_prefix(r, "cannot look up mdev %s", dom->mdevs[i].uuid);
+                items[i].exists = r >= 0;
+        }
+        return 0;
+}
+
+/* Choice 1 for every hostdev, then 2 or 3 for the rest, and the planned
+ * creations made. */
+static int choose_all(HookContext *ctx, Alloc *a, KeptList *kept, MigrateItem *items) {
+        const Domxml *dom = ctx->dom;
+        int r;
+
+        for (size_t i = 0; i < dom->n_mdevs; i++) {
+                r = same_uuid_usable(a, &items[i]);
+                if (r < 0)
+                        return r;
+                if (r == 0)
+                        continue;
+                r = alloc_claim(a, &items[i].want, &items[i].mdev, LEDGER_INCOMING, &items[i].entry);
+                if (r < 0)
+                        return r;
+                items[i].choice = MIGRATE_SAME;
+                memcpy(items[i].uuid, items[i].mdev.uuid, sizeof items[i].uuid);
+        }
+        for (size_t i = 0; i < dom->n_mdevs; i++) {
+                if (items[i].choice != MIGRATE_UNDECIDED)
+                        continue;
+                r = place_one(ctx, a, kept, items, i);
+                if (r < 0)
+                        return r;
+        }
+        return alloc_run_plans(a);
+}
+
+/* Undoes this call's vGPUs, claims and creations; keeps the reason r. */
+static int rollback(HookContext *ctx, Alloc *a, VgpuPlan *vplan, int r) {
+        ErrorSaved why; /* the rollback may set messages of its own */
+        int k;
+
+        error_save(&why);
+        ctx->rewritten = false;
+        k = vgpu_rollback(ctx, vplan);
+        if (k < 0)
+                log_warning("rollback left something behind: %s", error_get(k));
+        k = alloc_rollback(a);
+        if (k < 0)
+                log_warning("rollback left something behind: %s", error_get(k));
+        return error_restore(r, &why);
+}
+
 int migrate_run(HookContext *ctx, HookOp op) {
         const Domxml *dom = ctx->dom;
         _cleanup_free_ char (*incoming)[UUID_STRING_MAX] = NULL;
@@ -394,48 +453,16 @@ int migrate_run(HookContext *ctx, HookOp op) {
         ctx->probed = NULL;
         ctx->n_probed = 0;
 
-        /* Read only: every type resolved and enabled, what exists here. */
-        for (size_t i = 0; i < dom->n_mdevs; i++) {
+        for (size_t i = 0; i < dom->n_mdevs; i++)
                 memcpy(incoming[i], dom->mdevs[i].uuid, UUID_STRING_MAX);
-                r = resolve_want(ctx, &a, &dom->mdevs[i], &items[i].want);
-                if (r < 0)
-                        goto out;
-                r = sysfs_mdev_get(ctx->rootfd, dom->mdevs[i].uuid, &items[i].mdev);
-                if (r < 0 && r != -ENOENT) {
-                        /* The reason lives in the buffer error_set() writes: copy it first. */
-                        const char *why = strdupa(error_get(r));
+        r = resolve_all(ctx, &a, items);
+        if (r < 0)
+                goto out;
 
-                        r = error_set(r, "cannot look up mdev %s: %s", dom->mdevs[i].uuid, why);
-                        goto out;
-                }
-                items[i].exists = r >= 0;
-        }
-
-        /* Choice 1 for every hostdev, then 2 or 3 for the rest. */
         written = true;
-        for (size_t i = 0; i < dom->n_mdevs; i++) {
-                r = same_uuid_usable(&a, &items[i]);
-                if (r < 0)
-                        goto fail;
-                if (r == 0)
-                        continue;
-                r = alloc_claim(&a, &items[i].want, &items[i].mdev, LEDGER_INCOMING, &items[i].entry);
-                if (r < 0)
-                        goto fail;
-                items[i].choice = MIGRATE_SAME;
-                memcpy(items[i].uuid, items[i].mdev.uuid, sizeof items[i].uuid);
-        }
-        for (size_t i = 0; i < dom->n_mdevs; i++) {
-                if (items[i].choice != MIGRATE_UNDECIDED)
-                        continue;
-                r = place_one(ctx, &a, &kept, items, i);
-                if (r < 0)
-                        goto fail;
-        }
-        r = alloc_run_plans(&a);
+        r = choose_all(ctx, &a, &kept, items);
         if (r < 0)
                 goto fail;
-
         r = rewrite(ctx, items);
         if (r < 0)
                 goto fail;
@@ -451,24 +478,12 @@ int migrate_run(HookContext *ctx, HookOp op) {
         alloc_commit(&a);
         for (size_t i = 0; i < dom->n_mdevs; i++)
                 log_info("%s: mdev %s -> %s (%s on %s, %s)", hook_op_to_string(op), incoming[i], items[i].uuid,
-                         items[i].entry.type, items[i].entry.parent, choice_to_string(items[i].choice));
+                         items[i].entry.type, items[i].entry.parent, migrate_choice_to_string(items[i].choice));
         r = 0;
         goto out;
 
-fail: {
-        /* Keep the reason: the rollback may set messages of its own. */
-        _cleanup_free_ char *reason = strdup(error_get(r));
-        int k;
-
-        ctx->rewritten = false;
-        k = vgpu_rollback(ctx, &vplan);
-        if (k < 0)
-                log_warning("rollback left something behind: %s", error_get(k));
-        k = alloc_rollback(&a);
-        if (k < 0)
-                log_warning("rollback left something behind: %s", error_get(k));
-        error_set(r, "%s", reason ? reason : strerror(-r));
-}
+fail:
+        r = rollback(ctx, &a, &vplan, r);
 out:
         vgpu_plan_done(&vplan);
         free(kept.own);

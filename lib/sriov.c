@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <fcntl.h>
-#include <stdarg.h>
 #include <strings.h>
 #include <sys/file.h>
 #include <sys/wait.h>
 #include <syslog.h>
 
+#include "log.h"
 #include "spawn.h"
 #include "sriov.h"
 #include "util.h"
@@ -19,21 +19,7 @@ typedef struct Sriov {
         const Config *config;
         const char *address;
         char boot_id[UUID_STRING_MAX];
-        SriovLogFunc log_fn;
-        void *userdata;
 } Sriov;
-
-_printf_(3, 4) static void say(const Sriov *s, int level, const char *fmt, ...) {
-        char buf[1536];
-        va_list ap;
-
-        if (!s->log_fn)
-                return;
-        va_start(ap, fmt);
-        vsnprintf(buf, sizeof buf, fmt, ap);
-        va_end(ap);
-        s->log_fn(level, buf, s->userdata);
-}
 
 static const char *config_name(const Sriov *s) {
         return s->config->path ? s->config->path : "/" CONFIG_DEFAULT_PATH;
@@ -66,7 +52,7 @@ static const ConfigSriovPf *config_find_pf(const Config *cfg, const char *addres
 static void command_line(const char *line, void *userdata) {
         const Sriov *s = userdata;
 
-        say(s, LOG_NOTICE, "'%s': %s", s->config->sriov_command, line);
+        log_msg(LOG_NOTICE, "'%s': %s", s->config->sriov_command, line);
 }
 
 /* Runs the [sriov] command for the PF, its output logged line by line.
@@ -80,13 +66,13 @@ static int command_run(const Sriov *s) {
         if (r < 0)
                 return r;
         if (res.timed_out)
-                say(s, LOG_ERR, "'%s %s' did not finish within %u s and was killed", command, s->address, SRIOV_COMMAND_TIMEOUT);
+                log_msg(LOG_ERR, "'%s %s' did not finish within %u s and was killed", command, s->address, SRIOV_COMMAND_TIMEOUT);
         else if (WIFEXITED(res.status) && WEXITSTATUS(res.status) == 0)
                 return 1;
         else if (WIFEXITED(res.status))
-                say(s, LOG_ERR, "'%s %s' failed with exit status %d", command, s->address, WEXITSTATUS(res.status));
+                log_msg(LOG_ERR, "'%s %s' failed with exit status %d", command, s->address, WEXITSTATUS(res.status));
         else
-                say(s, LOG_ERR, "'%s %s' was killed by signal %d", command, s->address, WTERMSIG(res.status));
+                log_msg(LOG_ERR, "'%s %s' was killed by signal %d", command, s->address, WTERMSIG(res.status));
         return 0;
 }
 
@@ -110,31 +96,30 @@ static int sriov_command(Sriov *s) {
         if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
                 if (errno != EWOULDBLOCK)
                         return error_set(-errno, "cannot lock '/%s': %s", mark, strerror(errno));
-                say(s, LOG_INFO, "'%s' is already running for it (another event)", command);
+                log_msg(LOG_INFO, "'%s' is already running for it (another event)", command);
                 return 0;
         }
         n = pread(fd, done, sizeof done - 1, 0);
         done[n > 0 ? n : 0] = '\0';
         done[strcspn(done, "\n")] = '\0';
         if (streq(done, s->boot_id)) {
-                say(s, LOG_DEBUG, "'%s' already ran for it in this boot", command);
+                log_msg(LOG_DEBUG, "'%s' already ran for it in this boot", command);
                 return 0;
         }
 
-        say(s, LOG_INFO, "running '%s %s'", command, s->address);
+        log_msg(LOG_INFO, "running '%s %s'", command, s->address);
         r = command_run(s);
         if (r <= 0)
                 return r; /* no mark: the next event tries again */
         snprintf(done, sizeof done, "%s\n", s->boot_id);
         if (ftruncate(fd, 0) < 0 || pwrite(fd, done, strlen(done), 0) != (ssize_t) strlen(done))
-                say(s, LOG_WARNING, "cannot write '/%s': %s; a repeated event runs the command again", mark, strerror(errno));
-        say(s, LOG_NOTICE, "enabled its virtual functions with '%s %s'", command, s->address);
+                log_msg(LOG_WARNING, "cannot write '/%s': %s; a repeated event runs the command again", mark, strerror(errno));
+        log_msg(LOG_NOTICE, "enabled its virtual functions with '%s %s'", command, s->address);
         return 0;
 }
 
-int sriov_enable(int rootfd, const Config *config, const char *address, bool added,
-                 SriovLogFunc log_fn, void *userdata) {
-        Sriov s = { .rootfd = rootfd, .config = config, .address = address, .log_fn = log_fn, .userdata = userdata };
+int sriov_enable(int rootfd, const Config *config, const char *address, bool added) {
+        Sriov s = { .rootfd = rootfd, .config = config, .address = address };
         char dir[sizeof "sys/bus/pci/devices/" + NAME_STRING_MAX], path[sizeof dir + 32], num[32];
         const ConfigSriovPf *pf;
         unsigned total, numvfs, want;
@@ -150,7 +135,7 @@ int sriov_enable(int rootfd, const Config *config, const char *address, bool add
         if (r >= 0)
                 r = safe_atou(num, &total);
         if (r < 0) {
-                say(&s, LOG_WARNING, "%s names it in [sriov], but it is not an SR-IOV physical function ('/%s': %s)",
+                log_msg(LOG_WARNING, "%s names it in [sriov], but it is not an SR-IOV physical function ('/%s': %s)",
                     config_name(&s), path, strerror(-r));
                 return 0;
         }
@@ -161,7 +146,7 @@ int sriov_enable(int rootfd, const Config *config, const char *address, bool add
         if (r < 0)
                 return error_set(r, "cannot read '/%s': %s", path, strerror(-r));
         if (numvfs > 0) {
-                say(&s, LOG_DEBUG, "%u virtual functions are enabled already", numvfs);
+                log_msg(LOG_DEBUG, "%u virtual functions are enabled already", numvfs);
                 return 0;
         }
         /* At coldplug, "add" comes with the driver bound; at driver load,
@@ -169,7 +154,7 @@ int sriov_enable(int rootfd, const Config *config, const char *address, bool add
          * enable VFs without the PF's driver. */
         snprintf(path, sizeof path, "%s/driver", dir);
         if (added && faccessat(rootfd, path, F_OK, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT) {
-                say(&s, LOG_INFO, "no driver bound yet: its virtual functions are enabled when one binds");
+                log_msg(LOG_INFO, "no driver bound yet: its virtual functions are enabled when one binds");
                 return 0;
         }
         r = boot_id_read(rootfd, s.boot_id);
@@ -183,7 +168,7 @@ int sriov_enable(int rootfd, const Config *config, const char *address, bool add
         if (want == 0)
                 return 0;
         if (want > total) {
-                say(&s, LOG_ERR, "%s asks for %u virtual functions in [sriov], but it offers at most %u (sriov_totalvfs): none enabled",
+                log_msg(LOG_ERR, "%s asks for %u virtual functions in [sriov], but it offers at most %u (sriov_totalvfs): none enabled",
                     config_name(&s), want, total);
                 return 0;
         }
@@ -198,9 +183,9 @@ int sriov_enable(int rootfd, const Config *config, const char *address, bool add
                         return 0;
         }
         if (r < 0) {
-                say(&s, LOG_ERR, "cannot enable %u virtual functions: writing '/%s' failed: %s", want, path, strerror(-r));
+                log_msg(LOG_ERR, "cannot enable %u virtual functions: writing '/%s' failed: %s", want, path, strerror(-r));
                 return 0;
         }
-        say(&s, LOG_NOTICE, "enabled %u virtual functions", want);
+        log_msg(LOG_NOTICE, "enabled %u virtual functions", want);
         return 0;
 }

@@ -14,9 +14,6 @@
 /* The [sriov] command is killed after this many seconds. */
 #define SRIOV_COMMAND_TIMEOUT 30
 
-/* What enabling has to say: one line per outcome, at a syslog level. */
-typedef void (*SriovLogFunc)(int level, const char *message, void *userdata);
-
 /* 1 if the config's text names the address at all (any case), 0 if not or
  * there is no config; 1 also when the config cannot be read (config_load()
  * then says what is wrong). Spares every other PCI device the parse. */
@@ -25,8 +22,7 @@ int sriov_config_mentions(int rootfd, const char *address);
 /* Enables the virtual functions of the PF at address (sys/bus/pci/devices/)
  * as config's [sriov] asks, if it names it. added: the event was "add",
  * after which a driver may not be bound yet (a "bind" follows). Outcomes
- * and the command's output go to log_fn. 0, also when there was nothing to
+ * and the command's output are logged (log.h), one line each. 0, also when there was nothing to
  * do or it failed in a way that was logged; -errno (with error_set()) when
  * it could not look. */
-int sriov_enable(int rootfd, const Config *config, const char *address, bool added,
-                 SriovLogFunc log_fn, void *userdata);
+int sriov_enable(int rootfd, const Config *config, const char *address, bool added);

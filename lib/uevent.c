@@ -11,7 +11,6 @@
  * record and does nothing.
  */
 #include <fcntl.h>
-#include <stdarg.h>
 #include <sys/stat.h>
 #include <syslog.h>
 #include <time.h>
@@ -20,6 +19,7 @@
 #include "enumtable.h"
 #include "ledger.h"
 #include "lock.h"
+#include "log.h"
 #include "pciaddr.h"
 #include "sriov.h"
 #include "sysfs.h"
@@ -100,15 +100,9 @@ int uevent_classify(const char *action, const char *subsystem, const char *devpa
 
 /* --- the context of one event ------------------------------------------- */
 
-typedef struct HeldNote {
-        int level;
-        char *text;
-} HeldNote;
-
 typedef struct UeventContext {
         int rootfd;
         const Uevent *ev;
-        UeventLogFunc log_fn;
         char boot_id[UUID_STRING_MAX];
         bool config_loaded;
         Config *config;  /* NULL: none loaded yet, or it has errors */
@@ -116,26 +110,16 @@ typedef struct UeventContext {
         int lockfd;
         /* A batch: the record changes one event makes under the lock. The
          * directory is fsynced once at its end (context_flush(), before the
-         * lock goes), and what the event has to say waits until then, so
-         * that nothing is reported done that is not durable. */
+         * lock goes), and what the event has to say is held until then
+         * (log_hold()), so that nothing is reported done that is not
+         * durable. */
         bool batch;
         bool dirty;          /* changed since the last ledger_sync() */
-        HeldNote *held;      /* notes held during the batch */
-        size_t n_held;
         LedgerEntry *stale;  /* records of an earlier boot: marked lost, or free and dropped */
         size_t n_stale;
 } UeventContext;
 
-static void held_free(UeventContext *c) {
-        for (size_t i = 0; i < c->n_held; i++)
-                free(c->held[i].text);
-        free(c->held);
-        c->held = NULL;
-        c->n_held = 0;
-}
-
 static void context_done(UeventContext *c) {
-        held_free(c);
         free(c->stale);
         c->stale = NULL;
         config_free(c->config);
@@ -145,30 +129,6 @@ static void context_done(UeventContext *c) {
         if (c->lockfd >= 0)
                 close(c->lockfd); /* releases the lock */
         c->ledgerfd = c->lockfd = -1;
-}
-
-_printf_(3, 4) static void note(UeventContext *c, int level, const char *fmt, ...) {
-        char buf[1536];
-        va_list ap;
-
-        if (!c->log_fn)
-                return;
-        va_start(ap, fmt);
-        vsnprintf(buf, sizeof buf, fmt, ap);
-        va_end(ap);
-        if (c->batch) {
-                HeldNote *h = realloc(c->held, (c->n_held + 1) * sizeof *h);
-                char *text = strdup(buf);
-
-                if (h)
-                        c->held = h;
-                if (h && text) {
-                        c->held[c->n_held++] = (HeldNote) { .level = level, .text = text };
-                        return;
-                }
-                free(text); /* out of memory: said now rather than lost */
-        }
-        c->log_fn(level, buf);
 }
 
 static const char *config_name(const UeventContext *c) {
@@ -189,15 +149,15 @@ static int context_load_config(UeventContext *c) {
         if (r < 0) {
                 c->config = NULL;
                 if (errors && errors[0])
-                        note(c, LOG_ERR, "the config has %zu error(s), so only the record is kept up to date: %s; run 'mdev-hooks check-config'",
+                        log_msg(LOG_ERR, "the config has %zu error(s), so only the record is kept up to date: %s; run 'mdev-hooks check-config'",
                              strv_length(errors), errors[0]);
                 else
-                        note(c, LOG_ERR, "cannot load the config, so only the record is kept up to date: %s", error_get(r));
+                        log_msg(LOG_ERR, "cannot load the config, so only the record is kept up to date: %s", error_get(r));
                 error_clear();
                 return 0;
         }
         for (char **w = c->config->warnings; w && *w; w++)
-                note(c, LOG_WARNING, "%s", *w);
+                log_msg(LOG_WARNING, "%s", *w);
         return 1;
 }
 
@@ -295,7 +255,7 @@ static int record_drop(UeventContext *c, const LedgerEntry *e, const char *why, 
         c->dirty = c->dirty || c->batch;
         if (summarize && record_summarize(c, e))
                 return 0;
-        note(c, LOG_INFO, "free mdev %s (%s on '%s') %s: record dropped", e->uuid, e->type, e->parent, why);
+        log_msg(LOG_INFO, "free mdev %s (%s on '%s') %s: record dropped", e->uuid, e->type, e->parent, why);
         return 0;
 }
 
@@ -320,19 +280,19 @@ static int mdev_make(UeventContext *c, const LedgerEntry *e) {
         int r;
 
         if (!t || !streq(t->name, e->type)) {
-                note(c, LOG_WARNING, "mdev %s of guest '%s' is not made again on '%s': the config has it serve %s%s%s, not '%s'; it is placed when the guest starts",
+                log_msg(LOG_WARNING, "mdev %s of guest '%s' is not made again on '%s': the config has it serve %s%s%s, not '%s'; it is placed when the guest starts",
                      e->uuid, e->guest, e->parent, t ? "'" : "no type", t ? t->name : "", t ? "'" : "", e->type);
                 return 0;
         }
         r = sysfs_mdev_create(c->rootfd, e->parent, e->type, e->uuid);
         if (r < 0) {
-                note(c, LOG_WARNING, "cannot make mdev %s of guest '%s' (%s on '%s') again: %s; it is made when the guest starts",
+                log_msg(LOG_WARNING, "cannot make mdev %s of guest '%s' (%s on '%s') again: %s; it is made when the guest starts",
                      e->uuid, e->guest, e->type, e->parent, strerror(-r));
                 return 0;
         }
         r = mdev_lookup(c->rootfd, e->uuid, &m);
         if (r <= 0 || !streq(m.parent, e->parent) || !streq(m.type, e->type)) {
-                note(c, LOG_WARNING, "made mdev %s of guest '%s' (%s on '%s') again, but it did not appear as such: %s",
+                log_msg(LOG_WARNING, "made mdev %s of guest '%s' (%s on '%s') again, but it did not appear as such: %s",
                      e->uuid, e->guest, e->type, e->parent, r < 0 ? error_get(r) : "not found");
                 error_clear();
                 return 0;
@@ -380,7 +340,7 @@ static int vf_record_refresh(UeventContext *c, LedgerEntry *e, bool apply) {
                 return r;
         if (!this_boot && record_summarize(c, e))
                 return 1;
-        note(c, LOG_NOTICE, "vGPU %s of guest '%s' (%s on '%s') is gone: marked lost; the guest's next start programs its VF again",
+        log_msg(LOG_NOTICE, "vGPU %s of guest '%s' (%s on '%s') is gone: marked lost; the guest's next start programs its VF again",
              e->uuid, e->guest, e->type, e->parent);
         return 1;
 }
@@ -414,7 +374,7 @@ static int record_refresh(UeventContext *c, LedgerEntry *e, bool recreate, bool 
                 r = record_set(c, e, LEDGER_ASSIGNED, LEDGER_BORROWED, c->boot_id);
                 if (r < 0)
                         return r;
-                note(c, LOG_NOTICE, "mdev %s of guest '%s' (%s on '%s') exists again: recorded as the guest's, borrowed (mdev-hooks will not remove it)",
+                log_msg(LOG_NOTICE, "mdev %s of guest '%s' (%s on '%s') exists again: recorded as the guest's, borrowed (mdev-hooks will not remove it)",
                      e->uuid, e->guest, e->type, e->parent);
                 return 1;
         }
@@ -438,7 +398,7 @@ static int record_refresh(UeventContext *c, LedgerEntry *e, bool recreate, bool 
                         r = record_set(c, e, LEDGER_ASSIGNED, LEDGER_CREATED, c->boot_id);
                         if (r < 0)
                                 return r;
-                        note(c, LOG_NOTICE, "made mdev %s of guest '%s' (%s on '%s') again (recreate = eager)",
+                        log_msg(LOG_NOTICE, "made mdev %s of guest '%s' (%s on '%s') again (recreate = eager)",
                              e->uuid, e->guest, e->type, e->parent);
                         return 1;
                 }
@@ -452,16 +412,16 @@ static int record_refresh(UeventContext *c, LedgerEntry *e, bool recreate, bool 
         if (!this_boot && record_summarize(c, e))
                 return 1;
         if (!this_boot)
-                note(c, LOG_NOTICE, "mdev %s of guest '%s' (%s on '%s') is from an earlier boot: marked lost; it is made again when the guest starts",
+                log_msg(LOG_NOTICE, "mdev %s of guest '%s' (%s on '%s') is from an earlier boot: marked lost; it is made again when the guest starts",
                      e->uuid, e->guest, e->type, e->parent);
         else if (found)
-                note(c, LOG_WARNING, "mdev %s of guest '%s' is now %s on '%s', not %s on '%s' as recorded: marked lost; run 'mdev-hooks reconcile'",
+                log_msg(LOG_WARNING, "mdev %s of guest '%s' is now %s on '%s', not %s on '%s' as recorded: marked lost; run 'mdev-hooks reconcile'",
                      e->uuid, e->guest, m.type, m.parent, e->type, e->parent);
         else if (sysfs_parent_is_registered(c->rootfd, e->parent) == 0)
-                note(c, LOG_WARNING, "mdev %s of guest '%s' (%s on '%s') is gone with its parent: marked lost; the guest has lost its device, restart it once the parent is back",
+                log_msg(LOG_WARNING, "mdev %s of guest '%s' (%s on '%s') is gone with its parent: marked lost; the guest has lost its device, restart it once the parent is back",
                      e->uuid, e->guest, e->type, e->parent);
         else
-                note(c, LOG_WARNING, "mdev %s of guest '%s' (%s on '%s') was removed outside mdev-hooks: marked lost; the guest has lost its device, restart it or run 'mdev-hooks reconcile'",
+                log_msg(LOG_WARNING, "mdev %s of guest '%s' (%s on '%s') was removed outside mdev-hooks: marked lost; the guest has lost its device, restart it or run 'mdev-hooks reconcile'",
                      e->uuid, e->guest, e->type, e->parent);
         return 1;
 }
@@ -506,10 +466,10 @@ static void stale_tell(UeventContext *c) {
                         k++;
                 }
                 if (lost)
-                        note(c, LOG_NOTICE, "%zu mdev(s) of guest '%s' from an earlier boot marked lost; they are made again when the guest starts: %s",
+                        log_msg(LOG_NOTICE, "%zu mdev(s) of guest '%s' from an earlier boot marked lost; they are made again when the guest starts: %s",
                              k, first->guest, line);
                 else
-                        note(c, LOG_INFO, "%zu free mdev(s) on '%s' from an earlier boot: records dropped: %s", k, first->parent, line);
+                        log_msg(LOG_INFO, "%zu free mdev(s) on '%s' from an earlier boot: records dropped: %s", k, first->parent, line);
         }
         free(c->stale);
         c->stale = NULL;
@@ -526,10 +486,7 @@ static int context_flush(UeventContext *c) {
         if (c->dirty)
                 r = ledger_sync(c->ledgerfd);
         c->batch = c->dirty = false;
-        for (size_t i = 0; i < c->n_held; i++)
-                if (c->log_fn)
-                        c->log_fn(c->held[i].level, c->held[i].text);
-        held_free(c);
+        log_release();
         stale_tell(c);
         return r;
 }
@@ -556,7 +513,7 @@ static int records_scan(UeventContext *c, const char *parent, LedgerEntry **ret,
         if (r < 0)
                 return r;
         if (bad > 0)
-                note(c, LOG_WARNING, "%zu record file(s) in '/" LEDGER_DIR "' do not parse and are left alone; run 'mdev-hooks reconcile'", bad);
+                log_msg(LOG_WARNING, "%zu record file(s) in '/" LEDGER_DIR "' do not parse and are left alone; run 'mdev-hooks reconcile'", bad);
         return 0;
 }
 
@@ -568,7 +525,7 @@ static int record_reread(UeventContext *c, const char *uuid, const char *parent,
         if (r == -ENOENT)
                 return 0;
         if (r == -EBADMSG) {
-                note(c, LOG_WARNING, "%s; left alone", error_get(r));
+                log_msg(LOG_WARNING, "%s; left alone", error_get(r));
                 error_clear();
                 return 0;
         }
@@ -594,7 +551,7 @@ static void sweep_mark_done(UeventContext *c) {
         (void) mkdir_p_at(c->rootfd, "run/mdev-hooks", 0755);
         fd = openat(c->rootfd, SWEEP_MARK, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0644);
         if (fd < 0 || write(fd, buf, strlen(buf)) != (ssize_t) strlen(buf))
-                note(c, LOG_DEBUG, "cannot write '/" SWEEP_MARK "': %s", strerror(errno));
+                log_msg(LOG_DEBUG, "cannot write '/" SWEEP_MARK "': %s", strerror(errno));
 }
 
 /* Once the sweep is done, events read only their parent's records, through
@@ -606,7 +563,7 @@ static void sweep_finish(UeventContext *c, const LedgerEntry *list, size_t n) {
         int r = c->ledgerfd >= 0 ? ledger_index_parent_check(c->ledgerfd, list, n) : 0;
 
         if (r < 0) {
-                note(c, LOG_WARNING, "%s", error_get(r));
+                log_msg(LOG_WARNING, "%s", error_get(r));
                 error_clear();
                 return; /* the next event sweeps again */
         }
@@ -638,7 +595,7 @@ static void parent_check_config(UeventContext *c, const char *parent) {
                 return; /* unregistered again meanwhile */
         }
         if (r < 0) {
-                note(c, LOG_WARNING, "cannot read the types it offers: %s", error_get(r));
+                log_msg(LOG_WARNING, "cannot read the types it offers: %s", error_get(r));
                 error_clear();
                 return;
         }
@@ -646,7 +603,7 @@ static void parent_check_config(UeventContext *c, const char *parent) {
                 return;
         listed = config_parent_is_listed(c->config, parent);
         offered = strv_join(types, ", ");
-        note(c, listed ? LOG_WARNING : LOG_INFO,
+        log_msg(listed ? LOG_WARNING : LOG_INFO,
              "%s: '%s' does not offer type '%s' %s; it offers: %s",
              config_name(c), parent, t->name,
              listed ? "that device_addresses assigns to it" : "(the default type), so it is not used",
@@ -780,6 +737,7 @@ static int parent_refresh(UeventContext *c, const char *parent, bool eager, Ledg
         int r;
 
         c->batch = true; /* ended by context_flush() under the lock */
+        log_hold();
         swept = sweep_is_done(c);
         if (!swept) {
                 free(steal_pointer(list));
@@ -879,10 +837,6 @@ static int mdev_changed(UeventContext *c) {
 
 /* --- SR-IOV physical functions (sriov.c) ------------------------------------ */
 
-static void sriov_note(int level, const char *message, void *userdata) {
-        note(userdata, level, "%s", message);
-}
-
 /* A VF of NVIDIA's VFIO framework appeared or bound (after sriov-manage -e,
  * or at boot): it has no vGPU now. A record of it (vgpu.h) that says
  * otherwise is from before: a guest's becomes lost (its next start
@@ -922,7 +876,7 @@ static int vf_appeared(UeventContext *c) {
         if (cur)
                 snprintf(type, sizeof type, VFIO_TYPE_PREFIX "%u", cur);
         if (streq(e.boot_id, c->boot_id) && streq(type, e.type)) {
-                note(c, LOG_DEBUG, "the record of vGPU %s agrees with the VF", vf);
+                log_msg(LOG_DEBUG, "the record of vGPU %s agrees with the VF", vf);
                 return 0;
         }
         if (e.state == LEDGER_ASSIGNED || e.state == LEDGER_INCOMING) {
@@ -932,7 +886,7 @@ static int vf_appeared(UeventContext *c) {
                 r = record_set(c, &e, LEDGER_LOST, e.origin, boot);
                 if (r < 0)
                         return r;
-                note(c, LOG_NOTICE, "vGPU %s (%s) of guest '%s' is gone: its VF came back without it; the guest's next start programs it again",
+                log_msg(LOG_NOTICE, "vGPU %s (%s) of guest '%s' is gone: its VF came back without it; the guest's next start programs it again",
                      vf, e.type, e.guest);
                 return 0;
         }
@@ -953,14 +907,13 @@ static int pci_appeared(UeventContext *c) {
                 return r;
         if (context_load_config(c) <= 0)
                 return 0;
-        return sriov_enable(c->rootfd, c->config, c->ev->name, c->ev->add, sriov_note, c);
+        return sriov_enable(c->rootfd, c->config, c->ev->name, c->ev->add);
 }
 
-int uevent_handle(int rootfd, const Uevent *ev, UeventLogFunc log_fn) {
+int uevent_handle(int rootfd, const Uevent *ev) {
         _cleanup_(context_done) UeventContext c = {
                 .rootfd = rootfd,
                 .ev = ev,
-                .log_fn = log_fn,
                 .ledgerfd = -1,
                 .lockfd = -1,
         };

@@ -52,14 +52,11 @@ ENUM_DECL(uevent_kind, UeventKind);
 int uevent_classify(const char *action, const char *subsystem, const char *devpath,
                     const char *mdev_state, const char *kernel, Uevent *ret);
 
-/* What the handler has to say: one line per outcome, at a syslog level. The
- * library prints nothing itself; the program passes log.h's logger. */
-typedef void (*UeventLogFunc)(int level, const char *message);
-
 /* Carries out a classified event against the root dirfd: reads the config
  * only when the event may concern it, waits for the lock at most
- * min(lock_timeout, UEVENT_LOCK_TIMEOUT_MAX) seconds, logs each outcome
- * through log_fn. Returns 0, or -errno (with error_set()) when it could not do
- * its work; the udev helper exits 0 either way. */
+ * min(lock_timeout, UEVENT_LOCK_TIMEOUT_MAX) seconds, and logs each
+ * outcome (log.h; held until the record changes are durable). Returns 0,
+ * or -errno (with error_set()) when it could not do its work; the udev
+ * helper exits 0 either way. */
 #define UEVENT_LOCK_TIMEOUT_MAX 10
-int uevent_handle(int rootfd, const Uevent *ev, UeventLogFunc log_fn);
+int uevent_handle(int rootfd, const Uevent *ev);

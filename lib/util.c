@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -76,18 +77,41 @@ bool mdev_class_is_valid(const char *s) {
         return true;
 }
 
+int array_grow(void *array, size_t n, size_t *allocated, size_t size) {
+        void **a = array, *p;
+        size_t k;
+
+        if (n < *allocated)
+                return 0;
+        k = *allocated ? *allocated * 2 : 4;
+        p = reallocarray(*a, k, size);
+        if (!p)
+                return -ENOMEM;
+        *a = p;
+        *allocated = k;
+        return 0;
+}
+
+ssize_t read_eintr(int fd, void *buf, size_t size) {
+        for (;;) {
+                ssize_t n = read(fd, buf, size);
+
+                if (n >= 0)
+                        return n;
+                if (errno != EINTR)
+                        return -errno;
+        }
+}
+
 int read_fd_small(int fd, char *buf, size_t size, size_t *ret_len) {
         size_t len = 0;
 
         for (;;) {
                 size_t want = size - len;
-                ssize_t n = read(fd, buf + len, want);
+                ssize_t n = read_eintr(fd, buf + len, want);
 
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
+                if (n < 0)
+                        return (int) n;
                 if (n == 0)
                         break;
                 len += (size_t) n;
@@ -102,39 +126,51 @@ int read_fd_small(int fd, char *buf, size_t size, size_t *ret_len) {
         return 0;
 }
 
-int read_fd_full(int fd, size_t max, char **ret_buf, size_t *ret_len) {
+int read_fd_upto(int fd, size_t max, char **ret_buf, size_t *ret_len) {
         size_t size = 16384, len = 0;
-        _cleanup_free_ char *buf = malloc(size);
+        _cleanup_free_ char *buf = NULL;
 
+        if (max >= SIZE_MAX - 2)
+                return -EINVAL;
+        buf = malloc(size);
         if (!buf)
                 return -ENOMEM;
-        for (;;) {
+        /* At most max + 1 bytes in buf: one more than max says "larger". */
+        while (len <= max) {
                 ssize_t n;
 
                 if (len + 1 >= size) {
-                        char *t;
+                        size_t k = size * 2 > max + 2 ? max + 2 : size * 2;
+                        char *t = realloc(buf, k);
 
-                        if (size > max + 1)
-                                return -EFBIG;
-                        size *= 2;
-                        t = realloc(buf, size);
                         if (!t)
                                 return -ENOMEM;
                         buf = t;
+                        size = k;
                 }
-                n = read(fd, buf + len, size - len - 1);
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
+                n = read_eintr(fd, buf + len, size - len - 1);
+                if (n < 0)
+                        return (int) n;
                 if (n == 0)
                         break;
                 len += (size_t) n;
-                if (len > max)
-                        return -EFBIG;
         }
         buf[len] = '\0';
+        *ret_buf = steal_pointer(&buf);
+        *ret_len = len;
+        return 0;
+}
+
+int read_fd_full(int fd, size_t max, char **ret_buf, size_t *ret_len) {
+        _cleanup_free_ char *buf = NULL;
+        size_t len;
+        int r;
+
+        r = read_fd_upto(fd, max, &buf, &len);
+        if (r < 0)
+                return r;
+        if (len > max)
+                return -EFBIG;
         *ret_buf = steal_pointer(&buf);
         *ret_len = len;
         return 0;
@@ -270,6 +306,12 @@ int strv_consume(char ***l, char *s) {
         return 0;
 }
 
+int strv_ensure(char ***l) {
+        if (!*l)
+                *l = calloc(1, sizeof(char *));
+        return *l ? 0 : -ENOMEM;
+}
+
 int strv_push(char ***l, size_t *n, size_t *allocated, char *s) {
         if (!s)
                 return -ENOMEM;
@@ -363,13 +405,10 @@ int dir_list_at(int dirfd, const char *path, char ***ret) {
                         break;
         }
         closedir(d);
+        if (r >= 0)
+                r = strv_ensure(&l);
         if (r < 0)
                 return r;
-        if (!l) {
-                l = calloc(1, sizeof(char *));
-                if (!l)
-                        return -ENOMEM;
-        }
         strv_sort(l);
         *ret = steal_pointer(&l);
         return 0;

@@ -50,6 +50,17 @@ bool mdev_class_is_valid(const char *s);
  * a second read per file, a round trip each on FUSE. Not for pipes: use
  * read_fd_full(). -EFBIG if it does not fit. */
 int read_fd_small(int fd, char *buf, size_t size, size_t *ret_len);
+/* Makes room for one more element at the end of the array *array points
+ * to (n in use, *allocated slots of size bytes), doubling it; *array and
+ * *allocated are updated. -ENOMEM leaves both as they were. */
+int array_grow(void *array, size_t n, size_t *allocated, size_t size);
+
+/* read(2), again on EINTR: the bytes read, 0 at the end, or -errno. */
+ssize_t read_eintr(int fd, void *buf, size_t size);
+/* Reads fd (a pipe too) into a fresh NUL-terminated buffer up to its end or
+ * max + 1 bytes, whichever comes first: *ret_len > max says there is more
+ * (left unread). -EINVAL for a max too large to count one further. */
+int read_fd_upto(int fd, size_t max, char **ret_buf, size_t *ret_len);
 /* Reads all of fd (a pipe too) into a fresh NUL-terminated buffer, at most
  * max bytes. -EFBIG when there is more. */
 int read_fd_full(int fd, size_t max, char **ret_buf, size_t *ret_len);
@@ -90,6 +101,9 @@ int strv_consume(char ***l, char *s);
  * doubling (strv_consume() counts the list on every call). Start with
  * NULL, 0, 0. */
 int strv_push(char ***l, size_t *n, size_t *allocated, char *s);
+/* Makes a NULL list (nothing pushed) the empty list, for callers that hand
+ * out a list that is never NULL. */
+int strv_ensure(char ***l);
 bool strv_contains(char * const *l, const char *s);
 /* The strings with sep between them ("a, b, c"); "" for an empty or NULL
  * list. NULL when out of memory. */

@@ -93,14 +93,8 @@ int vfio_creatable_parse(const char *text, VfioType **ret, size_t *ret_n) {
                         return error_set(-EBADMSG, "creatable_vgpu_types: '%s' is not 'ID : NAME'", line);
                 for (p = colon + 1; *p == ' ' || *p == '\t'; p++)
                         ;
-                if (n == allocated) {
-                        size_t k = allocated ? allocated * 2 : 8;
-                        VfioType *t = reallocarray(v, k, sizeof *t);
-                        if (!t)
-                                return -ENOMEM;
-                        v = t;
-                        allocated = k;
-                }
+                if (array_grow(&v, n, &allocated, sizeof *v) < 0)
+                        return -ENOMEM;
                 v[n] = (VfioType) { .id = (unsigned) id };
                 snprintf(v[n].type, sizeof v[n].type, VFIO_TYPE_PREFIX "%lu", id);
                 snprintf(v[n].name, sizeof v[n].name, "%s", p);
@@ -206,8 +200,8 @@ int vfio_pf_list(int rootfd, char ***ret) {
 
         r = dir_list_at(rootfd, PCI_DEVICES, &all);
         if (r == -ENOENT) {
-                *ret = calloc(1, sizeof(char *));
-                return *ret ? 0 : -ENOMEM;
+                *ret = NULL;
+                return strv_ensure(ret);
         }
         if (r < 0)
                 return error_set(r, "cannot list '/" PCI_DEVICES "': %s", strerror(-r));
@@ -218,11 +212,9 @@ int vfio_pf_list(int rootfd, char ***ret) {
                 if (r < 0)
                         return r;
         }
-        if (!l) {
-                l = calloc(1, sizeof(char *));
-                if (!l)
-                        return -ENOMEM;
-        }
+        r = strv_ensure(&l);
+        if (r < 0)
+                return r;
         *ret = steal_pointer(&l);
         return 0;
 }
@@ -247,7 +239,7 @@ int vfio_vf_creatable(int rootfd, const char *vf, VfioType **ret, size_t *ret_n)
         char path[PATH_MAX];
         _cleanup_free_ char *text = NULL;
         _cleanup_close_ int fd = -1;
-        size_t len = 0, size = 4096;
+        size_t len;
         int r;
 
         r = vf_path(vf, "nvidia/creatable_vgpu_types", path, sizeof path);
@@ -256,39 +248,16 @@ int vfio_vf_creatable(int rootfd, const char *vf, VfioType **ret, size_t *ret_n)
         fd = openat(rootfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
         if (fd < 0)
                 return errno == ENOENT ? -ENOENT : error_set(-errno, "cannot open '/%s': %s", path, strerror(errno));
-        text = malloc(size);
-        if (!text)
-                return -ENOMEM;
-        for (;;) {
-                ssize_t k;
-
-                if (len + 1 >= size) {
-                        char *t;
-                        if (size >= 1u << 20)
-                                return error_set(-EFBIG, "'/%s' is too large", path);
-                        t = realloc(text, size * 2);
-                        if (!t)
-                                return -ENOMEM;
-                        text = t;
-                        size *= 2;
-                }
-                k = read(fd, text + len, size - len - 1);
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return error_set(-errno, "cannot read '/%s': %s", path, strerror(errno));
-                }
-                if (k == 0)
-                        break;
-                len += (size_t) k;
-        }
-        text[len] = '\0';
+        r = read_fd_full(fd, 1u << 20, &text, &len);
+        if (r == -EFBIG)
+                return error_set(r, "'/%s' is too large", path);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                return error_set(r, "cannot read '/%s': %s", path, strerror(-r));
         r = vfio_creatable_parse(text, ret, ret_n);
-        if (r < 0) {
-                char why[256];
-                snprintf(why, sizeof why, "%s", error_get(r)); /* error_set() reuses its buffer */
-                return error_set(r, "'/%s': %s", path, why);
-        }
+        if (r < 0)
+                return error_prefix(r, "'/%s'", path);
         return 0;
 }
 

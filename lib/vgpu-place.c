@@ -183,14 +183,8 @@ int vgpu_choose(int rootfd, int ledgerfd, const Config *c, const char *boot_id, 
                         _cleanup_strv_free_ char **vfs = NULL;
                         PfStat *s;
 
-                        if (n_st == allocated) {
-                                size_t k = allocated ? allocated * 2 : 8;
-                                PfStat *t = reallocarray(st, k, sizeof *t);
-                                if (!t)
-                                        return -ENOMEM;
-                                st = t;
-                                allocated = k;
-                        }
+                        if (array_grow(&st, n_st, &allocated, sizeof *st) < 0)
+                                return -ENOMEM;
                         s = &st[n_st++];
                         *s = (PfStat) { .type = type, .order = order };
                         snprintf(s->pf, sizeof s->pf, "%.12s", *pf);
@@ -310,10 +304,8 @@ int vgpu_migrate(HookContext *ctx, VgpuPlan *p) {
                         return r;
                 r = vgpu_choose(ctx->rootfd, ctx->ledgerfd, ctx->config, ctx->boot_id, ctx->guest, types, v->pci,
                                 taken, p->n, &ch);
-                if (r < 0) {
-                        _cleanup_free_ char *why = strdup(error_get(r)); /* error_set() reuses its buffer */
-                        return error_set(r, "vGPU %s: %s", v->pci, why ? why : strerror(-r));
-                }
+                if (r < 0)
+                        return error_prefix(r, "vGPU %s", v->pci);
                 *it = (VgpuItem) { .index = i, .id = ch.id, .program = ch.program };
                 memcpy(it->vf, ch.vf, sizeof it->vf);
                 memcpy(it->pf, ch.pf, sizeof it->pf);

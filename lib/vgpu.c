@@ -276,11 +276,14 @@ int vgpu_prepare_apply(HookContext *ctx, VgpuPlan *p, LedgerState state) {
                          it->program ? "programmed" : origin == LEDGER_BORROWED ? "borrowed" : "reused");
                 continue;
 fail: {
-                _cleanup_free_ char *reason = strdup(error_get(r));
-                int k = vgpu_rollback(ctx, p);
+                ErrorSaved why; /* the rollback may set messages of its own */
+                int k;
+
+                error_save(&why);
+                k = vgpu_rollback(ctx, p);
                 if (k < 0)
                         log_warning("rollback left something behind: %s", error_get(k));
-                return error_set(r, "%s", reason ? reason : strerror(-r));
+                return error_restore(r, &why);
         }
         }
         return 0;

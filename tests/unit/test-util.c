@@ -5,6 +5,7 @@
  */
 #include <fcntl.h>
 #include <limits.h>
+#include <stdint.h>
 
 #include "check.h"
 #include "util.h"
@@ -40,6 +41,45 @@ static void test_read_fd_full(void) {
         check(read_fd_full(fd, 10, &buf, &len) == 0);
         check(len == 0 && buf[0] == '\0');
         close(fd);
+}
+
+/* read_fd_upto() stops one byte past max and leaves the rest unread. */
+static void test_read_fd_upto(void) {
+        _cleanup_free_ char *buf = NULL;
+        char big[40000], rest[16];
+        size_t len;
+        int fd;
+
+        memset(big, 'y', sizeof big);
+        fd = pipe_with(big, sizeof big);
+        check(read_fd_upto(fd, 30000, &buf, &len) == 0);
+        check(len == 30001 && buf[len] == '\0');
+        check(read(fd, rest, sizeof rest) == sizeof rest); /* still there */
+        close(fd);
+        free(steal_pointer(&buf));
+
+        fd = pipe_with(big, 100);
+        check(read_fd_upto(fd, 100, &buf, &len) == 0);
+        check(len == 100);
+        close(fd);
+        check(read_fd_upto(0, SIZE_MAX - 1, &buf, &len) == -EINVAL);
+}
+
+/* array_grow() doubles only when the array is full and keeps the elements. */
+static void test_array_grow(void) {
+        _cleanup_free_ unsigned *a = NULL;
+        size_t n = 0, allocated = 0;
+
+        for (unsigned i = 0; i < 100; i++) {
+                size_t before = allocated;
+
+                check(array_grow(&a, n, &allocated, sizeof *a) == 0);
+                check(allocated > n);
+                check(n < before ? allocated == before : allocated == (before ? before * 2 : 4));
+                a[n++] = i;
+        }
+        for (unsigned i = 0; i < 100; i++)
+                check(a[i] == i);
 }
 
 static void test_read_fd_small(void) {
@@ -89,6 +129,8 @@ static void test_program_dir(void) {
 
 int main(void) {
         test_read_fd_full();
+        test_read_fd_upto();
+        test_array_grow();
         test_read_fd_small();
         test_strv_join();
         test_program_dir();
