@@ -71,11 +71,70 @@ static void usage(FILE *f) {
               f);
 }
 
-int main(int argc, char **argv) {
-        bool foreground = false, debug = false;
-        int i = 1;
+/* The locks the FUSE threads and the timer share. */
+static void locks_init(void) {
+        pthread_rwlockattr_t rwa;
+        pthread_condattr_t ca;
 
-        if (argc >= 3 && streq(argv[1], "--ctl") && argc >= 4)
+        pthread_rwlockattr_init(&rwa);
+        /* 32 hooks read in parallel: do not let them starve a create */
+        pthread_rwlockattr_setkind_np(&rwa, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+        pthread_rwlock_init(&model_lock, &rwa);
+        pthread_rwlockattr_destroy(&rwa);
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        pthread_cond_init(&timers.cond, &ca);
+        pthread_condattr_destroy(&ca);
+}
+
+/* Mounts the model at MOUNTPOINT and serves it until unmounted. */
+static int serve(const char *argv0, const char *mountpoint, bool foreground, bool debug) {
+        struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
+        struct fuse_session *se;
+        struct fuse_loop_config *lc;
+
+        fuse_opt_add_arg(&args, argv0);
+        fuse_opt_add_arg(&args, "-o");
+        fuse_opt_add_arg(&args, geteuid() == 0 ? "fsname=mdev-sysfs-sim,subtype=mdev-sysfs-sim,allow_other"
+                                               : "fsname=mdev-sysfs-sim,subtype=mdev-sysfs-sim");
+        if (debug)
+                fuse_opt_add_arg(&args, "-d");
+        se = fuse_session_new(&args, &sim_ops, sizeof(sim_ops), NULL);
+        fuse_opt_free_args(&args);
+        if (!se)
+                return 1;
+        if (fuse_session_mount(se, mountpoint) != 0) {
+                fuse_session_destroy(se);
+                return 1;
+        }
+        /* The mount exists now; the parent returns once the child is set up. */
+        if (fuse_daemonize(foreground) != 0) {
+                fuse_session_unmount(se);
+                fuse_session_destroy(se);
+                return 1;
+        }
+        session = se;
+        fuse_set_signal_handlers(se);
+        lc = fuse_loop_cfg_create();
+        fuse_loop_cfg_set_max_threads(lc, 256);
+        fuse_loop_cfg_set_idle_threads(lc, 8);
+        /* Ends on unmount (or on SIGTERM/SIGINT, e.g. when a copy of the
+         * mount in another mount namespace keeps it alive). Either way the
+         * simulator is done: its status is not an error. */
+        (void) fuse_session_loop_mt(se, lc);
+        fuse_loop_cfg_destroy(lc);
+        timers_stop();
+        session = NULL;
+        fuse_remove_signal_handlers(se);
+        fuse_session_unmount(se);
+        fuse_session_destroy(se);
+        return 0;
+}
+
+/* The client modes (--ctl, --counters, --state, --check, --help); -1 when
+ * ARGV asks for none of them. */
+static int client_main(int argc, char **argv) {
+        if (argc >= 4 && streq(argv[1], "--ctl"))
                 return client_ctl(argv[2], argc - 3, argv + 3);
         if (argc == 3 && streq(argv[1], "--counters"))
                 return client_cat(argv[2], "counters");
@@ -94,6 +153,16 @@ int main(int argc, char **argv) {
                 usage(stdout);
                 return 0;
         }
+        return -1;
+}
+
+int main(int argc, char **argv) {
+        bool foreground = false, debug = false;
+        int i = 1, r;
+
+        r = client_main(argc, argv);
+        if (r >= 0)
+                return r;
         for (; i < argc && argv[i][0] == '-'; i++) {
                 if (streq(argv[i], "-f"))
                         foreground = true;
@@ -121,18 +190,7 @@ int main(int argc, char **argv) {
                 return 1;
         }
 
-        pthread_rwlockattr_t rwa;
-        pthread_rwlockattr_init(&rwa);
-        /* 32 hooks read in parallel: do not let them starve a create */
-        pthread_rwlockattr_setkind_np(&rwa, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
-        pthread_rwlock_init(&model_lock, &rwa);
-        pthread_rwlockattr_destroy(&rwa);
-        pthread_condattr_t ca;
-        pthread_condattr_init(&ca);
-        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-        pthread_cond_init(&timers.cond, &ca);
-        pthread_condattr_destroy(&ca);
-
+        locks_init();
         if (topo_load(topology) < 0) {
                 model_free();
                 return 2;
@@ -145,49 +203,12 @@ int main(int argc, char **argv) {
         if (!foreground)
                 (void) close_range(3, ~0U, 0);
 
-        struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
-        fuse_opt_add_arg(&args, argv[0]);
-        fuse_opt_add_arg(&args, "-o");
-        fuse_opt_add_arg(&args, geteuid() == 0 ? "fsname=mdev-sysfs-sim,subtype=mdev-sysfs-sim,allow_other"
-                                               : "fsname=mdev-sysfs-sim,subtype=mdev-sysfs-sim");
-        if (debug)
-                fuse_opt_add_arg(&args, "-d");
-        struct fuse_session *se = fuse_session_new(&args, &sim_ops, sizeof(sim_ops), NULL);
-        fuse_opt_free_args(&args);
-        if (!se) {
-                model_free();
-                return 1;
-        }
-        if (fuse_session_mount(se, mountpoint) != 0) {
-                fuse_session_destroy(se);
-                model_free();
-                return 1;
-        }
-        /* The mount exists now; the parent returns once the child is set up. */
-        if (fuse_daemonize(foreground) != 0) {
-                fuse_session_unmount(se);
-                fuse_session_destroy(se);
-                model_free();
-                return 1;
-        }
-        session = se;
-        fuse_set_signal_handlers(se);
-        struct fuse_loop_config *lc = fuse_loop_cfg_create();
-        fuse_loop_cfg_set_max_threads(lc, 256);
-        fuse_loop_cfg_set_idle_threads(lc, 8);
-        /* Ends on unmount (or on SIGTERM/SIGINT, e.g. when a copy of the
-         * mount in another mount namespace keeps it alive). Either way the
-         * simulator is done: its status is not an error. */
-        (void) fuse_session_loop_mt(se, lc);
-        fuse_loop_cfg_destroy(lc);
-        timers_stop();
-        session = NULL;
-        fuse_remove_signal_handlers(se);
-        fuse_session_unmount(se);
-        fuse_session_destroy(se);
+        r = serve(argv[0], mountpoint, foreground, debug);
         model_free();
-        free(content_cache.v);
-        pthread_rwlock_destroy(&model_lock);
-        pthread_cond_destroy(&timers.cond);
-        return 0;
+        if (r == 0) {
+                free(content_cache.v);
+                pthread_rwlock_destroy(&model_lock);
+                pthread_cond_destroy(&timers.cond);
+        }
+        return r;
 }

@@ -56,12 +56,183 @@ static int topo_fail(const char *file, unsigned line, const char *what) {
         return -EINVAL;
 }
 
+/* Each statement: NULL when it is right, else what is wrong with it.
+ * "types NAME" opens a block of types. */
+static const char *stmt_types(char **w, size_t n, TypeSet **cur) {
+        if (*cur || n != 2 || !name_ok(w[1]) || set_find(w[1]))
+                return "expected: types NAME (new, outside another types block)";
+        *cur = xcalloc(1, sizeof(TypeSet));
+        (*cur)->name = xstrdup(w[1]);
+        model.sets = xrealloc(model.sets, (model.n_sets + 1) * sizeof(TypeSet *));
+        model.sets[model.n_sets++] = *cur;
+        return NULL;
+}
+
+/* "end" closes it. */
+static const char *stmt_end(size_t n, TypeSet **cur) {
+        if (!*cur || n != 1)
+                return "'end' without 'types'";
+        if ((*cur)->n == 0)
+                return "a types block needs at least one type";
+        *cur = NULL;
+        return NULL;
+}
+
+/* "type ID key=value...": one type of the open block. */
+static const char *stmt_type(char **w, size_t n, TypeSet *cur) {
+        static const char *const keys[] = { "instances", "ports", "device_api", "name",
+                                            "description", "framebuffer", NULL };
+        if (!cur || n < 2 || !name_ok(w[1]))
+                return "expected: type ID key=value... inside a types block";
+        if (!words_known(w, n, 2, keys))
+                return "unknown key for type";
+        for (size_t i = 0; i < cur->n; i++)
+                if (streq(cur->types[i].id, w[1]))
+                        return "duplicate type";
+        cur->types = xrealloc(cur->types, (cur->n + 1) * sizeof(TypeDef));
+        TypeDef *d = &cur->types[cur->n++];
+        memset(d, 0, sizeof(*d));
+        d->id = xstrdup(w[1]);
+        d->name = xstrdup(word_opt(w, n, 2, "name"));
+        d->description = xstrdup(word_opt(w, n, 2, "description"));
+        const char *api = word_opt(w, n, 2, "device_api");
+        d->device_api = xstrdup(api ? api : "vfio-pci");
+        const char *v = word_opt(w, n, 2, "instances");
+        if (v && parse_uint(v, &d->instances) < 0)
+                return "instances: not a number";
+        v = word_opt(w, n, 2, "framebuffer");
+        if (v && (parse_uint(v, &d->fb) < 0 || d->fb == 0))
+                return "framebuffer: MiB, a positive number";
+        d->ports = 1;
+        v = word_opt(w, n, 2, "ports");
+        if (v && (parse_uint(v, &d->ports) < 0 || d->ports == 0))
+                return "ports: not a positive number";
+        return NULL;
+}
+
+/* "parent NAME types=SET key=value...": an mdev parent. */
+static const char *stmt_parent(char **w, size_t n, const TypeSet *cur) {
+        unsigned u;
+
+        static const char *const keys[] = { "types", "devpath", "pool", "onetype", "errno",
+                                            "registered", NULL };
+        if (cur || n < 2 || !name_ok(w[1]))
+                return "expected: parent NAME types=SET key=value...";
+        if (!words_known(w, n, 2, keys))
+                return "unknown key for parent";
+        if (parent_find(w[1]))
+                return "duplicate parent";
+        const char *sn = word_opt(w, n, 2, "types");
+        const TypeSet *set = sn ? set_find(sn) : NULL;
+        if (!set)
+                return "types=SET names no types block defined above";
+        const char *devpath = word_opt(w, n, 2, "devpath");
+        if (!devpath && !name_is_pci(w[1]))
+                return "a parent that is not a PCI address needs devpath=";
+        if (devpath && (!*devpath || devpath[0] == '/' || strstr(devpath, "..")))
+                return "devpath must be relative to devices/";
+        Parent *p = parent_new(w[1], devpath, set);
+        const char *v = word_opt(w, n, 2, "pool");
+        if (v && parse_uint(v, &p->pool) < 0)
+                return "pool: not a number";
+        v = word_opt(w, n, 2, "onetype");
+        if (v && parse_uint(v, &u) < 0)
+                return "onetype: 0 or 1";
+        p->onetype = v && u;
+        v = word_opt(w, n, 2, "errno");
+        if (v && (p->nospace_errno = errno_from_name(v)) == 0)
+                return "errno: unknown errno name";
+        v = word_opt(w, n, 2, "registered");
+        u = 1;
+        if (v && parse_uint(v, &u) < 0)
+                return "registered: 0 or 1";
+        p->start_registered = u;
+        return NULL;
+}
+
+/* sriov PF-ADDRESS ... or vfio PF-ADDRESS ...: a PF and its VFs. */
+static const char *stmt_pf(char **w, size_t n, const TypeSet *cur) {
+        unsigned u;
+        /* sriov PF-ADDRESS totalvfs=N [numvfs=N] types=SET [devpath=] [errno=] [onetype=]
+         * vfio PF-ADDRESS totalvfs=N [numvfs=N] types=SET framebuffer=MiB [devpath=] */
+        static const char *const sriov_keys[] = { "types", "devpath", "totalvfs", "numvfs",
+                                                  "errno", "onetype", NULL };
+        static const char *const vfio_keys[] = { "types", "devpath", "totalvfs", "numvfs",
+                                                 "framebuffer", NULL };
+        bool vfio = streq(w[0], "vfio");
+        if (cur || n < 2 || !name_is_pci(w[1]))
+                return vfio ? "expected: vfio PCI-ADDRESS totalvfs=N types=SET framebuffer=MiB ..."
+                            : "expected: sriov PCI-ADDRESS totalvfs=N types=SET ...";
+        if (!words_known(w, n, 2, vfio ? vfio_keys : sriov_keys))
+                return vfio ? "unknown key for vfio" : "unknown key for sriov";
+        const char *sn = word_opt(w, n, 2, "types");
+        const TypeSet *set = sn ? set_find(sn) : NULL;
+        if (!set)
+                return "types=SET names no types block defined above";
+        for (size_t i = 0; vfio && i < set->n; i++) {
+                const char *id = set->types[i].id;
+                if (set->types[i].fb == 0 || strspn(id, "0123456789") != strlen(id) || atoi(id) <= 0)
+                        return "vfio: every type needs a numeric ID and framebuffer=";
+        }
+        Pf *pf = xcalloc(1, sizeof(Pf));
+        model.pfs = xrealloc(model.pfs, (model.n_pfs + 1) * sizeof(Pf *));
+        model.pfs[model.n_pfs++] = pf;
+        pf->name = xstrdup(w[1]);
+        pf->vfio = vfio;
+        const char *devpath = word_opt(w, n, 2, "devpath");
+        pf->devpath = devpath ? xstrdup(devpath) : pci_devpath(w[1]);
+        pf->vf_set = set;
+        pf->vf_errno = ENOSPC;
+        pf->vf_onetype = true;
+        const char *v = word_opt(w, n, 2, "totalvfs");
+        if (!v || parse_uint(v, &pf->total) < 0 || pf->total == 0 || pf->total > 252)
+                return "totalvfs: 1..252 required";
+        v = word_opt(w, n, 2, "numvfs");
+        if (v && (parse_uint(v, &u) < 0 || u > pf->total))
+                return "numvfs: 0..totalvfs";
+        pf->start_num = v ? u : 0;
+        if (vfio) {
+                v = word_opt(w, n, 2, "framebuffer");
+                if (!v || parse_uint(v, &pf->fb) < 0 || pf->fb == 0)
+                        return "framebuffer: the GPU's MiB, required";
+        } else {
+                v = word_opt(w, n, 2, "errno");
+                if (v && (pf->vf_errno = errno_from_name(v)) == 0)
+                        return "errno: unknown errno name";
+                v = word_opt(w, n, 2, "onetype");
+                if (v && parse_uint(v, &u) < 0)
+                        return "onetype: 0 or 1";
+                if (v)
+                        pf->vf_onetype = u;
+        }
+        return NULL;
+}
+
+/* "mdev_bus absent": a host without the mdev bus (VFIO only). */
+static const char *stmt_mdev_bus(char **w, size_t n) {
+
+        return NULL;
+}
+
+/* What the whole topology must hold once read; NULL when it does. */
+static const char *topo_check(void) {
+        if (model.n_parents == 0 && model.n_pfs == 0)
+                return "no parent and no sriov statement";
+        if (model.no_mdev_bus && model.n_parents > 0)
+                return "mdev_bus absent, but the topology has mdev parents";
+        for (size_t i = 0; i < model.n_pfs; i++)
+                if (model.no_mdev_bus && !model.pfs[i]->vfio)
+                        return "mdev_bus absent, but an sriov PF has mdev VFs";
+        return NULL;
+}
+
 int topo_load(const char *file) {
         _cleanup_fclose_ FILE *f = fopen(file, "re");
         _cleanup_free_ char *line = NULL;
         size_t cap = 0;
         unsigned lineno = 0;
         TypeSet *cur = NULL;
+        const char *bad;
 
         if (!f) {
                 fprintf(stderr, "mdev-sysfs-sim: cannot open topology '%s': %s\n", file, strerror(errno));
@@ -70,160 +241,33 @@ int topo_load(const char *file) {
         while (getline(&line, &cap, f) >= 0) {
                 char *w[MAX_WORDS];
                 size_t n;
-                unsigned u;
 
                 lineno++;
                 if (topo_words(line, w, &n) < 0)
                         return topo_fail(file, lineno, "unterminated quote or too many words");
                 if (n == 0)
                         continue;
-                if (streq(w[0], "types")) {
-                        if (cur || n != 2 || !name_ok(w[1]) || set_find(w[1]))
-                                return topo_fail(file, lineno, "expected: types NAME (new, outside another types block)");
-                        cur = xcalloc(1, sizeof(TypeSet));
-                        cur->name = xstrdup(w[1]);
-                        model.sets = xrealloc(model.sets, (model.n_sets + 1) * sizeof(TypeSet *));
-                        model.sets[model.n_sets++] = cur;
-                } else if (streq(w[0], "end")) {
-                        if (!cur || n != 1)
-                                return topo_fail(file, lineno, "'end' without 'types'");
-                        if (cur->n == 0)
-                                return topo_fail(file, lineno, "a types block needs at least one type");
-                        cur = NULL;
-                } else if (streq(w[0], "type")) {
-                        static const char *const keys[] = { "instances", "ports", "device_api", "name",
-                                                            "description", "framebuffer", NULL };
-                        if (!cur || n < 2 || !name_ok(w[1]))
-                                return topo_fail(file, lineno, "expected: type ID key=value... inside a types block");
-                        if (!words_known(w, n, 2, keys))
-                                return topo_fail(file, lineno, "unknown key for type");
-                        for (size_t i = 0; i < cur->n; i++)
-                                if (streq(cur->types[i].id, w[1]))
-                                        return topo_fail(file, lineno, "duplicate type");
-                        cur->types = xrealloc(cur->types, (cur->n + 1) * sizeof(TypeDef));
-                        TypeDef *d = &cur->types[cur->n++];
-                        memset(d, 0, sizeof(*d));
-                        d->id = xstrdup(w[1]);
-                        d->name = xstrdup(word_opt(w, n, 2, "name"));
-                        d->description = xstrdup(word_opt(w, n, 2, "description"));
-                        const char *api = word_opt(w, n, 2, "device_api");
-                        d->device_api = xstrdup(api ? api : "vfio-pci");
-                        const char *v = word_opt(w, n, 2, "instances");
-                        if (v && parse_uint(v, &d->instances) < 0)
-                                return topo_fail(file, lineno, "instances: not a number");
-                        v = word_opt(w, n, 2, "framebuffer");
-                        if (v && (parse_uint(v, &d->fb) < 0 || d->fb == 0))
-                                return topo_fail(file, lineno, "framebuffer: MiB, a positive number");
-                        d->ports = 1;
-                        v = word_opt(w, n, 2, "ports");
-                        if (v && (parse_uint(v, &d->ports) < 0 || d->ports == 0))
-                                return topo_fail(file, lineno, "ports: not a positive number");
-                } else if (streq(w[0], "parent")) {
-                        static const char *const keys[] = { "types", "devpath", "pool", "onetype", "errno",
-                                                            "registered", NULL };
-                        if (cur || n < 2 || !name_ok(w[1]))
-                                return topo_fail(file, lineno, "expected: parent NAME types=SET key=value...");
-                        if (!words_known(w, n, 2, keys))
-                                return topo_fail(file, lineno, "unknown key for parent");
-                        if (parent_find(w[1]))
-                                return topo_fail(file, lineno, "duplicate parent");
-                        const char *sn = word_opt(w, n, 2, "types");
-                        const TypeSet *set = sn ? set_find(sn) : NULL;
-                        if (!set)
-                                return topo_fail(file, lineno, "types=SET names no types block defined above");
-                        const char *devpath = word_opt(w, n, 2, "devpath");
-                        if (!devpath && !name_is_pci(w[1]))
-                                return topo_fail(file, lineno, "a parent that is not a PCI address needs devpath=");
-                        if (devpath && (!*devpath || devpath[0] == '/' || strstr(devpath, "..")))
-                                return topo_fail(file, lineno, "devpath must be relative to devices/");
-                        Parent *p = parent_new(w[1], devpath, set);
-                        const char *v = word_opt(w, n, 2, "pool");
-                        if (v && parse_uint(v, &p->pool) < 0)
-                                return topo_fail(file, lineno, "pool: not a number");
-                        v = word_opt(w, n, 2, "onetype");
-                        if (v && parse_uint(v, &u) < 0)
-                                return topo_fail(file, lineno, "onetype: 0 or 1");
-                        p->onetype = v && u;
-                        v = word_opt(w, n, 2, "errno");
-                        if (v && (p->nospace_errno = errno_from_name(v)) == 0)
-                                return topo_fail(file, lineno, "errno: unknown errno name");
-                        v = word_opt(w, n, 2, "registered");
-                        u = 1;
-                        if (v && parse_uint(v, &u) < 0)
-                                return topo_fail(file, lineno, "registered: 0 or 1");
-                        p->start_registered = u;
-                } else if (streq(w[0], "sriov") || streq(w[0], "vfio")) {
-                        /* sriov PF-ADDRESS totalvfs=N [numvfs=N] types=SET [devpath=] [errno=] [onetype=]
-                         * vfio PF-ADDRESS totalvfs=N [numvfs=N] types=SET framebuffer=MiB [devpath=] */
-                        static const char *const sriov_keys[] = { "types", "devpath", "totalvfs", "numvfs",
-                                                                  "errno", "onetype", NULL };
-                        static const char *const vfio_keys[] = { "types", "devpath", "totalvfs", "numvfs",
-                                                                 "framebuffer", NULL };
-                        bool vfio = streq(w[0], "vfio");
-                        if (cur || n < 2 || !name_is_pci(w[1]))
-                                return topo_fail(file, lineno,
-                                                 vfio ? "expected: vfio PCI-ADDRESS totalvfs=N types=SET framebuffer=MiB ..."
-                                                      : "expected: sriov PCI-ADDRESS totalvfs=N types=SET ...");
-                        if (!words_known(w, n, 2, vfio ? vfio_keys : sriov_keys))
-                                return topo_fail(file, lineno, vfio ? "unknown key for vfio" : "unknown key for sriov");
-                        const char *sn = word_opt(w, n, 2, "types");
-                        const TypeSet *set = sn ? set_find(sn) : NULL;
-                        if (!set)
-                                return topo_fail(file, lineno, "types=SET names no types block defined above");
-                        for (size_t i = 0; vfio && i < set->n; i++) {
-                                const char *id = set->types[i].id;
-                                if (set->types[i].fb == 0 || strspn(id, "0123456789") != strlen(id) || atoi(id) <= 0)
-                                        return topo_fail(file, lineno, "vfio: every type needs a numeric ID and framebuffer=");
-                        }
-                        Pf *pf = xcalloc(1, sizeof(Pf));
-                        model.pfs = xrealloc(model.pfs, (model.n_pfs + 1) * sizeof(Pf *));
-                        model.pfs[model.n_pfs++] = pf;
-                        pf->name = xstrdup(w[1]);
-                        pf->vfio = vfio;
-                        const char *devpath = word_opt(w, n, 2, "devpath");
-                        pf->devpath = devpath ? xstrdup(devpath) : pci_devpath(w[1]);
-                        pf->vf_set = set;
-                        pf->vf_errno = ENOSPC;
-                        pf->vf_onetype = true;
-                        const char *v = word_opt(w, n, 2, "totalvfs");
-                        if (!v || parse_uint(v, &pf->total) < 0 || pf->total == 0 || pf->total > 252)
-                                return topo_fail(file, lineno, "totalvfs: 1..252 required");
-                        v = word_opt(w, n, 2, "numvfs");
-                        if (v && (parse_uint(v, &u) < 0 || u > pf->total))
-                                return topo_fail(file, lineno, "numvfs: 0..totalvfs");
-                        pf->start_num = v ? u : 0;
-                        if (vfio) {
-                                v = word_opt(w, n, 2, "framebuffer");
-                                if (!v || parse_uint(v, &pf->fb) < 0 || pf->fb == 0)
-                                        return topo_fail(file, lineno, "framebuffer: the GPU's MiB, required");
-                        } else {
-                                v = word_opt(w, n, 2, "errno");
-                                if (v && (pf->vf_errno = errno_from_name(v)) == 0)
-                                        return topo_fail(file, lineno, "errno: unknown errno name");
-                                v = word_opt(w, n, 2, "onetype");
-                                if (v && parse_uint(v, &u) < 0)
-                                        return topo_fail(file, lineno, "onetype: 0 or 1");
-                                if (v)
-                                        pf->vf_onetype = u;
-                        }
-                } else if (streq(w[0], "mdev_bus")) {
-                        /* mdev_bus absent: no class/mdev_bus and no bus/mdev (a VFIO-only host) */
-                        if (n != 2 || !streq(w[1], "absent"))
-                                return topo_fail(file, lineno, "expected: mdev_bus absent");
-                        model.no_mdev_bus = true;
-                } else
-                        return topo_fail(file, lineno, "unknown statement (types, type, end, parent, sriov, vfio, mdev_bus)");
+                if (streq(w[0], "types"))
+                        bad = stmt_types(w, n, &cur);
+                else if (streq(w[0], "end"))
+                        bad = stmt_end(n, &cur);
+                else if (streq(w[0], "type"))
+                        bad = stmt_type(w, n, cur);
+                else if (streq(w[0], "parent"))
+                        bad = stmt_parent(w, n, cur);
+                else if (streq(w[0], "sriov") || streq(w[0], "vfio"))
+                        bad = stmt_pf(w, n, cur);
+                else if (streq(w[0], "mdev_bus"))
+                        bad = stmt_mdev_bus(w, n);
+                else
+                        bad = "unknown statement (types, type, end, parent, sriov, vfio, mdev_bus)";
+                if (bad)
+                        return topo_fail(file, lineno, bad);
         }
         if (cur)
                 return topo_fail(file, lineno, "types block without 'end'");
-        if (model.n_parents == 0 && model.n_pfs == 0)
-                return topo_fail(file, lineno, "no parent and no sriov statement");
-        if (model.no_mdev_bus && model.n_parents > 0)
-                return topo_fail(file, lineno, "mdev_bus absent, but the topology has mdev parents");
-        for (size_t i = 0; i < model.n_pfs; i++)
-                if (model.no_mdev_bus && !model.pfs[i]->vfio)
-                        return topo_fail(file, lineno, "mdev_bus absent, but an sriov PF has mdev VFs");
-        return 0;
+        bad = topo_check();
+        return bad ? topo_fail(file, lineno, bad) : 0;
 }
 
 void topo_build(void) {
