@@ -76,9 +76,9 @@ static int setup(HookOp op, const char *guest, Setup *su) {
  * placing its mdevs will read, the candidates of every enabled type
  * (alloc_prefetch()), and stops when the check is done. Those reads need the
  * lock, so for these operations the config, the record and the lock come
- * before the parse. A prepare's XML under 512 KiB is checked in a millisecond
- * or so, and the thread's reads of types the guest does not use then cost
- * as much as they save (BENCHMARKS.md, issue 22): its reads are left to the
+ * before the parse. For a prepare's smaller XML, checked quickly, the
+ * thread's reads of types the guest does not use cost as much as they save
+ * (BENCHMARKS.md, "Speed, second round"): its reads are left to the
  * placement. */
 #define PREPARE_PREFETCH_MIN_XML (512u << 10)
 
@@ -94,6 +94,33 @@ static void *prefetch_run(void *userdata) {
 
         (void) alloc_prefetch(p->su->rootfd, p->su->config, &p->stop, &p->probed, &p->n_probed);
         return NULL;
+}
+
+/* The operation itself, on the context run() set up. */
+static int dispatch(HookOp op, HookContext *ctx) {
+        int r;
+
+        switch (op) {
+        case HOOK_OP_PREPARE:
+                r = hook_prepare(ctx); /* takes ctx->probed over */
+                free(ctx->probed);
+                ctx->probed = NULL;
+                return r;
+        case HOOK_OP_RELEASE:
+                return hook_release(ctx);
+        case HOOK_OP_RECONNECT:
+                return hook_reconnect(ctx);
+        case HOOK_OP_MIGRATE:
+        case HOOK_OP_RESTORE:
+                r = migrate_run(ctx, op);
+                free(ctx->probed); /* when migrate_run() did not take it over */
+                ctx->probed = NULL;
+                if (r >= 0 && ctx->rewritten)
+                        r = domxml_write(ctx->dom, STDOUT_FILENO);
+                return r;
+        default:
+                return 0;
+        }
 }
 
 static int run(HookOp op, const char *guest, const char *xml, size_t xml_len, HookContext *ctx) {
@@ -156,27 +183,7 @@ static int run(HookOp op, const char *guest, const char *xml, size_t xml_len, Ho
         };
         memcpy(ctx->boot_id, su.boot_id, sizeof ctx->boot_id);
 
-        switch (op) {
-        case HOOK_OP_PREPARE:
-                r = hook_prepare(ctx); /* takes ctx->probed over */
-                free(ctx->probed);
-                ctx->probed = NULL;
-                return r;
-        case HOOK_OP_RELEASE:
-                return hook_release(ctx);
-        case HOOK_OP_RECONNECT:
-                return hook_reconnect(ctx);
-        case HOOK_OP_MIGRATE:
-        case HOOK_OP_RESTORE:
-                r = migrate_run(ctx, op);
-                free(ctx->probed); /* when migrate_run() did not take it over */
-                ctx->probed = NULL;
-                if (r >= 0 && ctx->rewritten)
-                        r = domxml_write(dom, STDOUT_FILENO);
-                return r;
-        default:
-                return 0;
-        }
+        return dispatch(op, ctx);
 }
 
 int mdev_hooks_qemu_worker(int argc, char **argv, const char *xml, size_t xml_len) {
