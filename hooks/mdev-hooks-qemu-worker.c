@@ -45,19 +45,17 @@ static void setup_done(Setup *su) {
 }
 
 static int setup(HookOp op, const char *guest, Setup *su) {
-        _cleanup_strv_free_ char **errors = NULL;
         char what[GUEST_NAME_MAX + 32];
         int r;
 
         r = root_open(&su->rootfd);
         if (r < 0)
                 return r;
-        r = config_load(su->rootfd, NULL, &su->config, &errors);
-        if (r < 0) {
-                if (errors && errors[0])
-                        return error_set(r, "the config has errors, fix it first (mdev-hooks check-config): %s", errors[0]);
+        r = config_load(su->rootfd, NULL, &su->config, NULL);
+        if (r == -EINVAL) /* its first problem, with how many more */
+                return error_prefix(r, "the config has errors, fix it first (mdev-hooks check-config)");
+        if (r < 0)
                 return r;
-        }
         /* accepted as Nova accepts them: said on stderr and to syslog */
         for (char **w = su->config->warnings; w && *w; w++)
                 log_warning("%s", *w);

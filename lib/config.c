@@ -1027,7 +1027,7 @@ static int parser_report(Parser *p, char ***ret_errors) {
                 if (strv_consume(&lines, strdup_printf("%s:%u: %s", p->path, p->errors[i].line, p->errors[i].msg)) < 0)
                         return -ENOMEM;
         if (p->n_errors > 1)
-                error_set(-EINVAL, "%s (and %zu more errors; run mdev-hooks check-config)", lines[0], p->n_errors - 1);
+                error_set(-EINVAL, "%s (and %zu more errors)", lines[0], p->n_errors - 1);
         else
                 error_set(-EINVAL, "%s", lines[0]);
         if (ret_errors)

@@ -86,9 +86,11 @@ typedef struct Config {
  * types enabled), so that a host without one still starts guests without
  * mdevs. A missing explicit path is an error.
  *
- * On failure returns -EINVAL (or -errno for I/O), leaves *ret untouched, and
- * fills *ret_errors (if not NULL) with one line per problem, each of the form
- * "<file>:<line>: <reason>", sorted by line.
+ * On failure returns -EINVAL (or -errno for I/O) and leaves *ret untouched.
+ * Its error (error.h) is the first problem, "<file>:<line>: <reason>", with
+ * how many more there are: what a program that only needs the reason says.
+ * A program that shows every problem (check-config) also passes ret_errors,
+ * which gets one line per problem, sorted by line.
  *
  * Two or more types without device_addresses load as Nova (22+) loads them:
  * the first in enabled_mdev_types is the default, the later ones are not

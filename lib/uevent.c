@@ -139,20 +139,16 @@ static const char *config_name(const UeventContext *c) {
  * none to act on: a config with errors is reported in one line, and the
  * caller then does only what needs no config (keeping the record true). */
 static int context_load_config(UeventContext *c) {
-        _cleanup_strv_free_ char **errors = NULL;
         int r;
 
         if (c->config_loaded)
                 return c->config ? 1 : 0;
         c->config_loaded = true;
-        r = config_load(c->rootfd, NULL, &c->config, &errors);
+        r = config_load(c->rootfd, NULL, &c->config, NULL);
         if (r < 0) {
                 c->config = NULL;
-                if (errors && errors[0])
-                        log_msg(LOG_ERR, "the config has %zu error(s), so only the record is kept up to date: %s; run 'mdev-hooks check-config'",
-                             strv_length(errors), errors[0]);
-                else
-                        log_msg(LOG_ERR, "cannot load the config, so only the record is kept up to date: %s", error_get(r));
+                log_msg(LOG_ERR, "cannot use the config, so only the record is kept up to date: %s%s", error_get(r),
+                        r == -EINVAL ? "; run 'mdev-hooks check-config'" : "");
                 error_clear();
                 return 0;
         }

@@ -229,8 +229,23 @@ EOF
         record_write "$U1" mtty mtty-1 free created "" boot_id="$OLD_BOOT"
         parent_event mtty registered
         [ "$status" -eq 0 ]
-        [[ "$output" == *"check-config"* ]]
+        [[ "$output" == *"cannot use the config, so only the record is kept up to date: /etc/mdev-hooks/mdev-hooks.conf:4: "*"no_such_key"*"; run 'mdev-hooks check-config'"* ]]
         record_absent "$U1"
+}
+
+@test "registered with a config of several errors names the first and how many more, once" {
+        sim_mount mtty
+        config_write <<EOF
+[devices]
+enabled_mdev_types = mtty-1
+[hooks]
+no_such_key = 1
+other_key = 2
+EOF
+        parent_event mtty registered
+        [ "$status" -eq 0 ]
+        [[ "$output" == *"mdev-hooks.conf:4: "*"no_such_key"*" (and 1 more errors); run 'mdev-hooks check-config'"* ]]
+        [ "$(grep -c "cannot use the config" <<< "$output")" -eq 1 ]
 }
 
 # --- a parent unregisters --------------------------------------------------
