@@ -338,3 +338,41 @@ void cli_host_done(CliHost *h) {
         free(h->mdevs);
         *h = (CliHost) { 0 };
 }
+
+int cli_libexec_main(int argc, char *argv[], const char *program, const char *command, CliMain fn) {
+        const char *config_path = NULL;
+        int r;
+
+        log_open("mdev-hooks", LOG_TARGET_STDERR);
+        if (argc == 2 && streq(argv[1], "--help")) {
+                printf("Usage: %s %s [OPTIONS]\n"
+                       "\n"
+                       "The program behind 'mdev-hooks %s' (it alone links what that\n"
+                       "command needs); run that instead. 'mdev-hooks %s --help' lists\n"
+                       "the options.\n"
+                       "\n"
+                       "  --help     show this help\n"
+                       "  --version  show the version\n", program, command, command, command);
+                return 0;
+        }
+        if (argc == 2 && streq(argv[1], "--version")) {
+                printf("%s " PACKAGE_VERSION "\n", program);
+                return 0;
+        }
+        argc--, argv++;
+        if (argc >= 2 && streq(argv[0], "--config")) {
+                config_path = argv[1];
+                argc -= 2, argv += 2;
+        }
+        if (argc < 1 || !streq(argv[0], command)) {
+                log_error("%s is run by 'mdev-hooks %s'; use that", program, command);
+                return 2;
+        }
+        r = fn(argc, argv, config_path);
+        if (fflush(stdout) != 0 && r == 0) {
+                log_error("cannot write the output: %s", strerror(errno));
+                r = 1;
+        }
+        log_close();
+        return r;
+}

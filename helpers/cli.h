@@ -26,6 +26,10 @@ int cli_check_config_main(int argc, char *argv[], const char *config_path);
 int cli_pick_main(int argc, char *argv[], const char *config_path);
 int cli_metrics_main(int argc, char *argv[], const char *config_path);
 int cli_placement_main(int argc, char *argv[], const char *config_path);
+/* The main() of a program behind one command (mdev-hooks-reconcile,
+ * mdev-hooks-placement): argv is "PROGRAM [--config FILE] COMMAND ARGS...",
+ * as the CLI runs it; runs fn on "COMMAND ARGS...". */
+int cli_libexec_main(int argc, char *argv[], const char *program, const char *command, CliMain fn);
 
 /* --- shared by the commands (cli.c) ------------------------------------ */
 

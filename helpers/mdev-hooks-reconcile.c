@@ -527,38 +527,5 @@ finish:
 }
 
 int main(int argc, char *argv[]) {
-        const char *config_path = NULL;
-        int r;
-
-        log_open("mdev-hooks", LOG_TARGET_STDERR);
-        if (argc == 2 && streq(argv[1], "--help")) {
-                puts("Usage: mdev-hooks-reconcile reconcile [OPTIONS]\n"
-                     "\n"
-                     "The program behind 'mdev-hooks reconcile' (it alone links libvirt);\n"
-                     "run that instead. 'mdev-hooks reconcile --help' lists the options.\n"
-                     "\n"
-                     "  --help     show this help\n"
-                     "  --version  show the version");
-                return 0;
-        }
-        if (argc == 2 && streq(argv[1], "--version")) {
-                puts("mdev-hooks-reconcile " PACKAGE_VERSION);
-                return 0;
-        }
-        argc--, argv++;
-        if (argc >= 2 && streq(argv[0], "--config")) {
-                config_path = argv[1];
-                argc -= 2, argv += 2;
-        }
-        if (argc < 1 || !streq(argv[0], "reconcile")) {
-                log_error("mdev-hooks-reconcile is run by 'mdev-hooks reconcile'; use that");
-                return 2;
-        }
-        r = reconcile_main(argc, argv, config_path);
-        if (fflush(stdout) != 0 && r == 0) {
-                log_error("cannot write the output: %s", strerror(errno));
-                r = 1;
-        }
-        log_close();
-        return r;
+        return cli_libexec_main(argc, argv, "mdev-hooks-reconcile", "reconcile", reconcile_main);
 }

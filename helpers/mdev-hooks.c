@@ -10,12 +10,13 @@
 #include "log.h"
 #include "util.h"
 
-/* `reconcile` runs in its own program, mdev-hooks-reconcile, so that this one
- * does not load libvirt (and glib, gnutls, ...) for every `types` or `list`.
- * Looked for where `meson install` puts it relative to this program, then
- * beside it (the build tree). */
-static int reconcile_exec(int argc, char *argv[], const char *config_path) {
-        static const char * const places[] = { "/" LIBEXEC_FROM_BINDIR "/mdev-hooks-reconcile", "/mdev-hooks-reconcile" };
+/* Two commands run in programs of their own, so that this one loads neither
+ * libvirt (and glib, gnutls, ...) nor libcurl (and its TLS, Kerberos, LDAP,
+ * ... libraries: 35 more, which made every `list` several times slower) for
+ * every `types` or `list`: `reconcile` in mdev-hooks-reconcile, `placement`
+ * in mdev-hooks-placement. Each is looked for where `meson install` puts it
+ * relative to this program, then beside it (the build tree). */
+static int libexec_run(const char *program, int argc, char *argv[], const char *config_path) {
         char self[PATH_MAX];
         _cleanup_free_ char **args = NULL;
         size_t n = 0;
@@ -30,7 +31,7 @@ static int reconcile_exec(int argc, char *argv[], const char *config_path) {
         args = calloc((size_t) argc + 4, sizeof(char *));
         if (!args)
                 return 1;
-        args[n++] = (char *) "mdev-hooks-reconcile";
+        args[n++] = (char *) program;
         if (config_path) {
                 args[n++] = (char *) "--config";
                 args[n++] = (char *) config_path;
@@ -38,8 +39,9 @@ static int reconcile_exec(int argc, char *argv[], const char *config_path) {
         for (int i = 0; i < argc; i++)
                 args[n++] = argv[i];
 
-        for (size_t i = 0; i < ELEMENTSOF(places); i++) {
-                _cleanup_free_ char *path = strdup_printf("%s%s", self, places[i]);
+        for (int place = 0; place < 2; place++) {
+                _cleanup_free_ char *path = place == 0 ? strdup_printf("%s/%s/%s", self, LIBEXEC_FROM_BINDIR, program)
+                                                       : strdup_printf("%s/%s", self, program);
 
                 if (!path)
                         return 1;
@@ -50,9 +52,17 @@ static int reconcile_exec(int argc, char *argv[], const char *config_path) {
                         return 1;
                 }
         }
-        log_error("cannot find mdev-hooks-reconcile in %s/%s or %s; is mdev-hooks fully installed?",
-                  self, LIBEXEC_FROM_BINDIR, self);
+        log_error("cannot find %s in %s/%s or %s; is mdev-hooks fully installed?",
+                  program, self, LIBEXEC_FROM_BINDIR, self);
         return 1;
+}
+
+static int reconcile_exec(int argc, char *argv[], const char *config_path) {
+        return libexec_run("mdev-hooks-reconcile", argc, argv, config_path);
+}
+
+static int placement_exec(int argc, char *argv[], const char *config_path) {
+        return libexec_run("mdev-hooks-placement", argc, argv, config_path);
 }
 
 typedef struct CliCommand {
@@ -67,7 +77,7 @@ static const CliCommand commands[] = {
         { "inventory",    cli_inventory_main,    "capacity per parent as Nova counts it (--placement)" },
         { "check-config", cli_check_config_main, "check the config, and against this host" },
         { "metrics",      cli_metrics_main,      "capacity and states for Prometheus (node_exporter textfile)" },
-        { "placement",    cli_placement_main,    "placement sync: publish this host to OpenStack Placement" },
+        { "placement",    placement_exec,    "placement sync: publish this host to OpenStack Placement" },
         { "pick",         cli_pick_main,         "a free VF for a VFIO vGPU type (--xml: what to paste)" },
         { "reconcile",    reconcile_exec,        "libvirt's guests against the record and sysfs" },
 };

@@ -9,6 +9,7 @@ MANS=(mdev-hooks.8 mdev-hooks.conf.5 mdev-hooks-qemu.8 mdev-hooks-udev.8)
 
 setup() {
         MH_RECONCILE="$(dirname "$MH_UDEV")/mdev-hooks-reconcile"
+        MH_PLACEMENT="$(dirname "$MH_UDEV")/mdev-hooks-placement"
 }
 
 @test "mandoc -Tlint reports nothing for any man page" {
@@ -98,4 +99,21 @@ check_help_version() {
 
 @test "the reconcile program: --help and --version" {
         check_help_version mdev-hooks-reconcile "$MH_RECONCILE"
+}
+
+@test "the placement program: --help and --version" {
+        check_help_version mdev-hooks-placement "$MH_PLACEMENT"
+}
+
+@test "the CLI loads neither libvirt nor libcurl: reconcile and placement sync run in programs of their own" {
+        local libs
+        libs=$(ldd "$MH_CLI")
+        [[ "$libs" != *libvirt* ]]
+        [[ "$libs" != *libcurl* ]]
+        [[ "$(ldd "$MH_RECONCILE")" == *libvirt* ]]
+        [[ "$(ldd "$MH_PLACEMENT")" == *libcurl* ]]
+        # and the CLI still runs each: bad usage comes back from the program behind it
+        run "$MH_CLI" placement sync --bogus
+        [ "$status" -eq 2 ]
+        [[ "$output" == *"unknown option"* ]]
 }
