@@ -6,23 +6,16 @@
  * alloc_candidates_sort(). It checks that the shortcuts taken when reading
  * the candidates (de-duplicating a directory listing only against the
  * types before it, searching the probe cache only for what was cached
- * before the call: issue 22) choose exactly what a full scan chooses, for
+ * before the call) choose exactly what a full scan chooses, for
  * pack and for spread, on a cold and on a warm cache. */
 #include <fcntl.h>
 #include <stdio.h>
 #include <sys/stat.h>
 
 #include "alloc.h"
+#include "fixture.h"
 #include "sysfs.h"
 
-#define check(expr)                                                              \
-        do {                                                                     \
-                if (!(expr)) {                                                   \
-                        fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__,  \
-                                __LINE__, #expr);                                \
-                        abort();                                                 \
-                }                                                                \
-        } while (0)
 
 #define BOOT "1a2b3c4d-0000-4000-8000-000000000001"
 #define UUID "b1ae8bf6-38b0-4c81-9d44-78ce2e5d2b09"
@@ -31,31 +24,6 @@
 #define ROUNDS 200
 
 static int rootfd = -1;
-
-static void mkfile(const char *path, const char *text) {
-        char dir[512];
-        int fd;
-
-        snprintf(dir, sizeof dir, "%s", path);
-        *strrchr(dir, '/') = '\0';
-        check(mkdir_p_at(rootfd, dir, 0755) == 0);
-        fd = openat(rootfd, path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        check(fd >= 0);
-        check(write(fd, text, strlen(text)) == (ssize_t) strlen(text));
-        close(fd);
-}
-
-static void mktype(const char *parent, const char *type, unsigned available) {
-        char path[512], num[16];
-
-        snprintf(num, sizeof num, "%u\n", available);
-        snprintf(path, sizeof path, "sys/class/mdev_bus/%s/mdev_supported_types/%s/available_instances", parent, type);
-        mkfile(path, num);
-        snprintf(path, sizeof path, "sys/class/mdev_bus/%s/mdev_supported_types/%s/create", parent, type);
-        mkfile(path, "");
-        snprintf(path, sizeof path, "sys/class/mdev_bus/%s/mdev_supported_types/%s/devices", parent, type);
-        check(mkdir_p_at(rootfd, path, 0755) == 0);
-}
 
 /* The reference: every candidate of the wanted types, in the config's
  * order, each parent once, each read, sorted as placement sorts. */
@@ -145,9 +113,9 @@ static void one_round(unsigned seed, int ledgerfd) {
                 /* not in listing order: the listing's order must not matter */
                 snprintf(parents[i], sizeof parents[i], "0000:%02x:00.0", (unsigned) (0x90 - 7 * i) & 0xff);
                 if (rand() % 5)
-                        mktype(parents[i], "nvidia-35", (unsigned) rand() % 4);
+                        fixture_mdev_type(rootfd, parents[i], "nvidia-35", (unsigned) rand() % 4);
                 if (rand() % 5)
-                        mktype(parents[i], "nvidia-37", (unsigned) rand() % 4);
+                        fixture_mdev_type(rootfd, parents[i], "nvidia-37", (unsigned) rand() % 4);
                 if (rand() % 3 == 0) {
                         addr35[n_addr++] = parents[i];
                         if (rand() % 3 == 0)
@@ -178,11 +146,7 @@ static void one_round(unsigned seed, int ledgerfd) {
         check(alloc_rollback(&a) == 0);
         alloc_done(&a);
         close(dirfd);
-        {
-                char cmd[sizeof tmpdir + 16];
-                snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
-                check(system(cmd) == 0);
-        }
+        tmpdir_remove(tmpdir);
 }
 
 int main(void) {
@@ -197,10 +161,6 @@ int main(void) {
                 one_round(seed, ledgerfd);
         close(ledgerfd);
         close(lroot);
-        {
-                char cmd[sizeof ldir + 16];
-                snprintf(cmd, sizeof cmd, "rm -rf %s", ldir);
-                check(system(cmd) == 0);
-        }
+        tmpdir_remove(ldir);
         return 0;
 }

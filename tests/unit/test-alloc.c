@@ -93,31 +93,6 @@ static ConfigType types[] = {
 };
 static Config config = { .types = types, .n_types = ELEMENTSOF(types), .default_type = &types[2] };
 
-static void mkfile(const char *path, const char *text) {
-        char dir[512];
-        int fd;
-
-        snprintf(dir, sizeof dir, "%s", path);
-        *strrchr(dir, '/') = '\0';
-        check(mkdir_p_at(rootfd, dir, 0755) == 0);
-        fd = openat(rootfd, path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        check(fd >= 0);
-        check(write(fd, text, strlen(text)) == (ssize_t) strlen(text));
-        close(fd);
-}
-
-static void mktype(const char *parent, const char *type, unsigned available) {
-        char path[512], num[16];
-
-        snprintf(num, sizeof num, "%u\n", available);
-        snprintf(path, sizeof path, "sys/class/mdev_bus/%s/mdev_supported_types/%s/available_instances", parent, type);
-        mkfile(path, num);
-        snprintf(path, sizeof path, "sys/class/mdev_bus/%s/mdev_supported_types/%s/create", parent, type);
-        mkfile(path, "");
-        snprintf(path, sizeof path, "sys/class/mdev_bus/%s/mdev_supported_types/%s/devices", parent, type);
-        check(mkdir_p_at(rootfd, path, 0755) == 0);
-}
-
 /* An existing mdev: the bus link, its type link, and its entry in devices/. */
 static void mkmdev(const char *parent, const char *type, const char *uuid) {
         char path[512], target[512];
@@ -132,7 +107,7 @@ static void mkmdev(const char *parent, const char *type, const char *uuid) {
         snprintf(target, sizeof target, "../../../devices/%s/%s", parent, uuid);
         check(symlinkat(target, rootfd, path) == 0);
         snprintf(path, sizeof path, "sys/class/mdev_bus/%s/mdev_supported_types/%s/devices/%s", parent, type, uuid);
-        mkfile(path, "");
+        fixture_file(rootfd, path, "");
 }
 
 static void test_want_resolve(Alloc *a) {
@@ -258,10 +233,10 @@ int main(void) {
         check(mkdtemp(tmpdir));
         rootfd = open(tmpdir, O_PATH | O_DIRECTORY | O_CLOEXEC);
         check(rootfd >= 0);
-        mktype("0000:84:00.0", "nvidia-35", 0);
-        mktype("0000:85:00.0", "nvidia-35", 4);
-        mktype("0000:86:00.0", "nvidia-35", 4);
-        mktype("0000:86:00.0", "nvidia-36", 4);
+        fixture_mdev_type(rootfd, "0000:84:00.0", "nvidia-35", 0);
+        fixture_mdev_type(rootfd, "0000:85:00.0", "nvidia-35", 4);
+        fixture_mdev_type(rootfd, "0000:86:00.0", "nvidia-35", 4);
+        fixture_mdev_type(rootfd, "0000:86:00.0", "nvidia-36", 4);
         mkmdev("0000:84:00.0", "nvidia-35", "b1ae8bf6-38b0-4c81-9d44-78ce2e5d2b01");
         mkmdev("0000:84:00.0", "nvidia-35", "b1ae8bf6-38b0-4c81-9d44-78ce2e5d2b02");
         check(ledger_open(rootfd, &ledgerfd) == 0);

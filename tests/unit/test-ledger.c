@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include "check.h"
+#include "fixture.h"
 #include "ledger.h"
 
 #define U1 "b1ae8bf6-38b0-4c81-9d44-78ce2e5d2b9d"
@@ -673,10 +674,6 @@ int main(void) {
 
         close(dirfd);
         close(rootfd);
-        {
-                char cmd[sizeof tmpdir + 16];
-                snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
-                check(system(cmd) == 0);
-        }
+        tmpdir_remove(tmpdir);
         return 0;
 }
