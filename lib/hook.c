@@ -4,10 +4,9 @@
  * migrate/restore are in migrate.c.
  *
  * Everything below runs under the host-wide lock, so a kill is the only way
- * to leave a half-done change. The crash-safety rule is alloc.c's (the
- * record before the create, removed only after the mdev is gone), and
- * doc/design.md §4.4 lists each kill point of these operations and what
- * repairs it. Records are written and removed without the fsync of the
+ * to leave a half-done change. The crash-safety rule is stated once, at
+ * the top of alloc.c, and doc/design.md §4.4 lists each kill point of these
+ * operations and what repairs it. Records are written and removed without the fsync of the
  * record directory; each operation fsyncs it once, with hook_sync(), before
  * it returns to the worker, which then lets the lock go and exits. prepare
  * does so before it commits, so that a failed sync still rolls the start

@@ -21,8 +21,8 @@
  * of that class), else the config's type for the VF's PF, else the type the
  * VF already carries.
  *
- * Crash safety as for mdevs (hook.c): the record (origin created) is
- * written before the VF is programmed, and removed only after it is cleared.
+ * Crash safety: alloc.c's rule, with "program the VF" for "create" and
+ * "clear it" for "remove".
  */
 #pragma once
 
