@@ -79,9 +79,27 @@ static void new_uuid(unsigned seed, size_t i, unsigned attempt, char out[UUID_ST
                  seed & 0xffffu, (unsigned) (i & 0xfffu), attempt & 0xfffu, 0x5eedu + (unsigned) i);
 }
 
+/* domxml_write() (migrate's stdout) writes the bytes domxml_format() gave. */
+static void check_write_matches(Domxml *d, const char *out, size_t out_len) {
+        _cleanup_close_ int fd = memfd_create("fuzz-domxml", MFD_CLOEXEC);
+        _cleanup_free_ char *written = NULL;
+        off_t n;
+        int r;
+
+        FUZZ_CHECK(fd >= 0, "memfd_create: %m");
+        r = domxml_write(d, fd);
+        FUZZ_CHECK(r == 0, "domxml_write() failed: %s", error_get(r));
+        n = lseek(fd, 0, SEEK_END);
+        FUZZ_CHECK(n == (off_t) out_len, "domxml_write() wrote %lld bytes, domxml_format() %zu",
+                   (long long) n, out_len);
+        written = malloc(out_len + 1);
+        FUZZ_CHECK(written && pread(fd, written, out_len, 0) == (ssize_t) out_len, "pread: %m");
+        FUZZ_CHECK(memcmp(written, out, out_len) == 0, "domxml_write() and domxml_format() differ");
+}
+
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
         _cleanup_domxml_free_ Domxml *d = NULL, *d2 = NULL;
-        _cleanup_free_ char *out = NULL, *written = NULL;
+        _cleanup_free_ char *out = NULL;
         char (*want)[UUID_STRING_MAX] = NULL;
         const char *xml;
         size_t len, out_len = 0;
@@ -124,21 +142,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
         r = domxml_format(d, &out, &out_len);
         FUZZ_CHECK(r == 0, "domxml_format() failed: %s", error_get(r));
 
-        /* domxml_write() (migrate's stdout) writes the same bytes. */
-        {
-                _cleanup_close_ int fd = memfd_create("fuzz-domxml", MFD_CLOEXEC);
-                off_t n;
-
-                FUZZ_CHECK(fd >= 0, "memfd_create: %m");
-                r = domxml_write(d, fd);
-                FUZZ_CHECK(r == 0, "domxml_write() failed: %s", error_get(r));
-                n = lseek(fd, 0, SEEK_END);
-                FUZZ_CHECK(n == (off_t) out_len, "domxml_write() wrote %lld bytes, domxml_format() %zu",
-                           (long long) n, out_len);
-                written = malloc(out_len + 1);
-                FUZZ_CHECK(written && pread(fd, written, out_len, 0) == (ssize_t) out_len, "pread: %m");
-                FUZZ_CHECK(memcmp(written, out, out_len) == 0, "domxml_write() and domxml_format() differ");
-        }
+        check_write_matches(d, out, out_len);
 
         r = domxml_parse(out, out_len, &d2);
         FUZZ_CHECK(r == 0, "the rewritten XML is refused by the next hook: %s\n--- input\n%.*s\n--- output\n%.*s",

@@ -822,6 +822,60 @@ static char *convert(const char *text, const char *to, size_t *ret_len) {
         return out;
 }
 
+/* check_filter_agrees() on "mdev" with every letter literal or a character
+ * reference, decimal or hex; how many of them the parser found. */
+static unsigned filter_char_refs(void) {
+        unsigned found = 0;
+
+        for (unsigned mask = 0; mask < 16; mask++)
+                for (unsigned hex = 0; hex < 2; hex++) {
+                        char tag[256] = "<hostdev mode='subsystem' type='";
+                        _cleanup_free_ char *doc = NULL;
+
+                        for (unsigned k = 0; k < 4; k++) {
+                                size_t o = strlen(tag);
+
+                                if (mask & (1u << k))
+                                        snprintf(tag + o, sizeof tag - o, hex ? "&#x%x;" : "&#%d;", "mdev"[k]);
+                                else
+                                        snprintf(tag + o, sizeof tag - o, "%c", "mdev"[k]);
+                        }
+                        strcat(tag, "'>");
+                        doc = doc_with_tag("", tag);
+                        found += check_filter_agrees(tag, doc, strlen(doc));
+                }
+
+        return found;
+}
+
+/* The same in encodings where the bytes of "mdev" are not ASCII's. */
+static unsigned filter_encodings(void) {
+        static const struct {
+                const char *iconv_name, *decl;
+        } encodings[] = {
+                { "UTF-16LE", "" }, { "UTF-16BE", "" }, { "UTF-16", "" },
+                { "UCS-4LE", "" }, { "UCS-4BE", "" },
+                { "UTF-16LE", "<?xml version='1.0' encoding='UTF-16'?>" },
+                { "IBM037", "<?xml version='1.0' encoding='IBM037'?>" },
+                { "UTF-7", "<?xml version='1.0' encoding='UTF-7'?>" },
+        };
+        unsigned found = 0;
+
+        for (size_t e = 0; e < ELEMENTSOF(encodings); e++) {
+                _cleanup_free_ char *utf8 = NULL, *doc = NULL;
+                size_t len;
+
+                utf8 = doc_with_tag(encodings[e].decl, "<hostdev mode='subsystem' type='mdev'>");
+                doc = convert(utf8, encodings[e].iconv_name, &len);
+                if (!doc) {
+                        printf("# iconv does not know %s: not tried\n", encodings[e].iconv_name);
+                        continue;
+                }
+                found += check_filter_agrees(encodings[e].iconv_name, doc, len);
+        }
+        return found;
+}
+
 static void test_filter_never_misses(void) {
         static const char *const tags[] = {
                 "<hostdev mode='subsystem' type='mdev'>",
@@ -842,17 +896,6 @@ static void test_filter_never_misses(void) {
                 "\xef\xbb\xbf",
                 "<?xml version='1.0' encoding='ISO-8859-1'?>\n",
         };
-        /* Encodings libxml2 detects or is told, in which the bytes of
-         * "mdev" are not ASCII's. */
-        static const struct {
-                const char *iconv_name, *decl;
-        } encodings[] = {
-                { "UTF-16LE", "" }, { "UTF-16BE", "" }, { "UTF-16", "" },
-                { "UCS-4LE", "" }, { "UCS-4BE", "" },
-                { "UTF-16LE", "<?xml version='1.0' encoding='UTF-16'?>" },
-                { "IBM037", "<?xml version='1.0' encoding='IBM037'?>" },
-                { "UTF-7", "<?xml version='1.0' encoding='UTF-7'?>" },
-        };
         unsigned found = 0;
 
         for (size_t d = 0; d < ELEMENTSOF(decls); d++)
@@ -862,37 +905,8 @@ static void test_filter_never_misses(void) {
                         found += check_filter_agrees(tags[t], doc, strlen(doc));
                 }
 
-        /* Every letter of "mdev" literal or a character reference, decimal or hex. */
-        for (unsigned mask = 0; mask < 16; mask++)
-                for (unsigned hex = 0; hex < 2; hex++) {
-                        char tag[256] = "<hostdev mode='subsystem' type='";
-                        _cleanup_free_ char *doc = NULL;
-
-                        for (unsigned k = 0; k < 4; k++) {
-                                size_t o = strlen(tag);
-
-                                if (mask & (1u << k))
-                                        snprintf(tag + o, sizeof tag - o, hex ? "&#x%x;" : "&#%d;", "mdev"[k]);
-                                else
-                                        snprintf(tag + o, sizeof tag - o, "%c", "mdev"[k]);
-                        }
-                        strcat(tag, "'>");
-                        doc = doc_with_tag("", tag);
-                        found += check_filter_agrees(tag, doc, strlen(doc));
-                }
-
-        for (size_t e = 0; e < ELEMENTSOF(encodings); e++) {
-                _cleanup_free_ char *utf8 = NULL, *doc = NULL;
-                size_t len;
-
-                utf8 = doc_with_tag(encodings[e].decl, "<hostdev mode='subsystem' type='mdev'>");
-                doc = convert(utf8, encodings[e].iconv_name, &len);
-                if (!doc) {
-                        printf("# iconv does not know %s: not tried\n", encodings[e].iconv_name);
-                        continue;
-                }
-                found += check_filter_agrees(encodings[e].iconv_name, doc, len);
-        }
+        found += filter_char_refs();
+        found += filter_encodings();
         /* The property is not empty: the parser did find most of them. */
         printf("# the parser found an mdev hostdev in %u tricky documents; the filter never missed one\n", found);
         check(found >= 60);

@@ -139,11 +139,48 @@ static void put(int root, const char *path, const char *text) {
         close(fd);
 }
 
+/* create and remove write to the kernel's files */
+static void check_create_remove(int root) {
+        char buf[128];
+
+        check(sysfs_mdev_create(root, "0000:84:00.0", "good", "1f3c9a2e-7b44-4d51-9e0a-2c6b8d4f1a01") == 0);
+        check(read_small_at(root, TYPES "/good/create", buf, sizeof buf) == 0);
+        check(streq(buf, "1f3c9a2e-7b44-4d51-9e0a-2c6b8d4f1a01"));
+        check(sysfs_mdev_create(root, "0000:84:00.0", "nope", "1f3c9a2e-7b44-4d51-9e0a-2c6b8d4f1a01") == -ENOENT);
+        check(sysfs_mdev_create(root, "0000:84:00.0", "../x", "1f3c9a2e-7b44-4d51-9e0a-2c6b8d4f1a01") == -EINVAL);
+        check(sysfs_mdev_create(root, "0000:84:00.0", "good", "../../x") == -EINVAL);
+        check(sysfs_mdev_remove(root, "1f3c9a2e-7b44-4d51-9e0a-2c6b8d4f1a01") == -ENOENT);
+
+}
+
+/* an mdev link that does not end in its UUID, and one without mdev_type */
+static void check_mdev_links(int root) {
+        check(mkdir_p_at(root, "sys/bus/mdev/devices", 0755) == 0);
+        check(mkdir_p_at(root, "sys/devices/p/0000:84:00.0/1f3c9a2e-7b44-4d51-9e0a-2c6b8d4f1a01", 0755) == 0);
+        check(symlinkat("../../../devices/p/0000:84:00.0/other", root,
+                        "sys/bus/mdev/devices/2a7d0c4e-9f13-4b6a-8c25-5e1f7a3b9c02") == 0);
+        check(symlinkat("../../../devices/p/0000:84:00.0/1f3c9a2e-7b44-4d51-9e0a-2c6b8d4f1a01", root,
+                        "sys/bus/mdev/devices/1f3c9a2e-7b44-4d51-9e0a-2c6b8d4f1a01") == 0);
+        {
+                SysfsMdev m;
+
+                error_clear();
+                check(sysfs_mdev_get(root, "2a7d0c4e-9f13-4b6a-8c25-5e1f7a3b9c02", &m) == -EBADMSG);
+                check(strstr(error_get(-EBADMSG), "not to <parent>/2a7d0c4e"));
+                error_clear();
+                check(sysfs_mdev_get(root, "1f3c9a2e-7b44-4d51-9e0a-2c6b8d4f1a01", &m) == -EBADMSG);
+                check(strstr(error_get(-EBADMSG), "/mdev_type' is missing"));
+                check(symlinkat("../mdev_supported_types/good", root,
+                                "sys/devices/p/0000:84:00.0/1f3c9a2e-7b44-4d51-9e0a-2c6b8d4f1a01/mdev_type") == 0);
+                check(sysfs_mdev_get(root, "1f3c9a2e-7b44-4d51-9e0a-2c6b8d4f1a01", &m) == 0);
+                check(streq(m.parent, "0000:84:00.0") && streq(m.type, "good"));
+        }
+}
+
 static void test_errors_and_isolation(void) {
         int root;
         SysfsType t;
         unsigned u;
-        char buf[128];
 
         check(mkdtemp(tmpdir));
         root = open(tmpdir, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -197,36 +234,8 @@ static void test_errors_and_isolation(void) {
         check(sysfs_type_count(root, "0000:84:00.0", "bad", &u) == -ENOENT);
         check(strstr(error_get(-ENOENT), "/" TYPES "/bad/devices'"));
 
-        /* create and remove write to the kernel's files */
-        check(sysfs_mdev_create(root, "0000:84:00.0", "good", "1f3c9a2e-7b44-4d51-9e0a-2c6b8d4f1a01") == 0);
-        check(read_small_at(root, TYPES "/good/create", buf, sizeof buf) == 0);
-        check(streq(buf, "1f3c9a2e-7b44-4d51-9e0a-2c6b8d4f1a01"));
-        check(sysfs_mdev_create(root, "0000:84:00.0", "nope", "1f3c9a2e-7b44-4d51-9e0a-2c6b8d4f1a01") == -ENOENT);
-        check(sysfs_mdev_create(root, "0000:84:00.0", "../x", "1f3c9a2e-7b44-4d51-9e0a-2c6b8d4f1a01") == -EINVAL);
-        check(sysfs_mdev_create(root, "0000:84:00.0", "good", "../../x") == -EINVAL);
-        check(sysfs_mdev_remove(root, "1f3c9a2e-7b44-4d51-9e0a-2c6b8d4f1a01") == -ENOENT);
-
-        /* an mdev link that does not end in its UUID, and one without mdev_type */
-        check(mkdir_p_at(root, "sys/bus/mdev/devices", 0755) == 0);
-        check(mkdir_p_at(root, "sys/devices/p/0000:84:00.0/1f3c9a2e-7b44-4d51-9e0a-2c6b8d4f1a01", 0755) == 0);
-        check(symlinkat("../../../devices/p/0000:84:00.0/other", root,
-                        "sys/bus/mdev/devices/2a7d0c4e-9f13-4b6a-8c25-5e1f7a3b9c02") == 0);
-        check(symlinkat("../../../devices/p/0000:84:00.0/1f3c9a2e-7b44-4d51-9e0a-2c6b8d4f1a01", root,
-                        "sys/bus/mdev/devices/1f3c9a2e-7b44-4d51-9e0a-2c6b8d4f1a01") == 0);
-        {
-                SysfsMdev m;
-
-                error_clear();
-                check(sysfs_mdev_get(root, "2a7d0c4e-9f13-4b6a-8c25-5e1f7a3b9c02", &m) == -EBADMSG);
-                check(strstr(error_get(-EBADMSG), "not to <parent>/2a7d0c4e"));
-                error_clear();
-                check(sysfs_mdev_get(root, "1f3c9a2e-7b44-4d51-9e0a-2c6b8d4f1a01", &m) == -EBADMSG);
-                check(strstr(error_get(-EBADMSG), "/mdev_type' is missing"));
-                check(symlinkat("../mdev_supported_types/good", root,
-                                "sys/devices/p/0000:84:00.0/1f3c9a2e-7b44-4d51-9e0a-2c6b8d4f1a01/mdev_type") == 0);
-                check(sysfs_mdev_get(root, "1f3c9a2e-7b44-4d51-9e0a-2c6b8d4f1a01", &m) == 0);
-                check(streq(m.parent, "0000:84:00.0") && streq(m.type, "good"));
-        }
+        check_create_remove(root);
+        check_mdev_links(root);
         close(root);
         tmpdir_remove(tmpdir);
 }
