@@ -210,7 +210,10 @@ static const char *stmt_pf(char **w, size_t n, const TypeSet *cur) {
 
 /* "mdev_bus absent": a host without the mdev bus (VFIO only). */
 static const char *stmt_mdev_bus(char **w, size_t n) {
-
+        /* mdev_bus absent: no class/mdev_bus and no bus/mdev (a VFIO-only host) */
+        if (n != 2 || !streq(w[1], "absent"))
+                return "expected: mdev_bus absent";
+        model.no_mdev_bus = true;
         return NULL;
 }
 
