@@ -20,6 +20,8 @@ if [ "${VALGRIND:-}" != none ] && ! command -v valgrind > /dev/null; then
         exit 77
 fi
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=../pid.bash
+source "$here/../pid.bash"
 work=$(mktemp -d)
 trap 'fusermount3 -uz "$work/m" 2>/dev/null || true; rm -rf "$work"' EXIT
 mkdir "$work/m"
@@ -46,7 +48,7 @@ stop_sim() { # LOG
         for _ in $(seq 100); do fusermount3 -u "$work/m" 2>/dev/null && break; sleep 0.1; done
         # a copy of the mount in another mount namespace keeps it serving:
         # end it with SIGTERM, which takes the same clean exit path
-        for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+        for _ in $(seq 50); do pid_running "$pid" || break; sleep 0.1; done
         kill -TERM "$pid" 2>/dev/null || true
         wait "$pid" || rc=$?
         # after SIGTERM libfuse tries to unmount again and says it failed

@@ -21,6 +21,8 @@
 # caching at all (a check that no test depends on the cache).
 
 SIM_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=../pid.bash
+source "$SIM_DIR/../pid.bash"
 : "${MH_SIM:=${MH_BUILD_DIR:+$MH_BUILD_DIR/tests/sim/mdev-sysfs-sim}}"
 _SIM_MOUNTS=()
 
@@ -105,7 +107,7 @@ sim_umount() {
                 fi
                 [[ "$pid" =~ ^[0-9]+$ ]] || continue
                 for i in $(seq 20); do
-                        kill -0 "$pid" 2>/dev/null || break
+                        pid_running "$pid" || break
                         sleep 0.05
                 done
                 # still there (and still the simulator, not a reused pid)
