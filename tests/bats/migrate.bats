@@ -417,7 +417,8 @@ assert_only_uuids_changed() {
         [ "$status" -eq 0 ]
         [ "$(guest_records web1 | wc -l)" -eq 2 ]
 
-        # The migration fails: libvirt runs stopped and release on B.
+        # The migration fails: libvirt runs stopped and release on B (libvirt
+        # 11 as recorded in tests/vm/libvirt11-hook-transcript.md).
         run --separate-stderr hook web1 release end failed < "$T/web1.b.xml"
         [ "$status" -eq 0 ]
         [ -z "$(guest_records web1)" ]

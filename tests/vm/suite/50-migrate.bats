@@ -43,6 +43,19 @@ setup_file() {
         install -m 755 /mh/suite/hook-logger /etc/libvirt/hooks/qemu.d/00-mh-log
         vm_libvirtd_wait 300
         vm_hostb_prepare
+        # B only, after mdev-hooks: refuses "started" of the guest named in
+        # $HOSTB/fail-started, that is once B's QEMU runs with the mdev.
+        cat > "$HOSTB/etc-libvirt/hooks/qemu.d/zz-mh-fail-started" <<-'EOF'
+	#!/bin/bash
+	cat > /dev/null
+	f=/srv/hostb/fail-started
+	if [ "$2" = started ] && [ "$(cat "$f" 2> /dev/null)" = "$1" ]; then
+	        echo "VM tier: host B refuses 'started' of $1" >&2
+	        exit 1
+	fi
+	exit 0
+	EOF
+        chmod 755 "$HOSTB/etc-libvirt/hooks/qemu.d/zz-mh-fail-started"
         CONF=$HOSTB_CONF vm_config mtty-1
         vm_hostb_start
         vm_hostb_wait 300
@@ -76,7 +89,7 @@ setup() {
         virsh_a -q destroy g1 > /dev/null 2>&1 || true
         virsh_a -q destroy g2 > /dev/null 2>&1 || true
         virsh_b -q destroy g1b > /dev/null 2>&1 || true
-        rm -f "$SAVE"
+        rm -f "$SAVE" "$HOSTB/fail-started"
         vm_remove_all_mdevs
         vm_record_clear
         vm_config mtty-1
@@ -325,4 +338,37 @@ migrate_g1() {
         vm_udev_settle
         [ "$(state_snapshot)" = "$before" ]
         [ "$(vm_avail mtty-1)" -eq 0 ]
+}
+
+# hook_calls_b GUEST FROM: B's hook calls for GUEST after the first FROM
+# lines of B's log, one "OP SUBOP EXTRA" a line.
+hook_calls_b() {
+        tail -n "+$(($2 + 1))" "$HOSTB/var-log/mh-hook-log/calls" |
+                awk -v g="$1" '$6 == g { print $7, $8, $9 }'
+}
+
+@test "migrate --live that fails once B's QEMU runs (a later hook of B refuses 'started'): B's release removes what its hook made, A keeps the guest, nothing leaked" {
+        define_a g1 "$G1" "$U1"
+        run virsh_a start g1
+        [ "$status" -eq 0 ]
+        before=$(state_snapshot)
+        from=$(wc -l < "$HOSTB/var-log/mh-hook-log/calls")
+        echo g1b > "$HOSTB/fail-started"
+        run migrate_g1
+        rm -f "$HOSTB/fail-started"
+        echo "$output"
+        [ "$status" -ne 0 ]
+        [[ "$output" == *"host B refuses 'started' of g1b"* ]]
+        # what libvirt 11 ran on B (recorded in the transcript as well)
+        calls=$(hook_calls_b g1b "$from")
+        echo "B's hook calls: $calls"
+        [ "$calls" = "$(printf '%s\n' 'migrate begin -' 'prepare begin -' 'start begin -' 'started begin -' \
+                'stopped end -' 'release end failed')" ]
+        [ "$(virsh_a domstate g1)" = running ]
+        qemu_has_mdev "$(pidfile_a g1)" "$U1"
+        [ -z "$(virsh_b list --all --name | grep -x g1b)" ]
+        vm_udev_settle
+        [ "$(state_snapshot)" = "$before" ]
+        [ "$(vm_record_get "$U1" guest)" = g1 ]
+        [ "$(vm_record_get "$U1" state)" = assigned ]
 }
