@@ -28,7 +28,9 @@
  * which says its mdev no longer exists.
  *
  * Reads stay small: for each candidate parent only the needed type's
- * available_instances and devices/ are read. Every parent and every mdev are
+ * available_instances and devices/ are read, opened from one descriptor of
+ * sys/class/mdev_bus; alloc_plan() with pack reads up to a choice no unread
+ * candidate can change (alloc_pack_certain()). Every parent and every mdev are
  * listed only where the answer needs them: max_instances (count the type on
  * the whole host) and the failure message (which other parents offer it).
  */

@@ -219,7 +219,9 @@ int alloc_create(Alloc *a, const AllocWant *w, const char *uuid, LedgerState sta
  *
  * alloc_plan() chooses the parent that alloc_create() would try first, from
  * what was read, and counts it as taken for the plans that follow; it writes
- * nothing. Returns 1 when planned, 0 when it cannot plan (the type is not
+ * nothing. With pack and no max_instances on the wanted types it reads the
+ * candidates only up to a certain choice (alloc_pack_certain()); otherwise
+ * every one. Returns 1 when planned, 0 when it cannot plan (the type is not
  * enabled, or no candidate has room by what was read): then call
  * alloc_run_plans() and alloc_create(), which waits, makes room or explains.
  * w and ret must stay valid until alloc_run_plans().
