@@ -28,7 +28,9 @@
  * which says its mdev no longer exists.
  *
  * Reads stay small: for each candidate parent only the needed type's
- * available_instances and devices/ are read. Every parent and every mdev are
+ * available_instances and devices/ are read, opened from one descriptor of
+ * sys/class/mdev_bus; alloc_plan() with pack reads up to a choice no unread
+ * candidate can change (alloc_pack_certain()). Every parent and every mdev are
  * listed only where the answer needs them: max_instances (count the type on
  * the whole host) and the failure message (which other parents offer it).
  */
@@ -75,6 +77,40 @@ static int candidate_cmp(const void *x, const void *y, void *userdata) {
 void alloc_candidates_sort(AllocCandidate *c, size_t n, ConfigPlacement placement) {
         if (n > 1)
                 qsort_r(c, n, sizeof *c, candidate_cmp, &placement);
+}
+
+static int tie_cmp(const void *x, const void *y) {
+        const AllocCandidate *a = x, *b = y;
+
+        if (a->order != b->order)
+                return a->order < b->order ? -1 : 1;
+        return strcmp(a->parent, b->parent);
+}
+
+void alloc_candidates_sort_ties(AllocCandidate *c, size_t n) {
+        if (n > 1)
+                qsort(c, n, sizeof *c, tie_cmp);
+}
+
+/* Why the first candidate read with room and exactly 1 available is pack's
+ * choice: candidate_cmp() orders by available, then type order, then
+ * parent name, and the choice is the first with room (available > 0) in
+ * that order. Nothing with room has fewer than 1; those read before it
+ * have none or more; those after it come later in (order, name) and so
+ * lose a tie at 1. */
+int alloc_pack_certain(AllocCandidate *c, size_t n, AllocProbe probe, void *userdata, size_t *ret) {
+        for (size_t i = 0; i < n; i++) {
+                int r = probe(&c[i], userdata);
+
+                if (r < 0)
+                        return r;
+                if (c[i].verdict == ALLOC_OK && c[i].available == 1) {
+                        *ret = i;
+                        return 0;
+                }
+        }
+        *ret = n;
+        return 0;
 }
 
 unsigned alloc_max_left(unsigned max_instances, unsigned existing) {
@@ -132,6 +168,7 @@ void alloc_init(Alloc *a, int rootfd, int ledgerfd, const Config *config,
                 .guest_uuid = guest_uuid,
                 .crashpoint_create = "prepare-after-create",
                 .lockfd = -1,
+                .busfd = -1,
         };
         snprintf(a->boot_id, sizeof a->boot_id, "%s", strempty(boot_id));
 }
@@ -141,6 +178,21 @@ static void probe_forget(Alloc *a, const char *parent) {
         for (size_t i = a->n_probed; i-- > 0;)
                 if (!parent || streq(a->probed[i].parent, parent))
                         a->probed[i] = a->probed[--a->n_probed];
+}
+
+/* Appends to what was read (a cache: a failed allocation forgets it). It
+ * grows by doubling: a call reads up to every parent of the host. */
+static void probed_append(Alloc *a, const AllocCandidate *c) {
+        if (a->n_probed == a->probed_allocated) {
+                size_t k = a->probed_allocated ? 2 * a->probed_allocated : 32;
+                AllocCandidate *t = reallocarray(a->probed, k, sizeof *t);
+
+                if (!t)
+                        return;
+                a->probed = t;
+                a->probed_allocated = k;
+        }
+        a->probed[a->n_probed++] = *c;
 }
 
 /* A creation alloc_plan() chose, that alloc_run_plans() makes. */
@@ -166,10 +218,14 @@ void alloc_done(Alloc *a) {
         a->n_reserved = 0;
         free(a->probed);
         a->probed = NULL;
-        a->n_probed = 0;
+        a->n_probed = a->probed_allocated = 0;
         free(a->undo);
         a->undo = NULL;
         a->n_undo = 0;
+        if (a->busfd >= 0)
+                close(a->busfd);
+        a->busfd = -1;
+        a->bus_tried = false;
 }
 
 int alloc_reserve(Alloc *a, const char *uuid) {
@@ -418,7 +474,7 @@ int alloc_claim(Alloc *a, const AllocWant *w, const SysfsMdev *m, LedgerState st
 
 typedef struct CandidateList {
         AllocCandidate *c;
-        size_t n;
+        size_t n, allocated;
 } CandidateList;
 
 /* Adds parent unless one of the first `known` candidates names it already
@@ -431,10 +487,15 @@ static int candidates_add_upto(CandidateList *l, size_t known, const char *paren
         for (size_t i = 0; i < known && i < l->n; i++)
                 if (streq(l->c[i].parent, parent))
                         return 0;
-        c = realloc(l->c, (l->n + 1) * sizeof *c);
-        if (!c)
-                return -ENOMEM;
-        l->c = c;
+        if (l->n == l->allocated) {
+                size_t k = l->allocated ? 2 * l->allocated : 16;
+
+                c = reallocarray(l->c, k, sizeof *c);
+                if (!c)
+                        return -ENOMEM;
+                l->c = c;
+                l->allocated = k;
+        }
         c = &l->c[l->n++];
         memset(c, 0, sizeof *c);
         snprintf(c->parent, sizeof c->parent, "%s", parent);
@@ -502,13 +563,24 @@ static int candidates_collect(const Alloc *a, const AllocWant *w, CandidateList 
         return 0;
 }
 
+/* sys/class/mdev_bus, opened once per call for the candidates' reads
+ * (Alloc.busfd); -1 when it cannot be: they are read from the root. */
+static int bus_fd(Alloc *a) {
+        if (!a->bus_tried) {
+                a->bus_tried = true;
+                if (sysfs_bus_open(a->rootfd, &a->busfd) < 0)
+                        a->busfd = -1;
+        }
+        return a->busfd;
+}
+
 /* Reads registration, available_instances and the count of one candidate. */
-static int candidate_probe(const Alloc *a, AllocCandidate *c) {
+static int candidate_probe(Alloc *a, AllocCandidate *c) {
         int r;
 
         if (c->verdict == ALLOC_OTHER_TYPE)
                 return 0;
-        r = sysfs_type_available(a->rootfd, c->parent, c->type, &c->available);
+        r = sysfs_type_available_at(a->rootfd, bus_fd(a), c->parent, c->type, &c->available);
         if (r == -ENOENT) {
                 r = sysfs_parent_is_registered(a->rootfd, c->parent);
                 if (r < 0)
@@ -528,7 +600,6 @@ static int candidate_probe(const Alloc *a, AllocCandidate *c) {
  * caller probing distinct candidates passes how many there were before it
  * began, since none it adds can match another). */
 static int candidate_probe_cached_upto(Alloc *a, size_t known, AllocCandidate *c) {
-        AllocCandidate *t;
         int r;
 
         if (c->verdict == ALLOC_OTHER_TYPE)
@@ -543,11 +614,7 @@ static int candidate_probe_cached_upto(Alloc *a, size_t known, AllocCandidate *c
         r = candidate_probe(a, c);
         if (r < 0)
                 return r;
-        t = realloc(a->probed, (a->n_probed + 1) * sizeof *t);
-        if (!t)
-                return 0; /* only a cache */
-        a->probed = t;
-        a->probed[a->n_probed++] = *c;
+        probed_append(a, c);
         return 0;
 }
 
@@ -1014,12 +1081,7 @@ int alloc_create(Alloc *a, const AllocWant *w, const char *uuid, LedgerState sta
  * as it does alone, instead of trying it again (Alloc.skip_refused_plan).
  * probe_forget() forgets it again. */
 static void probe_remember_refusal(Alloc *a, const AllocCandidate *c) {
-        AllocCandidate *t = realloc(a->probed, (a->n_probed + 1) * sizeof *t);
-
-        if (!t)
-                return; /* only a cache: the candidate is tried again */
-        a->probed = t;
-        a->probed[a->n_probed++] = *c;
+        probed_append(a, c); /* only a cache: without room, it is tried again */
 }
 
 /* Counts one more instance as taken on the parent in what was read of it. */
@@ -1036,6 +1098,63 @@ static void probe_take(Alloc *a, const char *parent, const char *type) {
         }
 }
 
+/* Whether a wanted type has max_instances (candidates_apply_max()). */
+static bool want_capped(const Alloc *a, const AllocWant *w) {
+        for (size_t t = 0; w->types[t]; t++) {
+                const ConfigType *ct = config_find_type(a->config, w->types[t]);
+
+                if (ct && ct->max_instances > 0)
+                        return true;
+        }
+        return false;
+}
+
+typedef struct ProbeCached {
+        Alloc *a;
+        size_t known;
+} ProbeCached;
+
+static int probe_cached_cb(AllocCandidate *c, void *userdata) {
+        ProbeCached *p = userdata;
+
+        return candidate_probe_cached_upto(p->a, p->known, c);
+}
+
+/* The candidate alloc_create() would try first (NULL: none has room), read
+ * as little as that takes: pack without a cap stops at a certain choice
+ * (alloc_pack_certain()); otherwise every candidate is read and sorted. */
+static int plan_choose(Alloc *a, const AllocWant *w, CandidateList *l, const AllocCandidate **ret) {
+        ProbeCached p = { .a = a, .known = a->n_probed };
+        size_t i = l->n;
+        int r;
+
+        *ret = NULL;
+        if (a->config->placement == CONFIG_PLACEMENT_PACK && !want_capped(a, w)) {
+                alloc_candidates_sort_ties(l->c, l->n);
+                r = alloc_pack_certain(l->c, l->n, probe_cached_cb, &p, &i);
+                if (r < 0)
+                        return r;
+                if (i < l->n) {
+                        *ret = &l->c[i];
+                        return 0;
+                }
+        } else
+                /* The candidates name distinct parents: only what was
+                 * cached before can match one (candidates_read()). */
+                for (size_t k = 0; k < l->n; k++) {
+                        r = candidate_probe_cached_upto(a, p.known, &l->c[k]);
+                        if (r < 0)
+                                return r;
+                }
+        r = candidates_order(a, w, l);
+        if (r < 0)
+                return r;
+        for (size_t k = 0; k < l->n && !*ret; k++)
+                if (l->c[k].verdict == ALLOC_OK)
+                        *ret = &l->c[k];
+        return 0;
+}
+
 int alloc_plan(Alloc *a, const AllocWant *w, const char *uuid, LedgerState state, LedgerEntry *ret) {
         _cleanup_free_ AllocCandidate *cand = NULL;
         CandidateList l = { 0 };
@@ -1046,16 +1165,13 @@ int alloc_plan(Alloc *a, const AllocWant *w, const char *uuid, LedgerState state
 
         if (!uuid_is_valid(uuid))
                 return 0; /* alloc_create() says so */
-        r = candidates_read(a, w, &l, &any_enabled);
+        r = candidates_collect(a, w, &l, &any_enabled);
         cand = l.c;
         if (r < 0 || !any_enabled)
                 return r;
-        r = candidates_order(a, w, &l);
+        r = plan_choose(a, w, &l, &chosen);
         if (r < 0)
                 return r;
-        for (size_t i = 0; i < l.n && !chosen; i++)
-                if (l.c[i].verdict == ALLOC_OK)
-                        chosen = &l.c[i];
         if (!chosen)
                 return 0;
 
@@ -1181,5 +1297,5 @@ done:
 void alloc_adopt(Alloc *a, AllocCandidate *probed, size_t n) {
         free(a->probed);
         a->probed = probed;
-        a->n_probed = n;
+        a->n_probed = a->probed_allocated = n;
 }

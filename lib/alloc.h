@@ -84,6 +84,17 @@ typedef struct AllocCandidate {
  * offer one type are GPUs of one model, with one total per type. Only the
  * order changes; verdicts are not looked at. */
 void alloc_candidates_sort(AllocCandidate *c, size_t n, ConfigPlacement placement);
+/* By type order, then parent name: the ties of alloc_candidates_sort(). */
+void alloc_candidates_sort_ties(AllocCandidate *c, size_t n);
+/* Reads one candidate: its available and verdict. */
+typedef int (*AllocProbe)(AllocCandidate *c, void *userdata);
+/* Pack's choice, read lazily: c in alloc_candidates_sort_ties() order is
+ * read with probe() one by one until a candidate with room has exactly 1
+ * left. That one is what alloc_candidates_sort() would put first among
+ * those with room, whatever the unread ones hold: *ret is its index. *ret
+ * = n: every candidate was read and none is certain; sort them. For
+ * placement pack without max_instances (the cap needs every parent read). */
+int alloc_pack_certain(AllocCandidate *c, size_t n, AllocProbe probe, void *userdata, size_t *ret);
 /* How many more mdevs of a type max_instances allows (UINT_MAX: no cap). */
 unsigned alloc_max_left(unsigned max_instances, unsigned existing);
 /* Appends "<parent> has 0 of 16 left" and the like for one candidate. */
@@ -119,6 +130,10 @@ typedef struct Alloc {
          * for an unregistered parent (parent_wait) lets go of the lock and
          * takes it again afterwards, so that other guests can start. */
         int lockfd;
+        /* sys/class/mdev_bus (O_PATH), opened on the first candidate read
+         * (bus_tried), so that each read walks from there; -1: from the root. */
+        int busfd;
+        bool bus_tried;
         /* Set when the lock could not be taken back after that wait: nothing
          * may change any more, and alloc_rollback() leaves this call's work
          * to the guest's release (the same state a killed hook leaves). */
@@ -134,7 +149,7 @@ typedef struct Alloc {
          * rule moves its other types'), and all of it when the lock was let
          * go (parent_wait). */
         AllocCandidate *probed;
-        size_t n_probed;
+        size_t n_probed, probed_allocated;
 
         /* UUIDs this call claims or is about to claim (alloc_reserve()):
          * never removed to make room for a creation, even when their record
@@ -204,7 +219,9 @@ int alloc_create(Alloc *a, const AllocWant *w, const char *uuid, LedgerState sta
  *
  * alloc_plan() chooses the parent that alloc_create() would try first, from
  * what was read, and counts it as taken for the plans that follow; it writes
- * nothing. Returns 1 when planned, 0 when it cannot plan (the type is not
+ * nothing. With pack and no max_instances on the wanted types it reads the
+ * candidates only up to a certain choice (alloc_pack_certain()); otherwise
+ * every one. Returns 1 when planned, 0 when it cannot plan (the type is not
  * enabled, or no candidate has room by what was read): then call
  * alloc_run_plans() and alloc_create(), which waits, makes room or explains.
  * w and ret must stay valid until alloc_run_plans().

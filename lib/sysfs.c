@@ -260,6 +260,40 @@ int sysfs_type_available(int rootfd, const char *parent, const char *type, unsig
         return 0;
 }
 
+int sysfs_bus_open(int rootfd, int *ret_fd) {
+        int fd = openat(rootfd, MDEV_BUS, O_PATH | O_DIRECTORY | O_CLOEXEC);
+
+        if (fd < 0)
+                return -errno; /* no message: callers read from the root instead */
+        *ret_fd = fd;
+        return 0;
+}
+
+/* Relative to the kept directory: the walk from the root to mdev_bus is
+ * not repeated for every candidate. Any ENOENT is asked again from the root,
+ * which also covers a descriptor of an mdev_bus that is gone (the module
+ * reloaded meanwhile) and gives the message. */
+int sysfs_type_available_at(int rootfd, int busfd, const char *parent, const char *type, unsigned *ret) {
+        char path[PATH_MAX], buf[64];
+        unsigned u;
+        int n, r;
+
+        if (busfd < 0 || !name_is_valid(parent) || !name_is_valid(type))
+                return sysfs_type_available(rootfd, parent, type, ret);
+        n = snprintf(path, sizeof path, "%s/mdev_supported_types/%s/available_instances", parent, type);
+        if (n < 0 || (size_t) n >= sizeof path)
+                return -ENAMETOOLONG;
+        r = read_small_at(busfd, path, buf, sizeof buf);
+        if (r == -ENOENT)
+                return sysfs_type_available(rootfd, parent, type, ret);
+        if (r < 0)
+                return error_set(r, "cannot read '/" MDEV_BUS "/%s': %s", path, strerror(-r));
+        if (safe_atou(buf, &u) < 0)
+                return error_set(-EBADMSG, "'/" MDEV_BUS "/%s' does not hold a number: '%.32s'", path, buf);
+        *ret = u;
+        return 0;
+}
+
 int sysfs_type_count(int rootfd, const char *parent, const char *type, unsigned *ret) {
         _cleanup_strv_free_ char **l = NULL;
         char path[PATH_MAX];

@@ -57,6 +57,13 @@ int sysfs_type_read(int rootfd, const char *parent, const char *type, SysfsType 
 void sysfs_type_done(SysfsType *t);
 /* available_instances only. -ENOENT if the parent does not offer the type. */
 int sysfs_type_available(int rootfd, const char *parent, const char *type, unsigned *ret);
+/* The directory sys/class/mdev_bus (O_PATH), for sysfs_type_available_at():
+ * -ENOENT when the mdev module is not loaded. Sets no message: a caller
+ * that cannot open it reads from the root (sysfs_type_available_at(-1)). */
+int sysfs_bus_open(int rootfd, int *ret_fd);
+/* sysfs_type_available(), opened relative to busfd (from sysfs_bus_open(),
+ * or -1: from the root); the same results and messages. */
+int sysfs_type_available_at(int rootfd, int busfd, const char *parent, const char *type, unsigned *ret);
 /* How many mdevs of the type the parent holds (entries of the type's devices/). */
 int sysfs_type_count(int rootfd, const char *parent, const char *type, unsigned *ret);
 

@@ -312,6 +312,58 @@ two_types_conf() {
         [ "$(awk '$2 != 1' <<< "$opens" | wc -l)" -eq 0 ]
 }
 
+# available_opens TYPE: "PATH OPENS" of every TYPE/available_instances opened.
+available_opens() {
+        sim_counters | awk -v t="$1" '$NF ~ "/" t "/available_instances$" && $1 > 0 { print $NF, $1 }'
+}
+
+@test "pack stops reading the candidates at the first parent with room and 1 left: none after it can be chosen" {
+        [[ " ${SIM_FLAGS:-} " != *" -c "* ]] || skip "the counters do not see what the kernel serves from its cache (-c)"
+        config_write <<-EOF
+	[devices]
+	enabled_mdev_types = nvidia-45
+	EOF
+        # nvidia-45: one per GPU. P84 is full (an mdev made by hand); P85,
+        # P86 and P87 have 1 left each, and P85 wins the tie by name.
+        sim_create "$P84" nvidia-45 aaaaaaaa-0000-4000-8000-000000000001
+        sim_counters_reset
+        run prepare web1 "$U1,type=nvidia-45"
+        [ "$status" -eq 0 ]
+        [ "$(mdev_parent "$U1")" = "$P85" ]
+        local opens
+        opens=$(available_opens nvidia-45)
+        echo "$opens"
+        # P84 and P85 read once each; P86 and P87 not at all
+        [ "$(grep -c . <<< "$opens")" -eq 2 ]
+        grep -q "/$P84/mdev_supported_types/nvidia-45/available_instances 1$" <<< "$opens"
+        grep -q "/$P85/mdev_supported_types/nvidia-45/available_instances 1$" <<< "$opens"
+}
+
+@test "spread, and pack under max_instances, still read every candidate and choose as pack does above" {
+        [[ " ${SIM_FLAGS:-} " != *" -c "* ]] || skip "the counters do not see what the kernel serves from its cache (-c)"
+        local conf opens
+        sim_create "$P84" nvidia-45 aaaaaaaa-0000-4000-8000-000000000001
+        for conf in "[hooks]
+placement = spread" "[mdev_nvidia-45]
+max_instances = 8
+[hooks]
+placement = pack"; do
+                config_write "[devices]
+enabled_mdev_types = nvidia-45
+$conf"
+                sim_counters_reset
+                run prepare web1 "$U1,type=nvidia-45"
+                [ "$status" -eq 0 ]
+                [ "$(mdev_parent "$U1")" = "$P85" ]
+                opens=$(available_opens nvidia-45)
+                echo "$conf: $opens"
+                [ "$(grep -c . <<< "$opens")" -eq 4 ]
+                run release web1
+                [ "$status" -eq 0 ]
+                mdev_absent "$U1"
+        done
+}
+
 @test "a prepare of an XML of 512 KiB or more reads the candidates ahead, once each, and places as a small one does" {
         [[ " ${SIM_FLAGS:-} " != *" -c "* ]] || skip "the counters do not see what the kernel serves from its cache (-c)"
         config_write <<-EOF

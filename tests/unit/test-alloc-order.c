@@ -7,7 +7,14 @@
  * the candidates (de-duplicating a directory listing only against the
  * types before it, searching the probe cache only for what was cached
  * before the call) choose exactly what a full scan chooses, for
- * pack and for spread, on a cold and on a warm cache. */
+ * pack and for spread, on a cold and on a warm cache.
+ *
+ * alloc_plan() reads lazily: pack without max_instances stops at the first
+ * candidate, in (type order, parent name) order, with room and exactly 1
+ * left (alloc_pack_certain()). Its choice is checked against the same full
+ * reference on the same random hosts (plan_check()), and the rule itself,
+ * on many random candidate lists with ties, 1s and every verdict, against
+ * a full read and alloc_candidates_sort() (pack_certain_round()). */
 #include <fcntl.h>
 #include <stdio.h>
 #include <sys/stat.h>
@@ -19,6 +26,7 @@
 
 #define BOOT "1a2b3c4d-0000-4000-8000-000000000001"
 #define UUID "b1ae8bf6-38b0-4c81-9d44-78ce2e5d2b09"
+#define UUID2 "c2bf9c07-49c1-4d92-8e55-89df3f6e3c1a"
 #define MAX_PARENTS 10
 /* On tmpfs: every intent record is fsynced, which a busy disk makes slow. */
 #define ROUNDS 200
@@ -87,6 +95,40 @@ static void check_order(const char *msg, const AllocCandidate *ref, size_t n) {
         }
 }
 
+/* alloc_plan() chooses the reference's first candidate with room. Every
+ * candidate is made to confirm a create of UUID2 (the mdev's directory and
+ * mdev_type link exist beforehand), so that the planned create is the one
+ * made and its record names the parent plan chose. */
+static void plan_check(const Config *config, const AllocWant *w, const AllocCandidate *ref, size_t n_ref, int ledgerfd) {
+        const AllocCandidate *first = NULL;
+        LedgerEntry e = { .parent = "" };
+        char path[1024];
+        Alloc b;
+        int r;
+
+        for (size_t i = 0; i < n_ref; i++) {
+                if (ref[i].verdict != ALLOC_OK)
+                        continue;
+                if (!first)
+                        first = &ref[i];
+                snprintf(path, sizeof path, "sys/class/mdev_bus/%.128s/" UUID2, ref[i].parent);
+                check(mkdir_p_at(rootfd, path, 0755) == 0);
+                snprintf(path, sizeof path, "sys/class/mdev_bus/%.128s/" UUID2 "/mdev_type", ref[i].parent);
+                (void) unlinkat(rootfd, path, 0);
+                check(symlinkat(ref[i].type, rootfd, path) == 0); /* link_type() takes the last component */
+        }
+        alloc_init(&b, rootfd, ledgerfd, config, "web2", NULL, BOOT);
+        r = alloc_plan(&b, w, UUID2, LEDGER_ASSIGNED, &e);
+        check(r == (first ? 1 : 0));
+        if (first) {
+                check(alloc_run_plans(&b) == 0);
+                check(streq(e.parent, first->parent));
+                check(streq(e.type, first->type));
+        }
+        check(alloc_rollback(&b) == 0);
+        alloc_done(&b);
+}
+
 static void one_round(unsigned seed, int ledgerfd) {
         char tmpdir[] = "/dev/shm/test-alloc-order-XXXXXX", parents[MAX_PARENTS][16];
         char *addr35[2 * MAX_PARENTS + 1] = { NULL };
@@ -145,8 +187,115 @@ static void one_round(unsigned seed, int ledgerfd) {
         }
         check(alloc_rollback(&a) == 0);
         alloc_done(&a);
+        plan_check(&config, &w, ref, n_ref, ledgerfd);
         close(dirfd);
         tmpdir_remove(tmpdir);
+}
+
+/* --- alloc_pack_certain() on random candidate lists ---------------------- */
+
+#define PC_MAX 40
+
+typedef struct Truth {
+        AllocCandidate c[PC_MAX]; /* what reading each would give */
+        unsigned reads[PC_MAX];
+        size_t n;
+} Truth;
+
+static int truth_probe(AllocCandidate *c, void *userdata) {
+        Truth *t = userdata;
+
+        if (c->verdict == ALLOC_OTHER_TYPE)
+                return 0; /* never read, as candidate_probe() */
+        for (size_t i = 0; i < t->n; i++)
+                if (streq(t->c[i].parent, c->parent)) {
+                        t->reads[i]++;
+                        c->available = t->c[i].available;
+                        c->verdict = t->c[i].verdict;
+                        return 0;
+                }
+        check(!"probed a candidate that is not one");
+        return -EINVAL;
+}
+
+static void truth_random(Truth *t) {
+        static const AllocVerdict other[] = { ALLOC_NOT_OFFERED, ALLOC_NOT_REGISTERED, ALLOC_OTHER_TYPE, ALLOC_CREATE_FAILED };
+        unsigned ones = (unsigned) rand() % 4; /* how likely a 1 is: none at all, rarely, often */
+
+        memset(t, 0, sizeof *t);
+        t->n = (size_t) rand() % (PC_MAX + 1);
+        for (size_t i = 0; i < t->n; i++) {
+                AllocCandidate *c = &t->c[i];
+                unsigned k = (unsigned) rand() % 10;
+
+                /* distinct names, not in any order */
+                snprintf(c->parent, sizeof c->parent, "0000:%02x:%02x.0", (unsigned) (i * 37 + 11) % 256, (unsigned) i);
+                c->order = (unsigned) rand() % 3;
+                if (k < 6) {
+                        c->verdict = ALLOC_OK;
+                        c->available = ones && (unsigned) rand() % (8 / ones) == 0 ? 1 : 2 + (unsigned) rand() % 3;
+                } else if (k < 8)
+                        c->verdict = ALLOC_FULL;
+                else
+                        c->verdict = other[rand() % 4];
+        }
+}
+
+static void pack_certain_round(unsigned seed) {
+        Truth t;
+        AllocCandidate ref[PC_MAX], c[PC_MAX];
+        const char *want = NULL;
+        size_t at, pos = 0;
+        bool one = false;
+
+        srand(seed);
+        truth_random(&t);
+        /* the reference: every candidate read, sorted, the first with room */
+        memcpy(ref, t.c, sizeof ref);
+        alloc_candidates_sort(ref, t.n, CONFIG_PLACEMENT_PACK);
+        for (size_t i = 0; i < t.n && !want; i++)
+                if (ref[i].verdict == ALLOC_OK) {
+                        want = ref[i].parent;
+                        one = ref[i].available == 1;
+                }
+        /* as collected: names, type order, nothing read yet */
+        for (size_t i = 0; i < t.n; i++) {
+                c[i] = (AllocCandidate) { .order = t.c[i].order, .verdict = ALLOC_OK };
+                snprintf(c[i].parent, sizeof c[i].parent, "%s", t.c[i].parent);
+                if (t.c[i].verdict == ALLOC_OTHER_TYPE)
+                        c[i].verdict = ALLOC_OTHER_TYPE;
+        }
+        alloc_candidates_sort_ties(c, t.n);
+        check(alloc_pack_certain(c, t.n, truth_probe, &t, &at) == 0);
+        check(at <= t.n);
+        for (size_t i = 0; i < t.n; i++)
+                check(t.reads[i] <= 1); /* each read once at most */
+        if (at < t.n) {
+                /* certain: pack's own choice, and nothing after it was read */
+                check(want && streq(c[at].parent, want));
+                for (size_t i = 0; i < t.n; i++)
+                        if (streq(t.c[i].parent, c[at].parent))
+                                pos = i;
+                check(t.c[pos].available == 1);
+                for (size_t i = 0; i < t.n; i++) {
+                        bool later = false;
+
+                        for (size_t k = at + 1; k < t.n; k++)
+                                later = later || streq(c[k].parent, t.c[i].parent);
+                        check(t.reads[i] == (later || t.c[i].verdict == ALLOC_OTHER_TYPE ? 0u : 1u));
+                }
+        } else {
+                /* none certain: all read (but the other type's), sorted as before */
+                check(!one);
+                for (size_t i = 0; i < t.n; i++)
+                        check(t.reads[i] == (t.c[i].verdict == ALLOC_OTHER_TYPE ? 0u : 1u));
+                alloc_candidates_sort(c, t.n, CONFIG_PLACEMENT_PACK);
+                for (size_t i = 0; i < t.n; i++)
+                        if (c[i].verdict == ALLOC_OK) {
+                                check(want && streq(c[i].parent, want));
+                                break;
+                        }
+        }
 }
 
 int main(void) {
@@ -159,6 +308,8 @@ int main(void) {
         check(ledger_open(lroot, &ledgerfd) == 0);
         for (unsigned seed = 1; seed <= ROUNDS; seed++)
                 one_round(seed, ledgerfd);
+        for (unsigned seed = 1; seed <= 20000; seed++)
+                pack_certain_round(seed);
         close(ledgerfd);
         close(lroot);
         tmpdir_remove(ldir);
