@@ -174,12 +174,29 @@ static size_t utf8_char(const unsigned char *s, const unsigned char *end) {
         return 0;
 }
 
+/* Whether any of the 8 bytes of w is >= 0x80 or < 0x20 (the usual
+ * "has less than" test, exact for bytes below 0x80). */
+static bool word_needs_look(uint64_t w) {
+        const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
+
+        return (w & highs) || ((w - ones * 0x20) & ~w & highs);
+}
+
 static bool chars_valid(const char *buf, size_t len) {
         const unsigned char *s = (const unsigned char *) buf, *end = s + len;
 
         while (s < end) {
                 size_t k;
+                uint64_t w;
 
+                /* Eight plain ASCII characters at a time: most of a document. */
+                if (end - s >= 8) {
+                        memcpy(&w, s, sizeof w);
+                        if (!word_needs_look(w)) {
+                                s += 8;
+                                continue;
+                        }
+                }
                 if (*s >= 0x20 && *s < 0x80) {
                         s++;
                         continue;
@@ -192,16 +209,44 @@ static bool chars_valid(const char *buf, size_t len) {
         return true;
 }
 
-static bool is_space(char c) {
-        return c == ' ' || c == '\t' || c == '\n';
+/* What each ASCII byte is to the reader: one table lookup per byte. */
+enum {
+        C_SPACE = 1,      /* white space (S, without the declined CR) */
+        C_NAME_START = 2, /* [A-Za-z_] */
+        C_NAME = 4,       /* [A-Za-z0-9._-] */
+        C_VALUE = 8,      /* stops a scan of an attribute value: & < tab line feed */
+        C_TEXT = 16,      /* stops a scan of text: & ] */
+};
+
+static const unsigned char char_class[256] = {
+        ['\t'] = C_SPACE | C_VALUE, ['\n'] = C_SPACE | C_VALUE, [' '] = C_SPACE,
+        ['&'] = C_VALUE | C_TEXT, ['<'] = C_VALUE, [']'] = C_TEXT,
+        ['.'] = C_NAME, ['-'] = C_NAME, ['_'] = C_NAME_START | C_NAME,
+        ['0'] = C_NAME, ['1'] = C_NAME, ['2'] = C_NAME, ['3'] = C_NAME, ['4'] = C_NAME, ['5'] = C_NAME, ['6'] = C_NAME, ['7'] = C_NAME, ['8'] = C_NAME, ['9'] = C_NAME,
+        ['a'] = C_NAME_START | C_NAME, ['b'] = C_NAME_START | C_NAME, ['c'] = C_NAME_START | C_NAME, ['d'] = C_NAME_START | C_NAME, ['e'] = C_NAME_START | C_NAME, ['f'] = C_NAME_START | C_NAME, ['g'] = C_NAME_START | C_NAME,
+        ['h'] = C_NAME_START | C_NAME, ['i'] = C_NAME_START | C_NAME, ['j'] = C_NAME_START | C_NAME, ['k'] = C_NAME_START | C_NAME, ['l'] = C_NAME_START | C_NAME, ['m'] = C_NAME_START | C_NAME,
+        ['n'] = C_NAME_START | C_NAME, ['o'] = C_NAME_START | C_NAME, ['p'] = C_NAME_START | C_NAME, ['q'] = C_NAME_START | C_NAME, ['r'] = C_NAME_START | C_NAME, ['s'] = C_NAME_START | C_NAME, ['t'] = C_NAME_START | C_NAME,
+        ['u'] = C_NAME_START | C_NAME, ['v'] = C_NAME_START | C_NAME, ['w'] = C_NAME_START | C_NAME, ['x'] = C_NAME_START | C_NAME, ['y'] = C_NAME_START | C_NAME, ['z'] = C_NAME_START | C_NAME,
+        ['A'] = C_NAME_START | C_NAME, ['B'] = C_NAME_START | C_NAME, ['C'] = C_NAME_START | C_NAME, ['D'] = C_NAME_START | C_NAME, ['E'] = C_NAME_START | C_NAME, ['F'] = C_NAME_START | C_NAME, ['G'] = C_NAME_START | C_NAME,
+        ['H'] = C_NAME_START | C_NAME, ['I'] = C_NAME_START | C_NAME, ['J'] = C_NAME_START | C_NAME, ['K'] = C_NAME_START | C_NAME, ['L'] = C_NAME_START | C_NAME, ['M'] = C_NAME_START | C_NAME,
+        ['N'] = C_NAME_START | C_NAME, ['O'] = C_NAME_START | C_NAME, ['P'] = C_NAME_START | C_NAME, ['Q'] = C_NAME_START | C_NAME, ['R'] = C_NAME_START | C_NAME, ['S'] = C_NAME_START | C_NAME, ['T'] = C_NAME_START | C_NAME,
+        ['U'] = C_NAME_START | C_NAME, ['V'] = C_NAME_START | C_NAME, ['W'] = C_NAME_START | C_NAME, ['X'] = C_NAME_START | C_NAME, ['Y'] = C_NAME_START | C_NAME, ['Z'] = C_NAME_START | C_NAME,
+};
+
+static inline bool is_class(char c, unsigned cls) {
+        return char_class[(unsigned char) c] & cls;
 }
 
-static bool is_name_start(char c) {
-        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+static inline bool is_space(char c) {
+        return is_class(c, C_SPACE);
 }
 
-static bool is_name_char(char c) {
-        return is_name_start(c) || (c >= '0' && c <= '9') || c == '.' || c == '-';
+static inline bool is_name_start(char c) {
+        return is_class(c, C_NAME_START);
+}
+
+static inline bool is_name_char(char c) {
+        return is_class(c, C_NAME);
 }
 
 /* A QName of ASCII name characters at l->p: [A-Za-z_][A-Za-z0-9._-]* with
@@ -304,6 +349,11 @@ static size_t utf8_put(uint32_t c, char out[static 4]) {
  * -EOPNOTSUPP: something we decline ('<' in a value, "]]>" in text, another
  * reference); -E2BIG: out is too small. */
 static int decode(const char *s, const char *e, bool value, char *out, size_t size, size_t *len) {
+        unsigned stop = value ? C_VALUE : C_TEXT;
+
+        /* Only checking: skip what needs no look. */
+        while (!out && s < e && !is_class(*s, stop))
+                s++;
         while (s < e) {
                 char tmp[4];
                 const char *piece = s;
