@@ -594,6 +594,13 @@ two_types_conf() {
         [[ "$output" != *libinih* ]]
 }
 
+@test "the hook's prepare module does not link libxml2" {
+        run ldd "$(dirname "$MH_QEMU_HOOK")/mdev-hooks-qemu-prepare.so"
+        [ "$status" -eq 0 ]
+        [[ "$output" == *libinih* ]]
+        [[ "$output" != *libxml2* ]]
+}
+
 # loaded_by LOGPREFIX: the shared objects the hook's process loaded, from
 # the dynamic loader's own record (LD_DEBUG=files LD_DEBUG_OUTPUT=LOGPREFIX).
 loaded_by() {
