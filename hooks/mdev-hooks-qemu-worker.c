@@ -27,47 +27,7 @@
 #include "vgpu.h"
 #include "util.h"
 #include "worker.h"
-
-/* What an operation needs besides the XML: the config, the boot id, the
- * record and the host-wide lock. */
-typedef struct Setup {
-        int rootfd, ledgerfd, lockfd;
-        Config *config;
-        char boot_id[UUID_STRING_MAX];
-} Setup;
-
-static void setup_done(Setup *su) {
-        config_free(su->config);
-        closep(&su->lockfd); /* lets go of the lock */
-        closep(&su->ledgerfd);
-        closep(&su->rootfd);
-        *su = (Setup) { .rootfd = -1, .ledgerfd = -1, .lockfd = -1 };
-}
-
-static int setup(HookOp op, const char *guest, Setup *su) {
-        char what[GUEST_NAME_MAX + 32];
-        int r;
-
-        r = root_open(&su->rootfd);
-        if (r < 0)
-                return r;
-        r = config_load(su->rootfd, NULL, &su->config, NULL);
-        if (r == -EINVAL) /* its first problem, with how many more */
-                return error_prefix(r, "the config has errors, fix it first (mdev-hooks check-config)");
-        if (r < 0)
-                return r;
-        /* accepted as Nova accepts them: said on stderr and to syslog */
-        for (char **w = su->config->warnings; w && *w; w++)
-                log_warning("%s", *w);
-        r = boot_id_read(su->rootfd, su->boot_id);
-        if (r < 0)
-                return r;
-        r = ledger_open(su->rootfd, &su->ledgerfd);
-        if (r < 0)
-                return r;
-        snprintf(what, sizeof what, "%s %s", hook_op_to_string(op), guest);
-        return lock_acquire(su->rootfd, su->config->lock_timeout, what, &su->lockfd);
-}
+#include "worker-setup.h"
 
 /* migrate and restore, and prepare of a large XML: while libxml2 checks
  * the XML (a migration's can be a few MiB), a second thread reads what

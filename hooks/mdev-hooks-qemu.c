@@ -12,15 +12,18 @@
  * mdev hostdev or a VFIO-framework vGPU (domscan.h) it loads
  * mdev-hooks-qemu-worker.so
  * from the same directory (dlopen: libxml2 and the rest come with it) and
- * hands it the XML, in memory. No config, no lock, no output otherwise. (On
- * release it also runs the worker when the record's guest index names the
- * guest: one stat.)
+ * hands it the XML, in memory. For prepare it first reads the XML itself
+ * with a strict libc-only reader (domlite.h); when that reads it, it loads
+ * mdev-hooks-qemu-prepare.so instead, which does not link libxml2. No
+ * config, no lock, no output otherwise. (On release it also runs the worker
+ * when the record's guest index names the guest: one stat.)
  */
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <sys/stat.h>
 
+#include "domlite.h"
 #include "domscan.h"
 #include "guestindex.h"
 #include "hookop.h"
@@ -42,12 +45,30 @@ static bool guest_is_indexed(const char *guest) {
         return fstatat(rootfd, path, &st, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
-/* Loads the worker module from this program's own directory and runs it.
- * Returns its exit status, or -errno (error_set) when it cannot be loaded. */
-static int run_worker(int argc, char **argv, const char *buf, size_t len) {
-        char dir[PATH_MAX], path[PATH_MAX];
-        WorkerEntry entry;
+/* Loads a module (worker.h) from this program's own directory: its entry
+ * point, or -errno (error_set). */
+static int load_module(const char *dir, const char *name, const char *entry, void **ret) {
+        char path[PATH_MAX];
         void *module;
+
+        if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int) sizeof path)
+                return error_set(-ENAMETOOLONG, "cannot find my own directory: its path is too long");
+        /* RTLD_LOCAL: nothing of it, or of libxml2, joins the front end's
+         * namespace. Never closed: the process ends when it returns. */
+        module = dlopen(path, RTLD_LAZY | RTLD_LOCAL);
+        if (!module)
+                return error_set(-ENOENT, "cannot load the hook's worker (is mdev-hooks installed whole?): %s", dlerror());
+        *ret = dlsym(module, entry);
+        if (!*ret)
+                return error_set(-ENOENT, "cannot load the hook's worker (is mdev-hooks installed whole?): %s", dlerror());
+        return 0;
+}
+
+/* Loads the worker module and runs it. Returns its exit status, or -errno
+ * (error_set) when it cannot be loaded. */
+static int run_worker(int argc, char **argv, const char *buf, size_t len) {
+        char dir[PATH_MAX];
+        WorkerEntry entry;
         int r;
 
         r = program_dir(dir, sizeof dir);
@@ -59,23 +80,34 @@ static int run_worker(int argc, char **argv, const char *buf, size_t len) {
          * that is safe) is loaded first, by its path; the libicuuc.so.N
          * that libxml2 needs is then that library, matched by its soname.
          * Without it (not installed) libxml2 loads the real ICU, only slower. */
+        char path[PATH_MAX];
         if (snprintf(path, sizeof path, "%s/%s", dir, ICU_STAND_IN) < (int) sizeof path)
                 (void) dlopen(path, RTLD_LAZY | RTLD_LOCAL);
 #endif
-        if (snprintf(path, sizeof path, "%s/%s", dir, WORKER_MODULE) >= (int) sizeof path)
-                return error_set(-ENAMETOOLONG, "cannot find my own directory: its path is too long");
-
-        /* RTLD_LOCAL: nothing of it, or of libxml2, joins the front end's
-         * namespace. Never closed: the process ends when it returns. */
-        module = dlopen(path, RTLD_LAZY | RTLD_LOCAL);
-        if (!module)
-                return error_set(-ENOENT, "cannot load the hook's worker (is mdev-hooks installed whole?): %s", dlerror());
         /* ISO C has no cast from void * to a function pointer; POSIX's
          * dlsym() documents this form. */
-        *(void **) &entry = dlsym(module, WORKER_ENTRY);
-        if (!entry)
-                return error_set(-ENOENT, "cannot load the hook's worker (is mdev-hooks installed whole?): %s", dlerror());
+        r = load_module(dir, WORKER_MODULE, WORKER_ENTRY, (void **) &entry);
+        if (r < 0)
+                return r;
         return entry(argc, argv, buf, len);
+}
+
+/* prepare: when the strict reader (domlite.h) reads the XML, the prepare
+ * module runs with what it read, and libxml2 is never loaded. Otherwise
+ * (it declined: a comment, an entity, anything it is not certain to read
+ * as libxml2 does; or the module is missing) the worker, as for every
+ * other operation. */
+static int run_prepare(int argc, char **argv, const char *buf, size_t len) {
+        _cleanup_domlite_free_ Domxml *dom = NULL;
+        char dir[PATH_MAX];
+        PrepareEntry entry;
+
+        if (domlite_parse(buf, len, &dom) < 0 || program_dir(dir, sizeof dir) < 0 ||
+            load_module(dir, PREPARE_MODULE, PREPARE_ENTRY, (void **) &entry) < 0) {
+                error_clear();
+                return run_worker(argc, argv, buf, len);
+        }
+        return entry(argc, argv, steal_pointer(&dom));
 }
 
 /* Does this call need the worker? Only when the XML may hold an mdev
@@ -145,7 +177,7 @@ int main(int argc, char **argv) {
         } else if (r < 0)
                 r = error_set(r, "cannot read the domain XML from stdin: %s", strerror(-r));
         else {
-                r = run_worker(argc, argv, buf, len);
+                r = op == HOOK_OP_PREPARE ? run_prepare(argc, argv, buf, len) : run_worker(argc, argv, buf, len);
                 if (r >= 0)
                         return r;
         }

@@ -438,25 +438,11 @@ static int add_mdev(Domxml *d, size_t *allocated, xmlNode *hostdev) {
         return 0;
 }
 
-/* One PCI address part: hex with 0x, or decimal, as libvirt reads it. */
+/* One PCI address part (domxml_pci_part()). */
 static int pci_part(const xmlNode *address, const char *name, unsigned long max, unsigned long *ret) {
         _cleanup_xmlfree_ xmlChar *v = attr_get(address, name);
-        unsigned long x;
-        char *end;
 
-        if (!v) {
-                if (streq(name, "domain")) {
-                        *ret = 0;
-                        return 0;
-                }
-                return -EINVAL;
-        }
-        errno = 0;
-        x = strtoul((const char *) v, &end, 0);
-        if (errno || end == (char *) v || *end || x > max || ((const char *) v)[0] == '-')
-                return -EINVAL;
-        *ret = x;
-        return 0;
+        return domxml_pci_part((const char *) v, streq(name, "domain"), max, ret);
 }
 
 static int add_vgpu(Domxml *d, size_t *allocated, xmlNode *hostdev) {
@@ -641,6 +627,7 @@ static int apply_metadata(Domxml *d, const MetaEntry *entries, size_t n_entries)
                                 continue; /* an entry for a device this guest does not have */
                         v = &d->vgpus[k];
                         v->meta = entries[i].node;
+                        v->has_meta = true;
                         copy_attr(v->meta, "type", v->type, sizeof v->type);
                         copy_attr(v->meta, "class", v->mdev_class, sizeof v->mdev_class);
                         continue;
@@ -661,6 +648,7 @@ static int apply_metadata(Domxml *d, const MetaEntry *entries, size_t n_entries)
                 }
                 m = &d->mdevs[k];
                 m->meta = entries[i].node;
+                m->has_meta = true;
                 copy_attr(m->meta, "type", m->type, sizeof m->type);
                 copy_attr(m->meta, "class", m->mdev_class, sizeof m->mdev_class);
                 copy_attr(m->meta, "parent", m->parent, sizeof m->parent);
@@ -763,25 +751,6 @@ void domxml_free(Domxml *d) {
         free(p->src_uuid);
         free(p->orphan_meta);
         free(p);
-}
-
-int domxml_find_mdev(const Domxml *d, const char *uuid) {
-        char u[UUID_STRING_MAX];
-
-        if (!uuid_is_valid(uuid))
-                return -ENOENT;
-        uuid_normalize(uuid, u);
-        for (size_t i = 0; i < d->n_mdevs; i++)
-                if (streq(d->mdevs[i].uuid, u))
-                        return (int) i;
-        return -ENOENT;
-}
-
-int domxml_find_vgpu(const Domxml *d, const char *pci) {
-        for (size_t i = 0; i < d->n_vgpus; i++)
-                if (strcasecmp(d->vgpus[i].pci, pci) == 0)
-                        return (int) i;
-        return -ENOENT;
 }
 
 /* Sets the four source address attributes of a PCI hostdev, as libvirt

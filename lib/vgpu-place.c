@@ -295,7 +295,7 @@ int vgpu_migrate(HookContext *ctx, VgpuPlan *p) {
                 is_vf = vfio_is_vf(ctx->rootfd, v->pci);
                 if (is_vf < 0)
                         return is_vf;
-                if (!v->meta && (v->managed || !is_vf))
+                if (!v->has_meta && (v->managed || !is_vf))
                         continue; /* an ordinary PCI device (or one we cannot tell): left as it is */
                 if (is_vf && vfio_vf_pf(ctx->rootfd, v->pci, pf) < 0)
                         pf[0] = '\0';

@@ -17,7 +17,7 @@ void vgpu_plan_done(VgpuPlan *p) {
 
 bool vgpu_dom_may_have(const Domxml *d) {
         for (size_t i = 0; d && i < d->n_vgpus; i++)
-                if (d->vgpus[i].meta || !d->vgpus[i].managed)
+                if (d->vgpus[i].has_meta || !d->vgpus[i].managed)
                         return true;
         return false;
 }
@@ -27,7 +27,7 @@ int vgpu_is_ours(int rootfd, const DomxmlVgpu *v) {
 
         if (r < 0)
                 return error_set(r, "cannot look at PCI device %s: %s", v->pci, strerror(-r));
-        if (r == 0 && v->meta)
+        if (r == 0 && v->has_meta)
                 return error_set(-ENODEV, "PCI device %s has an <mh:vgpu> entry but is not a VF of NVIDIA's vGPU "
                                  "(no /sys/bus/pci/devices/%s/nvidia/current_vgpu_type): enable the VFs "
                                  "(sriov-manage -e <PF>, or [sriov] in the config) or fix the hostdev's address",

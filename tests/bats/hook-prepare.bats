@@ -646,6 +646,74 @@ $conf"
         [[ "$output" != *libinih* ]]
 }
 
+@test "the hook's prepare module does not link libxml2" {
+        run ldd "$(dirname "$MH_QEMU_HOOK")/mdev-hooks-qemu-prepare.so"
+        [ "$status" -eq 0 ]
+        [[ "$output" == *libinih* ]]
+        [[ "$output" != *libxml2* ]]
+}
+
+# loaded_by LOGPREFIX: the shared objects the hook's process loaded, from
+# the dynamic loader's own record (LD_DEBUG=files LD_DEBUG_OUTPUT=LOGPREFIX).
+loaded_by() {
+        cat "$1".* | sed -nE 's/^ *[0-9]+:[[:space:]]+file=([^ ]+).*/\1/p' | sort -u
+}
+
+# run_traced NAME XMLFILE: "NAME prepare begin -" with the loader's record in
+# $BATS_TEST_TMPDIR/ld-NAME.*.
+run_traced() {
+        run env LD_DEBUG=files LD_DEBUG_OUTPUT="$BATS_TEST_TMPDIR/ld-$1" "$MH_QEMU_HOOK" "$1" prepare begin - < "$2"
+}
+
+@test "a prepare of a libvirt-formatted XML never loads libxml2 and creates the mdev" {
+        two_types_conf
+        domxml web1 "$U1,type=nvidia-36" > "$BATS_TEST_TMPDIR/web1.xml"
+        run_traced web1 "$BATS_TEST_TMPDIR/web1.xml"
+        [ "$status" -eq 0 ]
+        [ -z "$output" ]
+        run loaded_by "$BATS_TEST_TMPDIR/ld-web1"
+        echo "$output"
+        [[ "$output" == *mdev-hooks-qemu-prepare.so* ]]
+        [[ "$output" != *libxml2* ]]
+        [[ "$output" != *mdev-hooks-qemu-worker.so* ]]
+        mdev_exists "$U1"
+        [ "$(mdev_type "$U1")" = nvidia-36 ]
+        [ "$(mdev_parent "$U1")" = "$P86" ]
+        [ "$(record_get "$U1" guest)" = web1 ]
+        [ "$(record_get "$U1" state)" = assigned ]
+        assert_record_matches_sysfs
+}
+
+@test "a prepare of an XML the strict reader declines goes through libxml2 with the same result" {
+        two_types_conf
+        # a comment inside the metadata; a declared encoding other than UTF-8
+        domxml web2 "$U2,type=nvidia-36" | sed 's|<metadata>|<metadata><!-- kept by hand -->|' > "$BATS_TEST_TMPDIR/web2.xml"
+        { printf "<?xml version='1.0' encoding='ISO-8859-1'?>\n"; domxml web3 "$U3,type=nvidia-36"; } > "$BATS_TEST_TMPDIR/web3.xml"
+        for g in web2 web3; do
+                run_traced "$g" "$BATS_TEST_TMPDIR/$g.xml"
+                [ "$status" -eq 0 ]
+                [ -z "$output" ]
+                run loaded_by "$BATS_TEST_TMPDIR/ld-$g"
+                [[ "$output" == *mdev-hooks-qemu-worker.so* ]]
+                [[ "$output" == *libxml2* ]]
+                [[ "$output" != *mdev-hooks-qemu-prepare.so* ]]
+        done
+        for u in "$U2" "$U3"; do
+                [ "$(mdev_type "$u")" = nvidia-36 ]
+                [ "$(mdev_parent "$u")" = "$P86" ]
+                [ "$(record_get "$u" state)" = assigned ]
+        done
+        [ "$(record_get "$U2" guest)" = web2 ]
+        [ "$(record_get "$U3" guest)" = web3 ]
+        # and what libxml2 refuses is still refused with its message
+        printf '<domain><name>web4</name><devices><hostdev mode="subsystem" type="mdev"><source><address uuid="%s"/></source></hostdev></devices>' "$U4" > "$BATS_TEST_TMPDIR/web4.xml"
+        run "$MH_QEMU_HOOK" web4 prepare begin - < "$BATS_TEST_TMPDIR/web4.xml"
+        [ "$status" -eq 1 ]
+        [[ "$output" == "mdev-hooks: web4: malformed domain XML at line 1"* ]]
+        mdev_absent "$U4"
+        assert_record_matches_sysfs
+}
+
 # --- one capacity rule: the hook places only where the inventory has room ---
 
 # inventory_free: "PARENT FREE" for every parent of the inventory with free capacity.

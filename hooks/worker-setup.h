@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * What both hook modules (mdev-hooks-qemu-worker.so and
+ * mdev-hooks-qemu-prepare.so, worker.h) do before an operation: the config,
+ * the boot id, the record and the host-wide lock.
+ */
+#pragma once
+
+#include "hookop.h"
+#include "config.h"
+#include "util.h"
+
+typedef struct Setup {
+        int rootfd, ledgerfd, lockfd;
+        Config *config;
+        char boot_id[UUID_STRING_MAX];
+} Setup;
+
+#define SETUP_INIT { .rootfd = -1, .ledgerfd = -1, .lockfd = -1 }
+
+/* Opens the root, loads the config (its warnings logged), reads the boot id,
+ * opens the record and takes the lock for "OP GUEST". -errno with the
+ * message set; su is then for setup_done() to clean up. */
+int setup(HookOp op, const char *guest, Setup *su);
+/* Lets go of everything setup() took, the lock with it. */
+void setup_done(Setup *su);
