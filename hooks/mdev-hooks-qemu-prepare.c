@@ -36,15 +36,7 @@ static int run(const char *guest, Domxml *dom) {
         r = setup(HOOK_OP_PREPARE, guest, &su);
         if (r < 0)
                 return r;
-        ctx = (HookContext) {
-                .rootfd = su.rootfd,
-                .ledgerfd = su.ledgerfd,
-                .lockfd = su.lockfd,
-                .config = su.config,
-                .dom = dom,
-                .guest = guest,
-        };
-        memcpy(ctx.boot_id, su.boot_id, sizeof ctx.boot_id);
+        ctx = setup_context(&su, dom, guest);
         r = hook_prepare(&ctx); /* takes ctx.probed over: NULL here */
         free(ctx.probed);
         return r;

@@ -129,17 +129,9 @@ static int run(HookOp op, const char *guest, const char *xml, size_t xml_len, Ho
                         return r;
         }
 
-        *ctx = (HookContext) {
-                .rootfd = su.rootfd,
-                .ledgerfd = su.ledgerfd,
-                .lockfd = su.lockfd,
-                .config = su.config,
-                .dom = dom,
-                .guest = guest,
-                .probed = pf.probed,
-                .n_probed = pf.n_probed,
-        };
-        memcpy(ctx->boot_id, su.boot_id, sizeof ctx->boot_id);
+        *ctx = setup_context(&su, dom, guest);
+        ctx->probed = pf.probed;
+        ctx->n_probed = pf.n_probed;
 
         return dispatch(op, ctx);
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The set-up both hook modules share (worker-setup.h). */
 #include <stdio.h>
+#include <string.h>
 
 #include "config.h"
 #include "hook.h"
@@ -41,4 +42,18 @@ int setup(HookOp op, const char *guest, Setup *su) {
                 return r;
         snprintf(what, sizeof what, "%s %s", hook_op_to_string(op), guest);
         return lock_acquire(su->rootfd, su->config->lock_timeout, what, &su->lockfd);
+}
+
+HookContext setup_context(const Setup *su, Domxml *dom, const char *guest) {
+        HookContext ctx = {
+                .rootfd = su->rootfd,
+                .ledgerfd = su->ledgerfd,
+                .lockfd = su->lockfd,
+                .config = su->config,
+                .dom = dom,
+                .guest = guest,
+        };
+
+        memcpy(ctx.boot_id, su->boot_id, sizeof ctx.boot_id);
+        return ctx;
 }

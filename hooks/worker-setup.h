@@ -8,6 +8,7 @@
 
 #include "hookop.h"
 #include "config.h"
+#include "hook.h"
 #include "util.h"
 
 typedef struct Setup {
@@ -24,3 +25,7 @@ typedef struct Setup {
 int setup(HookOp op, const char *guest, Setup *su);
 /* Lets go of everything setup() took, the lock with it. */
 void setup_done(Setup *su);
+
+/* The context of an operation on dom for guest, from what setup() took
+ * (su keeps owning it: setup_done() still lets go of it). */
+HookContext setup_context(const Setup *su, Domxml *dom, const char *guest);
