@@ -4,19 +4,19 @@
  *
  *     <guest> <op> <subop> <extra>     with the domain XML on stdin
  *
- * This is its front end, linked against libc only (base_sources in
- * lib/meson.build): libvirt runs it for every operation of every guest, and
- * a guest without mdevs must cost about what /bin/true costs. Operations
- * that never concern mdevs exit 0 at once, reading nothing. For the others
- * it reads all of stdin, whatever its size, and only if the XML may hold an
- * mdev hostdev or a VFIO-framework vGPU (domscan.h) it loads
- * mdev-hooks-qemu-worker.so
- * from the same directory (dlopen: libxml2 and the rest come with it) and
- * hands it the XML, in memory. For prepare it first reads the XML itself
- * with a strict libc-only reader (domlite.h); when that reads it, it loads
- * mdev-hooks-qemu-prepare.so instead, which does not link libxml2. No
- * config, no lock, no output otherwise. (On release it also runs the worker
- * when the record's guest index names the guest: one stat.)
+ * This is its front end, which loads libc alone (inih is linked in
+ * statically, libxml2 not at all: hooks/meson.build): libvirt runs it for
+ * every operation of every guest, and a guest without mdevs must cost about
+ * what /bin/true costs. Operations that never concern mdevs exit 0 at once,
+ * reading nothing. For the others it reads all of stdin, whatever its size,
+ * and only if the XML may hold an mdev hostdev or a VFIO-framework vGPU
+ * (domscan.h) does it go on. A prepare it first reads with a strict
+ * libc-only reader (domlite.h); when that reads it, the front end runs the
+ * prepare itself (prepare-lite.h). Otherwise it loads
+ * mdev-hooks-qemu-worker.so from the same directory (dlopen: libxml2 and
+ * the rest come with it) and hands it the XML, in memory. No config, no
+ * lock, no output otherwise. (On release it also runs the worker when the
+ * record's guest index names the guest: one stat.)
  */
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -28,6 +28,7 @@
 #include "guestindex.h"
 #include "hookop.h"
 #include "log.h"
+#include "prepare-lite.h"
 #include "util.h"
 #include "worker.h"
 
@@ -92,22 +93,18 @@ static int run_worker(int argc, char **argv, const char *buf, size_t len) {
         return entry(argc, argv, buf, len);
 }
 
-/* prepare: when the strict reader (domlite.h) reads the XML, the prepare
- * module runs with what it read, and libxml2 is never loaded. Otherwise
- * (it declined: a comment, an entity, anything it is not certain to read
- * as libxml2 does; or the module is missing) the worker, as for every
- * other operation. */
+/* prepare: when the strict reader (domlite.h) reads the XML, the front end
+ * runs the prepare with what it read, and libxml2 is never loaded.
+ * Otherwise (it declined: a comment, an entity, anything it is not certain
+ * to read as libxml2 does) the worker, as for every other operation. */
 static int run_prepare(int argc, char **argv, const char *buf, size_t len) {
-        _cleanup_domlite_free_ Domxml *dom = NULL;
-        char dir[PATH_MAX];
-        PrepareEntry entry;
+        Domxml *dom = NULL;
 
-        if (domlite_parse(buf, len, &dom) < 0 || program_dir(dir, sizeof dir) < 0 ||
-            load_module(dir, PREPARE_MODULE, PREPARE_ENTRY, (void **) &entry) < 0) {
+        if (domlite_parse(buf, len, &dom) < 0) {
                 error_clear();
                 return run_worker(argc, argv, buf, len);
         }
-        return entry(argc, argv, steal_pointer(&dom));
+        return prepare_lite(argc, argv, dom);
 }
 
 /* Does this call need the worker? Only when the XML may hold an mdev

@@ -1,15 +1,17 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * mdev-hooks-qemu-prepare.so: `prepare begin` without libxml2. The front end
- * (mdev-hooks-qemu.c) loads it instead of mdev-hooks-qemu-worker.so when its
- * strict reader (lib/domlite.h) read the domain XML; when that reader
- * declines, or for any other operation, the worker runs as before.
+ * `prepare begin` without libxml2, run by the front end itself
+ * (mdev-hooks-qemu.c) when its strict reader (lib/domlite.h) read the
+ * domain XML; when that reader declines, or for any other operation, the
+ * worker module runs as before.
  *
  * Loading libxml2 and what it needs was some 40% of the CPU time and 70 of
- * the 250 system calls of a prepare of one mdev. This module links the same
- * library as the worker, but only what prepare uses of it: domxml.c (the
- * only user of libxml2) and migrate.c are never linked in, and the module
- * does not link libxml2 (hooks/meson.build checks that at link time).
+ * the 250 system calls of a prepare of one mdev, and loading a module of its
+ * own, with libinih, another 25 system calls. So this is linked into the
+ * front end with the same library as the worker, but only what prepare uses
+ * of it: domxml.c (the only user of libxml2) and migrate.c are never linked
+ * in, and inih is linked statically (hooks/meson.build), so the front end
+ * still loads libc alone.
  *
  * From here on a prepare is the worker's, step for step: the guest name
  * checked, nothing to do when the XML holds no mdev, then the config, the
@@ -23,7 +25,7 @@
 #include "log.h"
 #include "util.h"
 #include "vgpu.h"
-#include "worker.h"
+#include "prepare-lite.h"
 #include "worker-setup.h"
 
 static int run(const char *guest, Domxml *dom) {
@@ -42,7 +44,7 @@ static int run(const char *guest, Domxml *dom) {
         return r;
 }
 
-int mdev_hooks_qemu_prepare(int argc, char **argv, Domxml *dom_in) {
+int prepare_lite(int argc, char **argv, Domxml *dom_in) {
         _cleanup_domlite_free_ Domxml *dom = dom_in;
         int r;
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* The set-up both hook modules share (worker-setup.h). */
+/* The set-up the worker and the front end's prepare share (worker-setup.h). */
 #include <stdio.h>
 #include <string.h>
 

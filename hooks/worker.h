@@ -1,17 +1,14 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The entry points of the hook's two modules, which its front end
+ * The entry point of the hook's worker module, which its front end
  * (mdev-hooks-qemu.c) loads with dlopen() when a domain XML may hold an
- * mdev hostdev: mdev-hooks-qemu-worker.so for every operation, and
- * mdev-hooks-qemu-prepare.so for a prepare whose XML the front end read
- * itself. Everything else in a module is local to it (worker.sym,
- * prepare.sym).
+ * mdev hostdev and the front end cannot do the work itself (a prepare
+ * whose XML its strict reader read runs in the front end, prepare-lite.h).
+ * Everything else in the module is local to it (worker.sym).
  */
 #pragma once
 
 #include <stddef.h>
-
-#include "domdata.h"
 
 #define WORKER_MODULE "mdev-hooks-qemu-worker.so"
 #define WORKER_ENTRY "mdev_hooks_qemu_worker"
@@ -22,14 +19,3 @@
 typedef int (*WorkerEntry)(int argc, char **argv, const char *xml, size_t len);
 
 int mdev_hooks_qemu_worker(int argc, char **argv, const char *xml, size_t len);
-
-/* mdev-hooks-qemu-prepare.so: prepare alone, without libxml2. The front end
- * loads it instead of the worker when domlite_parse() (lib/domlite.h) read
- * the XML; dom is that result, which the module takes over (and frees with
- * domlite_free()). Returns the hook's exit status. */
-#define PREPARE_MODULE "mdev-hooks-qemu-prepare.so"
-#define PREPARE_ENTRY "mdev_hooks_qemu_prepare"
-
-typedef int (*PrepareEntry)(int argc, char **argv, Domxml *dom);
-
-int mdev_hooks_qemu_prepare(int argc, char **argv, Domxml *dom);
