@@ -74,7 +74,8 @@ typedef struct TypeSection {
 
 typedef struct Parser {
         const char *path;         /* for messages */
-        FILE *f;
+        char *text;               /* the whole file, read at once */
+        size_t text_len, text_pos;
 
         /* the reader's view of the raw line inih is about to handle */
         unsigned line;
@@ -611,10 +612,24 @@ static char *reader_nomem(Parser *p, char *str, int num) {
 /* The next line of the file, without its newline (and the BOM on line 1);
  * NULL at the end. */
 static char *reader_next_line(Parser *p) {
+        const char *start = p->text + p->text_pos, *nl;
+        size_t n;
         char *line, *end;
 
-        if (getline(&p->buf, &p->buf_size, p->f) < 0)
+        if (p->text_pos >= p->text_len)
                 return NULL;
+        nl = memchr(start, '\n', p->text_len - p->text_pos);
+        n = nl ? (size_t) (nl - start) + 1 : p->text_len - p->text_pos;
+        if (n + 1 > p->buf_size) {
+                char *b = realloc(p->buf, n + 1);
+                if (!b)
+                        return NULL; /* parser_run() says out of memory */
+                p->buf = b;
+                p->buf_size = n + 1;
+        }
+        memcpy(p->buf, start, n);
+        p->buf[n] = '\0';
+        p->text_pos += n;
         p->line++;
         p->continuation = false;
         free(p->long_value);
@@ -934,7 +949,7 @@ static int parser_finish(Parser *p) {
 /* --- loading ----------------------------------------------------------- */
 
 static void parser_done(Parser *p) {
-        fclosep(&p->f);
+        free(p->text);
         free(p->buf);
         free(p->long_value);
         free(p->last_key);
@@ -999,7 +1014,7 @@ static int config_fail(int r, const char *path, char ***ret_errors, const char *
         return error_set(r, "%s", line);
 }
 
-static int config_check_file(int fd, const char *path, char ***ret_errors) {
+static int config_check_file(int fd, const char *path, size_t *ret_size, char ***ret_errors) {
         struct stat st;
 
         if (fstat(fd, &st) < 0)
@@ -1014,6 +1029,46 @@ static int config_check_file(int fd, const char *path, char ***ret_errors) {
                 return config_fail(-EPERM, path, ret_errors,
                                    "is owned by uid %u, not root; refusing it: chown root '%s'",
                                    (unsigned) st.st_uid, path);
+        *ret_size = (size_t) st.st_size;
+        return 0;
+}
+
+/* No config is this large; a file that is (or grows to it while being
+ * read) is refused rather than read into memory whole. */
+#define CONFIG_MAX_SIZE (16u << 20)
+
+/* The whole of the file on fd, whose size was size when it was checked, in
+ * as few reads as it takes: one, unless it grew since. A read of a regular
+ * file that returns less than it asked for is at the end. */
+static int config_read_text(int fd, size_t size, char **ret, size_t *ret_len) {
+        _cleanup_free_ char *text = NULL;
+        size_t len = 0, cap = size + 1;
+        ssize_t n;
+
+        if (size > CONFIG_MAX_SIZE)
+                return -EFBIG;
+        text = malloc(cap);
+        if (!text)
+                return -ENOMEM;
+        for (;;) {
+                n = read(fd, text + len, cap - len);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return -errno;
+                len += (size_t) n;
+                if (len < cap)
+                        break;
+                if (cap > CONFIG_MAX_SIZE)
+                        return -EFBIG;
+                char *t = realloc(text, cap * 2);
+                if (!t)
+                        return -ENOMEM;
+                text = t;
+                cap *= 2;
+        }
+        *ret = steal_pointer(&text);
+        *ret_len = len;
         return 0;
 }
 
@@ -1035,17 +1090,14 @@ static int parser_report(Parser *p, char ***ret_errors) {
         return -EINVAL;
 }
 
-/* Parses the file on p->f (taken from fd) line by line, then cross-checks
- * the whole. The errors of the text are in p->errors; <0 only when it could
- * not be read. */
+/* Parses p->text line by line, then cross-checks the whole. The errors of
+ * the text are in p->errors; <0 only when memory ran out. */
 static int parser_run(Parser *p, char ***ret_errors) {
         int r;
 
         r = ini_parse_stream(config_reader, p, config_handler, p);
-        if (ferror(p->f))
-                return config_fail(-EIO, p->path, ret_errors, "read error");
-        fclosep(&p->f);
-        p->f = NULL;
+        if (r == 0 && p->text_pos < p->text_len) /* the reader found no memory */
+                r = -1;
         if (r > 0 && !parser_has_error_at(p, (unsigned) r))
                 parser_error(p, (unsigned) r, "syntax error");
         else if (r < 0)
@@ -1055,7 +1107,7 @@ static int parser_run(Parser *p, char ***ret_errors) {
 
 /* Opens the config (path, or the default under the root) and checks who may
  * write it. 0 and *ret_fd = -1 when the default is missing. */
-static int config_open(int rootfd, const char *path, const char *shown, int *ret_fd, char ***ret_errors) {
+static int config_open(int rootfd, const char *path, const char *shown, int *ret_fd, size_t *ret_size, char ***ret_errors) {
         _cleanup_close_ int fd = -1;
         int r;
 
@@ -1071,7 +1123,7 @@ static int config_open(int rootfd, const char *path, const char *shown, int *ret
                 }
                 return config_fail(r, shown, ret_errors, "cannot open: %s", strerror(-r));
         }
-        r = config_check_file(fd, shown, ret_errors);
+        r = config_check_file(fd, shown, ret_size, ret_errors);
         if (r < 0)
                 return r;
         *ret_fd = steal_fd(&fd);
@@ -1082,9 +1134,10 @@ int config_load(int rootfd, const char *path, Config **ret, char ***ret_errors) 
         const char *shown = path ? path : CONFIG_DEFAULT_DISPLAY;
         _cleanup_close_ int fd = -1;
         _cleanup_(parser_done) Parser p = { .path = shown };
+        size_t size = 0;
         int r;
 
-        r = config_open(rootfd, path, shown, &fd, ret_errors);
+        r = config_open(rootfd, path, shown, &fd, &size, ret_errors);
         if (r < 0)
                 return r;
         p.config = config_new(shown);
@@ -1097,12 +1150,9 @@ int config_load(int rootfd, const char *path, Config **ret, char ***ret_errors) 
                 return 0;
         }
 
-        p.f = fdopen(fd, "re");
-        if (!p.f) {
-                r = -errno;
+        r = config_read_text(fd, size, &p.text, &p.text_len);
+        if (r < 0)
                 return config_fail(r, shown, ret_errors, "cannot read: %s", strerror(-r));
-        }
-        fd = -1; /* owned by p.f now */
         r = parser_run(&p, ret_errors);
         if (r < 0)
                 return r;

@@ -687,6 +687,39 @@ static void test_error_permissions(void) {
                 fprintf(stderr, "skipped: ownership check (needs root)\n");
 }
 
+/* The file is read whole, at once: a last line without its newline, CRLF
+ * lines and a large file read as before; one over 16 MiB is refused. */
+static void test_read_whole(void) {
+        _cleanup_free_ char *big = NULL;
+        char **errors = NULL;
+        Config *c;
+        size_t n = (1u << 20) + 7;
+
+        c = load_ok("[devices]\r\nenabled_mdev_types = nvidia-35\r\n[hooks]\nlock_timeout = 7");
+        check(c->n_types == 1 && streq(c->types[0].name, "nvidia-35"));
+        check(c->lock_timeout == 7);
+        config_free(c);
+
+        big = malloc((17u << 20) + 64);
+        check(big);
+        memset(big, '#', n);
+        for (size_t i = 100; i < n; i += 100)
+                big[i] = '\n';
+        snprintf(big + n, 64, "\n[devices]\nenabled_mdev_types = nvidia-36\n");
+        c = load_ok(big);
+        check(c->n_types == 1 && streq(c->types[0].name, "nvidia-36"));
+        config_free(c);
+
+        memset(big, '#', 17u << 20);
+        big[17u << 20] = '\0';
+        write_config(big, 0644);
+        c = NULL;
+        check(config_load(-1, path, &c, &errors) == -EFBIG);
+        check(!c);
+        check(errors && strstr(errors[0], "cannot read"));
+        strv_free(errors);
+}
+
 int main(void) {
         check(mkdtemp(tmpdir));
         snprintf(path, sizeof path, "%s/mdev-hooks.conf", tmpdir);
@@ -713,6 +746,7 @@ int main(void) {
         test_long_lines();
         test_errors_all_collected_sorted();
         test_error_permissions();
+        test_read_whole();
 
         unlink(path);
         rmdir(tmpdir);
