@@ -107,10 +107,14 @@ int lock_acquire(int rootfd, unsigned timeout_sec, const char *what, int *ret_fd
         _cleanup_close_ int fd = -1;
         int r;
 
-        r = mkdir_p_at(rootfd, LOCK_DIR, 0755);
-        if (r < 0)
-                return error_set(r, "cannot create '/" LOCK_DIR "': %s", strerror(-r));
+        /* Its directory is made the first time only: /run is empty at boot. */
         fd = openat(rootfd, LOCK_PATH, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0600);
+        if (fd < 0 && errno == ENOENT) {
+                r = mkdir_p_at(rootfd, LOCK_DIR, 0755);
+                if (r < 0)
+                        return error_set(r, "cannot create '/" LOCK_DIR "': %s", strerror(-r));
+                fd = openat(rootfd, LOCK_PATH, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0600);
+        }
         if (fd < 0)
                 return error_set(-errno, "cannot open the lock '/" LOCK_PATH "': %s", strerror(errno));
         r = lock_take(fd, timeout_sec, what);
