@@ -75,11 +75,16 @@ static int index_entry_add(int dirfd, const char *root, const char *key, const c
         if (r != -ENOENT)
                 return r;
 
-        /* A new key (a guest's or parent's first entry). */
-        if (make_root && mkdirat(dirfd, root, 0700) < 0 && errno != EEXIST)
-                return -errno;
-        if (mkdirat(dirfd, dir, 0700) < 0 && errno != EEXIST)
-                return -errno;
+        /* A new key (a guest's or parent's first entry); the root is made
+         * only when it is missing too (once per host). */
+        if (mkdirat(dirfd, dir, 0700) < 0 && errno != EEXIST) {
+                if (!make_root || errno != ENOENT)
+                        return -errno;
+                if (mkdirat(dirfd, root, 0700) < 0 && errno != EEXIST)
+                        return -errno;
+                if (mkdirat(dirfd, dir, 0700) < 0 && errno != EEXIST)
+                        return -errno;
+        }
         r = index_link(dirfd, anchor, path);
         if (r != -ENOENT)
                 return r;
