@@ -19,9 +19,9 @@
  *
  * Records are written without the fsync of the directory
  * (ledger_write_nosync()): the callers (hook.c, migrate.c) fsync it once per
- * hook call with ledger_sync(), before the lock is released and before the
- * hook exits 0, and this file does before it lets the lock go while it waits
- * for a parent. The intent record is still VISIBLE (renamed into place,
+ * hook call with ledger_sync() before the hook exits 0 (prepare after it let
+ * the lock go, when nothing is left to change), and this file does before it
+ * lets the lock go while it waits for a parent. The intent record is still VISIBLE (renamed into place,
  * its contents fsynced) before the create, which is what a hook killed after
  * the create needs. It need not be durable yet: a power loss takes the mdev
  * with it too, and a record that does survive it is one of an earlier boot,

@@ -10,6 +10,12 @@
  *   prepare-after-record        one mdev recorded, the next not yet handled
  *   release-after-remove        sysfs remove written, record not yet changed
  *   migrate-after-create        migrate created an mdev, record not yet written
+ *   prepare-before-sync         prepare made everything and let the lock
+ *                               go; the record's directory not yet fsynced
+ *
+ * FAILPOINT("name") (same build only) is true when MDEV_HOOKS_FAIL_AT equals
+ * "name", for a failure the tests cannot cause otherwise. Names in use:
+ *   prepare-sync                the fsync of the record's directory fails
  *
  * PAUSEPOINT("name") (same build only) lets a test act in the middle of a
  * run without guessing at timing: when MDEV_HOOKS_PAUSE_AT is "name" or
@@ -20,6 +26,7 @@
  *   placement-after-fetch       placement sync read Placement, wrote nothing yet
  *   placement-write             placement sync is about to send a write
  *   placement-allocations-read  read a consumer's allocations, not yet written
+ *   prepare-before-sync         as the crash point of that name
  */
 #pragma once
 
@@ -36,6 +43,13 @@ static inline void crashpoint(const char *name) {
                 kill(getpid(), SIGKILL);
 }
 #define CRASHPOINT(name) crashpoint(name)
+
+static inline int failpoint(const char *name) {
+        const char *at = getenv("MDEV_HOOKS_FAIL_AT");
+
+        return at && strcmp(at, name) == 0;
+}
+#define FAILPOINT(name) failpoint(name)
 
 #include <fcntl.h>
 #include <time.h>
@@ -67,5 +81,6 @@ static inline void pausepoint(const char *name) {
 #define PAUSEPOINT(name) pausepoint(name)
 #else
 #define CRASHPOINT(name) do { } while (0)
+#define FAILPOINT(name) 0
 #define PAUSEPOINT(name) do { } while (0)
 #endif

@@ -9,8 +9,9 @@
  * operations and what repairs it. Records are written and removed without the fsync of the
  * record directory; each operation fsyncs it once, with hook_sync(), before
  * it returns to the worker, which then lets the lock go and exits. prepare
- * does so before it commits, so that a failed sync still rolls the start
- * back. Claims are checked against the record under the lock, so a record
+ * lets the lock go first, once everything is in place, and fsyncs before it
+ * commits, so that a failed sync still rolls the start back (under the lock
+ * again: prepare_sync()). Claims are checked against the record under the lock, so a record
  * never names another guest's mdev (doc/design.md §4.1).
  */
 #include <stdio.h>
@@ -22,6 +23,7 @@
 #include "hook.h"
 #include "ledger.h"
 #include "log.h"
+#include "lock.h"
 #include "sysfs.h"
 #include "vgpu.h"
 
@@ -145,6 +147,42 @@ static int prepare_create(const HookContext *ctx, Alloc *a, PrepareItem *items, 
         return 0;
 }
 
+/* The fsync of the record's directory that makes a prepare durable. It
+ * is all that is left when the records and sysfs are as they must be, and
+ * it needs no lock: it only waits for the disk to hold what every other hook
+ * already sees. So the lock is let go first, and the guests that wait for it
+ * (all of them, after a boot) need not wait for this one's disk too. A sync
+ * that fails takes the lock again for the rollback: -errno then, with the
+ * message; -ENOLCK if the lock cannot be had back (the message says that
+ * the guest's release, which libvirt runs after a failed prepare, frees what
+ * was made). */
+static int prepare_sync(HookContext *ctx) {
+        char what[GUEST_NAME_MAX + 32];
+        ErrorSaved why;
+        int r, k;
+
+        if (ctx->lockfd < 0 || lock_suspend(ctx->lockfd) < 0) {
+                error_clear();
+                return ledger_sync(ctx->ledgerfd); /* under the lock, as before */
+        }
+        PAUSEPOINT("prepare-before-sync");
+        CRASHPOINT("prepare-before-sync");
+        r = FAILPOINT("prepare-sync") ? error_set(-EIO, "cannot sync '/" LEDGER_DIR "': %s", strerror(EIO))
+                                      : ledger_sync(ctx->ledgerfd);
+        if (r >= 0)
+                return 0;
+        error_save(&why);
+        snprintf(what, sizeof what, "prepare %s", ctx->guest);
+        k = lock_resume(ctx->lockfd, ctx->config->lock_timeout, what);
+        if (k < 0) {
+                log_warning("cannot take the lock back to undo this start (%s); the guest's release frees what it made",
+                            error_get(k));
+                error_restore(r, &why);
+                return -ENOLCK;
+        }
+        return error_restore(r, &why);
+}
+
 int hook_prepare(HookContext *ctx) {
         const Domxml *dom = ctx->dom;
         _cleanup_free_ PrepareItem *items = NULL;
@@ -186,8 +224,10 @@ int hook_prepare(HookContext *ctx) {
         r = vgpu_prepare_apply(ctx, &vplan, LEDGER_ASSIGNED); /* undoes its own on failure */
         if (r < 0)
                 goto rollback;
-        /* Durable before the commit: a sync that fails rolls the start back too. */
-        r = ledger_sync(ctx->ledgerfd);
+        /* Durable before the commit, but not under the lock (see above). */
+        r = prepare_sync(ctx);
+        if (r == -ENOLCK)
+                goto out; /* cannot roll back without the lock: release will */
         if (r < 0)
                 goto rollback;
         alloc_commit(&a);

@@ -89,8 +89,8 @@ int ledger_remove(int dirfd, const char *uuid);
 /* As ledger_write() and ledger_remove(), but without the fsync of the
  * directory, for a batch of changes under one lock: each change is visible at
  * once (the rename or unlink is done), and durable once ledger_sync() has
- * returned. Call ledger_sync() before the lock is released and before any of
- * the changes is reported as done. */
+ * returned. Call ledger_sync() before any of the changes is reported as done
+ * (it needs no lock: it changes nothing others see). */
 int ledger_write_nosync(int dirfd, const LedgerEntry *e);
 int ledger_remove_nosync(int dirfd, const char *uuid);
 /* ledger_write_nosync() of n records of n distinct UUIDs, each still

@@ -328,3 +328,59 @@ assert_sound() {
         [ "$status" -eq 0 ]
         [ "$(snapshot)" = "$before" ]
 }
+
+# --- prepare-before-sync: everything made, the lock let go, the record's
+# directory not yet fsynced (hook.c, prepare_sync()) -------------------------
+
+@test "prepare killed after it let the lock go, before its last fsync: the start is whole, and release removes it" {
+        crash prepare-before-sync web1 prepare begin
+        assert_half_done_create $U1
+        [ "$(record_get $U1 state)" = assigned ]
+        [ "$(record_get $U1 guest)" = web1 ]
+        run hook web1 release end failed
+        [ "$status" -eq 0 ]
+        [ ! -e "$SIM_SYS/bus/mdev/devices/$U1" ]
+        uri="$(node_xml "$BATS_TEST_TMPDIR/node.xml" web1:off)"
+        assert_sound "$uri"
+}
+
+@test "prepare lets the lock go before its last fsync: another guest's prepare runs meanwhile" {
+        config_write "[devices]
+enabled_mdev_types = $T
+[hooks]
+lock_timeout = 1"
+        export MDEV_HOOKS_PAUSE_FILE="$BATS_TEST_TMPDIR/pause"
+        MDEV_HOOKS_PAUSE_AT=prepare-before-sync hook web1 prepare begin > "$BATS_TEST_TMPDIR/web1.out" 2>&1 &
+        pid=$!
+        for i in $(seq 600); do [ -e "$MDEV_HOOKS_PAUSE_FILE" ] && break; sleep 0.1; done
+        [ -e "$MDEV_HOOKS_PAUSE_FILE" ]
+        # web1's mdev and record are in place; the lock is free: pair's
+        # prepare, which waits at most 1 s for it, goes through
+        [ -e "$SIM_SYS/bus/mdev/devices/$U1" ]
+        [ "$(record_get $U1 state)" = assigned ]
+        run hook pair prepare begin
+        [ "$status" -eq 0 ]
+        [ "$(record_get $U4 guest)" = pair ]
+        [ "$(record_get $U5 guest)" = pair ]
+        rm "$MDEV_HOOKS_PAUSE_FILE"
+        wait "$pid"
+        [ ! -s "$BATS_TEST_TMPDIR/web1.out" ]
+        uri="$(node_xml "$BATS_TEST_TMPDIR/node.xml" web1 pair)"
+        assert_sound "$uri" web1 pair
+}
+
+@test "prepare whose last fsync fails takes the lock back and undoes the start" {
+        run env MDEV_HOOKS_FAIL_AT=prepare-sync "$MH_QEMU_HOOK" pair prepare begin - < "$MH_GUESTS/pair.xml"
+        [ "$status" -eq 1 ]
+        [[ "$output" == "mdev-hooks: pair: cannot sync '/var/lib/mdev-hooks': Input/output error" ]]
+        [ ! -e "$SIM_SYS/bus/mdev/devices/$U4" ]
+        [ ! -e "$SIM_SYS/bus/mdev/devices/$U5" ]
+        [ -z "$(record_get $U4 state)" ]
+        [ -z "$(record_get $U5 state)" ]
+        uri="$(node_xml "$BATS_TEST_TMPDIR/node.xml" pair:off)"
+        assert_sound "$uri"
+        # and the start works once the disk does
+        run hook pair prepare begin
+        [ "$status" -eq 0 ]
+        [ "$(record_get $U4 state)" = assigned ]
+}
