@@ -35,6 +35,7 @@
  * the whole host) and the failure message (which other parents offer it).
  */
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <time.h>
 
@@ -98,18 +99,100 @@ void alloc_candidates_sort_ties(AllocCandidate *c, size_t n) {
  * that order. Nothing with room has fewer than 1; those read before it
  * have none or more; those after it come later in (order, name) and so
  * lose a tie at 1. */
-int alloc_pack_certain(AllocCandidate *c, size_t n, AllocProbe probe, void *userdata, size_t *ret) {
+/* Reads c[0..n) in order and stops at the first error (*ret_r) or, when
+ * certain, at the first with room and exactly 1 left; or, told by *stop,
+ * anywhere. Returns where it stopped, n at the end. */
+static size_t probe_span(AllocCandidate *c, size_t n, bool certain, AllocProbe probe, void *userdata,
+                         const atomic_bool *stop, int *ret_r) {
+        *ret_r = 0;
         for (size_t i = 0; i < n; i++) {
-                int r = probe(&c[i], userdata);
+                if (stop && atomic_load_explicit(stop, memory_order_relaxed))
+                        return n;
+                *ret_r = probe(&c[i], userdata);
+                if (*ret_r < 0 || (certain && c[i].verdict == ALLOC_OK && c[i].available == 1))
+                        return i;
+        }
+        return n;
+}
 
+int alloc_pack_certain(AllocCandidate *c, size_t n, AllocProbe probe, void *userdata, size_t *ret) {
+        int r;
+        size_t at = probe_span(c, n, true, probe, userdata, NULL, &r);
+
+        if (r < 0)
+                return r;
+        *ret = at;
+        return 0;
+}
+
+/* The second thread of alloc_probe_split(): the second half. */
+typedef struct ProbeHalf {
+        AllocCandidate *c;
+        size_t n, at;
+        bool certain;
+        AllocProbe probe;
+        void *userdata;
+        atomic_bool stop; /* the first half decided: nothing here counts */
+        int r;
+        ErrorSaved why; /* the message of r, set on this thread */
+} ProbeHalf;
+
+static void *probe_half_run(void *userdata) {
+        ProbeHalf *h = userdata;
+
+        h->at = probe_span(h->c, h->n, h->certain, h->probe, h->userdata, &h->stop, &h->r);
+        if (h->r < 0)
+                error_save(&h->why);
+        return NULL;
+}
+
+/* A small stack: a probe needs a few KiB (a path, a message). */
+static bool probe_half_start(pthread_t *thread, ProbeHalf *h) {
+        pthread_attr_t attr;
+        bool attr_ok = pthread_attr_init(&attr) == 0;
+        bool started;
+
+        if (attr_ok)
+                (void) pthread_attr_setstacksize(&attr, 64 * 1024);
+        started = pthread_create(thread, attr_ok ? &attr : NULL, probe_half_run, h) == 0;
+        if (attr_ok)
+                pthread_attr_destroy(&attr);
+        return started;
+}
+
+/* Why it reads as the reading in order: that reading stops in the first
+ * half (an error, a certain choice) exactly where this one's first thread
+ * does, and the second half is then not looked at; otherwise it goes on
+ * into the second half as the second thread did, which stops at the first
+ * error or certain choice there too. */
+int alloc_probe_split(AllocCandidate *c, size_t n, size_t min_split, bool certain,
+                      AllocProbe probe, void *userdata, size_t *ret) {
+        size_t half = n / 2, at;
+        ProbeHalf h = { .c = c + half, .n = n - half, .certain = certain, .probe = probe, .userdata = userdata };
+        pthread_t thread;
+        int r;
+
+        atomic_init(&h.stop, false);
+        if (n < 2 || n < min_split || !probe_half_start(&thread, &h)) {
+                at = probe_span(c, n, certain, probe, userdata, NULL, &r);
                 if (r < 0)
                         return r;
-                if (c[i].verdict == ALLOC_OK && c[i].available == 1) {
-                        *ret = i;
-                        return 0;
-                }
+                *ret = at;
+                return 0;
         }
-        *ret = n;
+        at = probe_span(c, half, certain, probe, userdata, NULL, &r);
+        if (r < 0 || at < half)
+                atomic_store(&h.stop, true);
+        pthread_join(thread, NULL);
+        if (r < 0)
+                return r;
+        if (at < half) {
+                *ret = at;
+                return 0;
+        }
+        if (h.r < 0)
+                return error_restore(h.r, &h.why);
+        *ret = half + h.at;
         return 0;
 }
 
@@ -595,6 +678,19 @@ static int candidate_probe(Alloc *a, AllocCandidate *c) {
         return 0;
 }
 
+/* Whether one of the first `known` entries of the cache (Alloc.probed) is
+ * c's: then c is given what was read of it. */
+static bool probe_cache_find(const Alloc *a, size_t known, AllocCandidate *c) {
+        for (size_t i = 0; i < known && i < a->n_probed; i++)
+                if (streq(a->probed[i].parent, c->parent) && streq(a->probed[i].type, c->type)) {
+                        c->available = a->probed[i].available;
+                        c->verdict = a->probed[i].verdict;
+                        c->create_errno = a->probed[i].create_errno;
+                        return true;
+                }
+        return false;
+}
+
 /* candidate_probe(), once per candidate and call (Alloc.probed). The
  * first `known` entries of the cache are searched (a->n_probed: all; a
  * caller probing distinct candidates passes how many there were before it
@@ -602,15 +698,8 @@ static int candidate_probe(Alloc *a, AllocCandidate *c) {
 static int candidate_probe_cached_upto(Alloc *a, size_t known, AllocCandidate *c) {
         int r;
 
-        if (c->verdict == ALLOC_OTHER_TYPE)
+        if (c->verdict == ALLOC_OTHER_TYPE || probe_cache_find(a, known, c))
                 return 0;
-        for (size_t i = 0; i < known && i < a->n_probed; i++)
-                if (streq(a->probed[i].parent, c->parent) && streq(a->probed[i].type, c->type)) {
-                        c->available = a->probed[i].available;
-                        c->verdict = a->probed[i].verdict;
-                        c->create_errno = a->probed[i].create_errno;
-                        return 0;
-                }
         r = candidate_probe(a, c);
         if (r < 0)
                 return r;
@@ -1109,43 +1198,58 @@ static bool want_capped(const Alloc *a, const AllocWant *w) {
         return false;
 }
 
+/* plan_choose()'s probe, for alloc_probe_split(): candidate_probe_cached_upto()
+ * without the append, which is left to the caller, since the cache must not
+ * grow while two threads read it. fresh[i]: base[i] was read now. */
 typedef struct ProbeCached {
         Alloc *a;
         size_t known;
+        const AllocCandidate *base;
+        bool *fresh;
 } ProbeCached;
 
 static int probe_cached_cb(AllocCandidate *c, void *userdata) {
         ProbeCached *p = userdata;
+        int r;
 
-        return candidate_probe_cached_upto(p->a, p->known, c);
+        if (c->verdict == ALLOC_OTHER_TYPE || probe_cache_find(p->a, p->known, c))
+                return 0;
+        r = candidate_probe(p->a, c);
+        if (r >= 0)
+                p->fresh[c - p->base] = true;
+        return r;
 }
 
 /* The candidate alloc_create() would try first (NULL: none has room), read
  * as little as that takes: pack without a cap stops at a certain choice
- * (alloc_pack_certain()); otherwise every candidate is read and sorted. */
+ * (alloc_pack_certain()); otherwise every candidate is read and sorted.
+ * Many candidates are read on two threads (alloc_probe_split()). */
 static int plan_choose(Alloc *a, const AllocWant *w, CandidateList *l, const AllocCandidate **ret) {
-        ProbeCached p = { .a = a, .known = a->n_probed };
+        _cleanup_free_ bool *fresh = calloc(l->n + 1, sizeof *fresh);
+        ProbeCached p = { .a = a, .known = a->n_probed, .base = l->c, .fresh = fresh };
+        bool certain = a->config->placement == CONFIG_PLACEMENT_PACK && !want_capped(a, w);
         size_t i = l->n;
         int r;
 
         *ret = NULL;
-        if (a->config->placement == CONFIG_PLACEMENT_PACK && !want_capped(a, w)) {
+        if (!fresh)
+                return -ENOMEM;
+        if (certain)
                 alloc_candidates_sort_ties(l->c, l->n);
-                r = alloc_pack_certain(l->c, l->n, probe_cached_cb, &p, &i);
-                if (r < 0)
-                        return r;
-                if (i < l->n) {
-                        *ret = &l->c[i];
-                        return 0;
-                }
-        } else
-                /* The candidates name distinct parents: only what was
-                 * cached before can match one (candidates_read()). */
-                for (size_t k = 0; k < l->n; k++) {
-                        r = candidate_probe_cached_upto(a, p.known, &l->c[k]);
-                        if (r < 0)
-                                return r;
-                }
+        if (l->n >= ALLOC_SPLIT_MIN)
+                (void) bus_fd(a); /* opened before two threads read from it */
+        r = alloc_probe_split(l->c, l->n, ALLOC_SPLIT_MIN, certain, probe_cached_cb, &p, &i);
+        if (r < 0)
+                return r;
+        /* Cached as the reading in order would have: not what the second
+         * thread read past the choice. */
+        for (size_t k = 0; k < l->n && k <= i; k++)
+                if (fresh[k])
+                        probed_append(a, &l->c[k]);
+        if (certain && i < l->n) {
+                *ret = &l->c[i];
+                return 0;
+        }
         r = candidates_order(a, w, l);
         if (r < 0)
                 return r;
