@@ -564,20 +564,33 @@ typedef struct CandidateList {
  * (known = l->n: the whole list; a caller adding names known to be distinct
  * among themselves, a directory listing, checks only what was there before
  * it began). */
+/* Room for `more` candidates, allocated at once (a listing of 256 parents
+ * is not grown by doubling, each step a copy). */
+static int candidates_reserve(CandidateList *l, size_t more) {
+        AllocCandidate *c;
+        size_t k = l->n + more;
+
+        if (k <= l->allocated)
+                return 0;
+        c = reallocarray(l->c, k, sizeof *c);
+        if (!c)
+                return -ENOMEM;
+        l->c = c;
+        l->allocated = k;
+        return 0;
+}
+
 static int candidates_add_upto(CandidateList *l, size_t known, const char *parent, const char *type, unsigned order) {
         AllocCandidate *c;
+        int r;
 
         for (size_t i = 0; i < known && i < l->n; i++)
                 if (streq(l->c[i].parent, parent))
                         return 0;
         if (l->n == l->allocated) {
-                size_t k = l->allocated ? 2 * l->allocated : 16;
-
-                c = reallocarray(l->c, k, sizeof *c);
-                if (!c)
-                        return -ENOMEM;
-                l->c = c;
-                l->allocated = k;
+                r = candidates_reserve(l, l->allocated ? l->allocated : 16);
+                if (r < 0)
+                        return r;
         }
         c = &l->c[l->n++];
         memset(c, 0, sizeof *c);
@@ -635,6 +648,9 @@ static int candidates_collect(const Alloc *a, const AllocWant *w, CandidateList 
                  * against the candidates of the types before (n² strcmp
                  * for 256 parents otherwise). */
                 size_t before = l->n;
+                r = candidates_reserve(l, strv_length(all));
+                if (r < 0)
+                        return r;
                 for (char **p = all; *p; p++)
                         if (config_parent_type(a->config, *p) == ct) {
                                 r = candidates_add_upto(l, before, *p, ct->name, (unsigned) t);
