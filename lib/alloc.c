@@ -263,18 +263,28 @@ static void probe_forget(Alloc *a, const char *parent) {
                         a->probed[i] = a->probed[--a->n_probed];
 }
 
+/* Room for `more` entries in what was read, allocated at once (a caller
+ * that knows how many it appends). Only a cache: without room, nothing. */
+static void probed_reserve(Alloc *a, size_t more) {
+        size_t k = a->n_probed + more;
+        AllocCandidate *t;
+
+        if (k <= a->probed_allocated)
+                return;
+        t = reallocarray(a->probed, k, sizeof *t);
+        if (!t)
+                return;
+        a->probed = t;
+        a->probed_allocated = k;
+}
+
 /* Appends to what was read (a cache: a failed allocation forgets it). It
  * grows by doubling: a call reads up to every parent of the host. */
 static void probed_append(Alloc *a, const AllocCandidate *c) {
-        if (a->n_probed == a->probed_allocated) {
-                size_t k = a->probed_allocated ? 2 * a->probed_allocated : 32;
-                AllocCandidate *t = reallocarray(a->probed, k, sizeof *t);
-
-                if (!t)
-                        return;
-                a->probed = t;
-                a->probed_allocated = k;
-        }
+        if (a->n_probed == a->probed_allocated)
+                probed_reserve(a, a->probed_allocated ? a->probed_allocated : 32);
+        if (a->n_probed == a->probed_allocated)
+                return;
         a->probed[a->n_probed++] = *c;
 }
 
@@ -1244,7 +1254,7 @@ static int plan_choose(Alloc *a, const AllocWant *w, CandidateList *l, const All
         _cleanup_free_ bool *fresh = calloc(l->n + 1, sizeof *fresh);
         ProbeCached p = { .a = a, .known = a->n_probed, .base = l->c, .fresh = fresh };
         bool certain = a->config->placement == CONFIG_PLACEMENT_PACK && !want_capped(a, w);
-        size_t i = l->n;
+        size_t i = l->n, n_fresh;
         int r;
 
         *ret = NULL;
@@ -1259,6 +1269,10 @@ static int plan_choose(Alloc *a, const AllocWant *w, CandidateList *l, const All
                 return r;
         /* Cached as the reading in order would have: not what the second
          * thread read past the choice. */
+        n_fresh = 0;
+        for (size_t k = 0; k < l->n && k <= i; k++)
+                n_fresh += fresh[k];
+        probed_reserve(a, n_fresh);
         for (size_t k = 0; k < l->n && k <= i; k++)
                 if (fresh[k])
                         probed_append(a, &l->c[k]);
