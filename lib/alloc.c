@@ -30,7 +30,8 @@
  * Reads stay small: for each candidate parent only the needed type's
  * available_instances and devices/ are read, opened from one descriptor of
  * sys/class/mdev_bus; alloc_plan() with pack reads up to a choice no unread
- * candidate can change (alloc_pack_certain()). Every parent and every mdev are
+ * candidate can change (alloc_pack_certain()), 64 candidates or more on two
+ * threads (alloc_probe_split()). Every parent and every mdev are
  * listed only where the answer needs them: max_instances (count the type on
  * the whole host) and the failure message (which other parents offer it).
  */
@@ -93,12 +94,6 @@ void alloc_candidates_sort_ties(AllocCandidate *c, size_t n) {
                 qsort(c, n, sizeof *c, tie_cmp);
 }
 
-/* Why the first candidate read with room and exactly 1 available is pack's
- * choice: candidate_cmp() orders by available, then type order, then
- * parent name, and the choice is the first with room (available > 0) in
- * that order. Nothing with room has fewer than 1; those read before it
- * have none or more; those after it come later in (order, name) and so
- * lose a tie at 1. */
 /* Reads c[0..n) in order and stops at the first error (*ret_r) or, when
  * certain, at the first with room and exactly 1 left; or, told by *stop,
  * anywhere. Returns where it stopped, n at the end. */
@@ -115,6 +110,12 @@ static size_t probe_span(AllocCandidate *c, size_t n, bool certain, AllocProbe p
         return n;
 }
 
+/* Why the first candidate read with room and exactly 1 available is pack's
+ * choice: candidate_cmp() orders by available, then type order, then
+ * parent name, and the choice is the first with room (available > 0) in
+ * that order. Nothing with room has fewer than 1; those read before it
+ * have none or more; those after it come later in (order, name) and so
+ * lose a tie at 1. */
 int alloc_pack_certain(AllocCandidate *c, size_t n, AllocProbe probe, void *userdata, size_t *ret) {
         int r;
         size_t at = probe_span(c, n, true, probe, userdata, NULL, &r);
@@ -570,10 +571,6 @@ typedef struct CandidateList {
         size_t n, allocated;
 } CandidateList;
 
-/* Adds parent unless one of the first `known` candidates names it already
- * (known = l->n: the whole list; a caller adding names known to be distinct
- * among themselves, a directory listing, checks only what was there before
- * it began). */
 /* Room for `more` candidates, allocated at once (a listing of 256 parents
  * is not grown by doubling, each step a copy). */
 static int candidates_reserve(CandidateList *l, size_t more) {
@@ -590,6 +587,10 @@ static int candidates_reserve(CandidateList *l, size_t more) {
         return 0;
 }
 
+/* Adds parent unless one of the first `known` candidates names it already
+ * (known = l->n: the whole list; a caller adding names known to be distinct
+ * among themselves, a directory listing, checks only what was there before
+ * it began). */
 static int candidates_add_upto(CandidateList *l, size_t known, const char *parent, const char *type, unsigned order) {
         AllocCandidate *c;
         int r;
