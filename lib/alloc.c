@@ -30,11 +30,13 @@
  * Reads stay small: for each candidate parent only the needed type's
  * available_instances and devices/ are read, opened from one descriptor of
  * sys/class/mdev_bus; alloc_plan() with pack reads up to a choice no unread
- * candidate can change (alloc_pack_certain()). Every parent and every mdev are
+ * candidate can change (alloc_pack_certain()), 64 candidates or more on two
+ * threads (alloc_probe_split()). Every parent and every mdev are
  * listed only where the answer needs them: max_instances (count the type on
  * the whole host) and the failure message (which other parents offer it).
  */
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <time.h>
 
@@ -92,6 +94,22 @@ void alloc_candidates_sort_ties(AllocCandidate *c, size_t n) {
                 qsort(c, n, sizeof *c, tie_cmp);
 }
 
+/* Reads c[0..n) in order and stops at the first error (*ret_r) or, when
+ * certain, at the first with room and exactly 1 left; or, told by *stop,
+ * anywhere. Returns where it stopped, n at the end. */
+static size_t probe_span(AllocCandidate *c, size_t n, bool certain, AllocProbe probe, void *userdata,
+                         const atomic_bool *stop, int *ret_r) {
+        *ret_r = 0;
+        for (size_t i = 0; i < n; i++) {
+                if (stop && atomic_load_explicit(stop, memory_order_relaxed))
+                        return n;
+                *ret_r = probe(&c[i], userdata);
+                if (*ret_r < 0 || (certain && c[i].verdict == ALLOC_OK && c[i].available == 1))
+                        return i;
+        }
+        return n;
+}
+
 /* Why the first candidate read with room and exactly 1 available is pack's
  * choice: candidate_cmp() orders by available, then type order, then
  * parent name, and the choice is the first with room (available > 0) in
@@ -99,17 +117,83 @@ void alloc_candidates_sort_ties(AllocCandidate *c, size_t n) {
  * have none or more; those after it come later in (order, name) and so
  * lose a tie at 1. */
 int alloc_pack_certain(AllocCandidate *c, size_t n, AllocProbe probe, void *userdata, size_t *ret) {
-        for (size_t i = 0; i < n; i++) {
-                int r = probe(&c[i], userdata);
+        int r;
+        size_t at = probe_span(c, n, true, probe, userdata, NULL, &r);
 
+        if (r < 0)
+                return r;
+        *ret = at;
+        return 0;
+}
+
+/* The second thread of alloc_probe_split(): the second half. */
+typedef struct ProbeHalf {
+        AllocCandidate *c;
+        size_t n, at;
+        bool certain;
+        AllocProbe probe;
+        void *userdata;
+        atomic_bool stop; /* the first half decided: nothing here counts */
+        int r;
+        ErrorSaved why; /* the message of r, set on this thread */
+} ProbeHalf;
+
+static void *probe_half_run(void *userdata) {
+        ProbeHalf *h = userdata;
+
+        h->at = probe_span(h->c, h->n, h->certain, h->probe, h->userdata, &h->stop, &h->r);
+        if (h->r < 0)
+                error_save(&h->why);
+        return NULL;
+}
+
+/* A small stack: a probe needs a few KiB (a path, a message). */
+static bool probe_half_start(pthread_t *thread, ProbeHalf *h) {
+        pthread_attr_t attr;
+        bool attr_ok = pthread_attr_init(&attr) == 0;
+        bool started;
+
+        if (attr_ok)
+                (void) pthread_attr_setstacksize(&attr, 64 * 1024);
+        started = pthread_create(thread, attr_ok ? &attr : NULL, probe_half_run, h) == 0;
+        if (attr_ok)
+                pthread_attr_destroy(&attr);
+        return started;
+}
+
+/* Why it reads as the reading in order: that reading stops in the first
+ * half (an error, a certain choice) exactly where this one's first thread
+ * does, and the second half is then not looked at; otherwise it goes on
+ * into the second half as the second thread did, which stops at the first
+ * error or certain choice there too. */
+int alloc_probe_split(AllocCandidate *c, size_t n, size_t min_split, bool certain,
+                      AllocProbe probe, void *userdata, size_t *ret) {
+        size_t half = n / 2, at;
+        ProbeHalf h = { .c = c + half, .n = n - half, .certain = certain, .probe = probe, .userdata = userdata };
+        pthread_t thread;
+        int r;
+
+        atomic_init(&h.stop, false);
+        if (n < 2 || n < min_split || !probe_half_start(&thread, &h)) {
+                at = probe_span(c, n, certain, probe, userdata, NULL, &r);
                 if (r < 0)
                         return r;
-                if (c[i].verdict == ALLOC_OK && c[i].available == 1) {
-                        *ret = i;
-                        return 0;
-                }
+                *ret = at;
+                return 0;
         }
-        *ret = n;
+        at = probe_span(c, half, certain, probe, userdata, NULL, &r);
+        if (r < 0 || at < half)
+                atomic_store(&h.stop, true);
+        pthread_join(thread, NULL);
+        if (r < 0)
+                return r;
+        if (at < half) {
+                *ret = at;
+                return 0;
+        }
+        if (h.r < 0)
+                return error_restore(h.r, &h.why);
+        *ret = half + h.at;
         return 0;
 }
 
@@ -180,18 +264,28 @@ static void probe_forget(Alloc *a, const char *parent) {
                         a->probed[i] = a->probed[--a->n_probed];
 }
 
+/* Room for `more` entries in what was read, allocated at once (a caller
+ * that knows how many it appends). Only a cache: without room, nothing. */
+static void probed_reserve(Alloc *a, size_t more) {
+        size_t k = a->n_probed + more;
+        AllocCandidate *t;
+
+        if (k <= a->probed_allocated)
+                return;
+        t = reallocarray(a->probed, k, sizeof *t);
+        if (!t)
+                return;
+        a->probed = t;
+        a->probed_allocated = k;
+}
+
 /* Appends to what was read (a cache: a failed allocation forgets it). It
  * grows by doubling: a call reads up to every parent of the host. */
 static void probed_append(Alloc *a, const AllocCandidate *c) {
-        if (a->n_probed == a->probed_allocated) {
-                size_t k = a->probed_allocated ? 2 * a->probed_allocated : 32;
-                AllocCandidate *t = reallocarray(a->probed, k, sizeof *t);
-
-                if (!t)
-                        return;
-                a->probed = t;
-                a->probed_allocated = k;
-        }
+        if (a->n_probed == a->probed_allocated)
+                probed_reserve(a, a->probed_allocated ? a->probed_allocated : 32);
+        if (a->n_probed == a->probed_allocated)
+                return;
         a->probed[a->n_probed++] = *c;
 }
 
@@ -477,24 +571,37 @@ typedef struct CandidateList {
         size_t n, allocated;
 } CandidateList;
 
+/* Room for `more` candidates, allocated at once (a listing of 256 parents
+ * is not grown by doubling, each step a copy). */
+static int candidates_reserve(CandidateList *l, size_t more) {
+        AllocCandidate *c;
+        size_t k = l->n + more;
+
+        if (k <= l->allocated)
+                return 0;
+        c = reallocarray(l->c, k, sizeof *c);
+        if (!c)
+                return -ENOMEM;
+        l->c = c;
+        l->allocated = k;
+        return 0;
+}
+
 /* Adds parent unless one of the first `known` candidates names it already
  * (known = l->n: the whole list; a caller adding names known to be distinct
  * among themselves, a directory listing, checks only what was there before
  * it began). */
 static int candidates_add_upto(CandidateList *l, size_t known, const char *parent, const char *type, unsigned order) {
         AllocCandidate *c;
+        int r;
 
         for (size_t i = 0; i < known && i < l->n; i++)
                 if (streq(l->c[i].parent, parent))
                         return 0;
         if (l->n == l->allocated) {
-                size_t k = l->allocated ? 2 * l->allocated : 16;
-
-                c = reallocarray(l->c, k, sizeof *c);
-                if (!c)
-                        return -ENOMEM;
-                l->c = c;
-                l->allocated = k;
+                r = candidates_reserve(l, l->allocated ? l->allocated : 16);
+                if (r < 0)
+                        return r;
         }
         c = &l->c[l->n++];
         memset(c, 0, sizeof *c);
@@ -552,6 +659,9 @@ static int candidates_collect(const Alloc *a, const AllocWant *w, CandidateList 
                  * against the candidates of the types before (n² strcmp
                  * for 256 parents otherwise). */
                 size_t before = l->n;
+                r = candidates_reserve(l, strv_length(all));
+                if (r < 0)
+                        return r;
                 for (char **p = all; *p; p++)
                         if (config_parent_type(a->config, *p) == ct) {
                                 r = candidates_add_upto(l, before, *p, ct->name, (unsigned) t);
@@ -595,6 +705,19 @@ static int candidate_probe(Alloc *a, AllocCandidate *c) {
         return 0;
 }
 
+/* Whether one of the first `known` entries of the cache (Alloc.probed) is
+ * c's: then c is given what was read of it. */
+static bool probe_cache_find(const Alloc *a, size_t known, AllocCandidate *c) {
+        for (size_t i = 0; i < known && i < a->n_probed; i++)
+                if (streq(a->probed[i].parent, c->parent) && streq(a->probed[i].type, c->type)) {
+                        c->available = a->probed[i].available;
+                        c->verdict = a->probed[i].verdict;
+                        c->create_errno = a->probed[i].create_errno;
+                        return true;
+                }
+        return false;
+}
+
 /* candidate_probe(), once per candidate and call (Alloc.probed). The
  * first `known` entries of the cache are searched (a->n_probed: all; a
  * caller probing distinct candidates passes how many there were before it
@@ -602,15 +725,8 @@ static int candidate_probe(Alloc *a, AllocCandidate *c) {
 static int candidate_probe_cached_upto(Alloc *a, size_t known, AllocCandidate *c) {
         int r;
 
-        if (c->verdict == ALLOC_OTHER_TYPE)
+        if (c->verdict == ALLOC_OTHER_TYPE || probe_cache_find(a, known, c))
                 return 0;
-        for (size_t i = 0; i < known && i < a->n_probed; i++)
-                if (streq(a->probed[i].parent, c->parent) && streq(a->probed[i].type, c->type)) {
-                        c->available = a->probed[i].available;
-                        c->verdict = a->probed[i].verdict;
-                        c->create_errno = a->probed[i].create_errno;
-                        return 0;
-                }
         r = candidate_probe(a, c);
         if (r < 0)
                 return r;
@@ -1109,43 +1225,62 @@ static bool want_capped(const Alloc *a, const AllocWant *w) {
         return false;
 }
 
+/* plan_choose()'s probe, for alloc_probe_split(): candidate_probe_cached_upto()
+ * without the append, which is left to the caller, since the cache must not
+ * grow while two threads read it. fresh[i]: base[i] was read now. */
 typedef struct ProbeCached {
         Alloc *a;
         size_t known;
+        const AllocCandidate *base;
+        bool *fresh;
 } ProbeCached;
 
 static int probe_cached_cb(AllocCandidate *c, void *userdata) {
         ProbeCached *p = userdata;
+        int r;
 
-        return candidate_probe_cached_upto(p->a, p->known, c);
+        if (c->verdict == ALLOC_OTHER_TYPE || probe_cache_find(p->a, p->known, c))
+                return 0;
+        r = candidate_probe(p->a, c);
+        if (r >= 0)
+                p->fresh[c - p->base] = true;
+        return r;
 }
 
 /* The candidate alloc_create() would try first (NULL: none has room), read
  * as little as that takes: pack without a cap stops at a certain choice
- * (alloc_pack_certain()); otherwise every candidate is read and sorted. */
+ * (alloc_pack_certain()); otherwise every candidate is read and sorted.
+ * Many candidates are read on two threads (alloc_probe_split()). */
 static int plan_choose(Alloc *a, const AllocWant *w, CandidateList *l, const AllocCandidate **ret) {
-        ProbeCached p = { .a = a, .known = a->n_probed };
-        size_t i = l->n;
+        _cleanup_free_ bool *fresh = calloc(l->n + 1, sizeof *fresh);
+        ProbeCached p = { .a = a, .known = a->n_probed, .base = l->c, .fresh = fresh };
+        bool certain = a->config->placement == CONFIG_PLACEMENT_PACK && !want_capped(a, w);
+        size_t i = l->n, n_fresh;
         int r;
 
         *ret = NULL;
-        if (a->config->placement == CONFIG_PLACEMENT_PACK && !want_capped(a, w)) {
+        if (!fresh)
+                return -ENOMEM;
+        if (certain)
                 alloc_candidates_sort_ties(l->c, l->n);
-                r = alloc_pack_certain(l->c, l->n, probe_cached_cb, &p, &i);
-                if (r < 0)
-                        return r;
-                if (i < l->n) {
-                        *ret = &l->c[i];
-                        return 0;
-                }
-        } else
-                /* The candidates name distinct parents: only what was
-                 * cached before can match one (candidates_read()). */
-                for (size_t k = 0; k < l->n; k++) {
-                        r = candidate_probe_cached_upto(a, p.known, &l->c[k]);
-                        if (r < 0)
-                                return r;
-                }
+        if (l->n >= ALLOC_SPLIT_MIN)
+                (void) bus_fd(a); /* opened before two threads read from it */
+        r = alloc_probe_split(l->c, l->n, ALLOC_SPLIT_MIN, certain, probe_cached_cb, &p, &i);
+        if (r < 0)
+                return r;
+        /* Cached as the reading in order would have: not what the second
+         * thread read past the choice. */
+        n_fresh = 0;
+        for (size_t k = 0; k < l->n && k <= i; k++)
+                n_fresh += fresh[k];
+        probed_reserve(a, n_fresh);
+        for (size_t k = 0; k < l->n && k <= i; k++)
+                if (fresh[k])
+                        probed_append(a, &l->c[k]);
+        if (certain && i < l->n) {
+                *ret = &l->c[i];
+                return 0;
+        }
         r = candidates_order(a, w, l);
         if (r < 0)
                 return r;

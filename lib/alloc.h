@@ -95,6 +95,19 @@ typedef int (*AllocProbe)(AllocCandidate *c, void *userdata);
  * = n: every candidate was read and none is certain; sort them. For
  * placement pack without max_instances (the cap needs every parent read). */
 int alloc_pack_certain(AllocCandidate *c, size_t n, AllocProbe probe, void *userdata, size_t *ret);
+/* The candidates alloc_plan() reads at once on two threads from this many on
+ * (one thread reads c[0..n/2), the other c[n/2..n)). */
+#define ALLOC_SPLIT_MIN 64
+/* Reads c (n of them) with probe() as one thread reading them in order would,
+ * on two threads when n >= min_split: certain = true reads as
+ * alloc_pack_certain() does and gives the same *ret; certain = false reads
+ * every one (*ret = n). An error is the one the reading in order would have
+ * met first, and none when that reading would have stopped before it. The
+ * second thread may read candidates after the one a reading in order stops
+ * at; what they hold is not to be used. probe() must be safe to call on two
+ * threads at once, for different candidates. */
+int alloc_probe_split(AllocCandidate *c, size_t n, size_t min_split, bool certain,
+                      AllocProbe probe, void *userdata, size_t *ret);
 /* How many more mdevs of a type max_instances allows (UINT_MAX: no cap). */
 unsigned alloc_max_left(unsigned max_instances, unsigned existing);
 /* Appends "<parent> has 0 of 16 left" and the like for one candidate. */

@@ -29,20 +29,27 @@ static int type_path(const char *parent, const char *type, const char *file, cha
 
 /* The entries of a directory listing that are safe names (util.h:
  * name_is_valid): a name we could not safely use in a path is none of ours. */
-static int safe_names(char **all, char ***ret) {
-        _cleanup_strv_free_ char **l = calloc(1, sizeof(char *));
-        int r;
+/* Keeps, in place, the names that are safe as one path component: takes
+ * *all over (a listing of 256 parents is filtered in one pass, not copied
+ * one strv_extend() at a time). */
+static int safe_names(char ***all, char ***ret) {
+        char **l = *all;
+        size_t k = 0;
 
-        if (!l)
-                return -ENOMEM;
-        for (char **p = all; *p; p++) {
-                if (!name_is_valid(*p))
-                        continue;
-                r = strv_extend(&l, *p);
-                if (r < 0)
-                        return r;
+        if (!l) {
+                l = calloc(1, sizeof(char *));
+                if (!l)
+                        return -ENOMEM;
         }
-        *ret = steal_pointer(&l);
+        for (size_t i = 0; l[i]; i++) {
+                if (name_is_valid(l[i]))
+                        l[k++] = l[i];
+                else
+                        free(l[i]);
+        }
+        l[k] = NULL;
+        *all = NULL;
+        *ret = l;
         return 0;
 }
 
@@ -56,13 +63,13 @@ int sysfs_parent_list(int rootfd, char ***ret) {
 
         r = dir_list_at(rootfd, MDEV_BUS, &all);
         if (r == -ENOENT) {
-                /* No mdev_bus: the mdev module is not loaded, no parents. */
-                char *none[] = { NULL };
-                return safe_names(none, ret);
+                /* No mdev_bus: the mdev module is not loaded, no parents
+                 * (all is still NULL: an empty list). */
+                return safe_names(&all, ret);
         }
         if (r < 0)
                 return error_set(r, "cannot list '/" MDEV_BUS "': %s", strerror(-r));
-        return safe_names(all, ret);
+        return safe_names(&all, ret);
 }
 
 int sysfs_parent_is_registered(int rootfd, const char *parent) {
@@ -141,7 +148,7 @@ int sysfs_parent_types(int rootfd, const char *parent, char ***ret) {
         }
         if (r < 0)
                 return error_set(r, "cannot list '/%s': %s", path, strerror(-r));
-        return safe_names(all, ret);
+        return safe_names(&all, ret);
 }
 
 /* Opens the type's directory: -ENOENT (with a message) if the parent does not offer it. */

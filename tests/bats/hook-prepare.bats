@@ -395,6 +395,40 @@ $conf"
         mdev_absent "$U2"
 }
 
+@test "256 candidates, read on two threads: pack and spread choose as a full read would, each candidate read once" {
+        sim_umount
+        sim_mount large
+        local parents opens conf
+        mapfile -t parents < <(ls "$SIM_SYS/class/mdev_bus" | sort)
+        [ "${#parents[@]}" -eq 256 ]
+        # nvidia-100: 16 per GPU. The second thread reads the second half:
+        # pack's choice is there (3 held, 13 left: the fewest with room), spread's
+        # is the first by name of the untouched ones.
+        sim_create "${parents[200]}" nvidia-100 aaaaaaaa-0000-4000-8000-000000000001
+        sim_create "${parents[200]}" nvidia-100 aaaaaaaa-0000-4000-8000-000000000002
+        sim_create "${parents[200]}" nvidia-100 aaaaaaaa-0000-4000-8000-000000000003
+        sim_create "${parents[10]}" nvidia-100 aaaaaaaa-0000-4000-8000-000000000004
+        sim_create "${parents[0]}" nvidia-100 aaaaaaaa-0000-4000-8000-000000000005
+        for conf in "pack ${parents[200]}" "spread ${parents[1]}"; do
+                config_write "[devices]
+enabled_mdev_types = nvidia-100
+[hooks]
+placement = ${conf% *}"
+                sim_counters_reset
+                run prepare web1 "$U1,type=nvidia-100"
+                [ "$status" -eq 0 ]
+                [ "$(mdev_parent "$U1")" = "${conf#* }" ]
+                if [[ " ${SIM_FLAGS:-} " != *" -c "* ]]; then
+                        opens=$(available_opens nvidia-100)
+                        [ "$(grep -c . <<< "$opens")" -eq 256 ]
+                        [ "$(awk '$2 != 1' <<< "$opens" | wc -l)" -eq 0 ]
+                fi
+                run release web1
+                [ "$status" -eq 0 ]
+                mdev_absent "$U1"
+        done
+}
+
 @test "a no-capacity message on a host of 256 GPUs stays one line and says how many parents it left out" {
         sim_umount
         sim_mount large

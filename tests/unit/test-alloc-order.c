@@ -298,6 +298,89 @@ static void pack_certain_round(unsigned seed) {
         }
 }
 
+/* --- alloc_probe_split() on random candidate lists ---------------------- */
+
+/* Some candidates fail to read (fails[i]): the message names the parent. */
+typedef struct Failing {
+        Truth t;
+        bool fails[PC_MAX];
+} Failing;
+
+static int failing_probe(AllocCandidate *c, void *userdata) {
+        Failing *f = userdata;
+
+        for (size_t i = 0; i < f->t.n; i++)
+                if (f->fails[i] && streq(f->t.c[i].parent, c->parent)) {
+                        f->t.reads[i]++; /* each index on one thread only */
+                        return error_set(-EIO, "cannot read %s", c->parent);
+                }
+        return truth_probe(c, &f->t);
+}
+
+/* The reading in order: what one thread reads, up to where it stops. */
+static int in_order(AllocCandidate *c, size_t n, bool certain, Failing *f, size_t *ret) {
+        if (certain)
+                return alloc_pack_certain(c, n, failing_probe, f, ret);
+        for (size_t i = 0; i < n; i++) {
+                int r = failing_probe(&c[i], f);
+
+                if (r < 0)
+                        return r;
+        }
+        *ret = n;
+        return 0;
+}
+
+static void split_round(unsigned seed) {
+        Failing f, g;
+        AllocCandidate ref[PC_MAX], c[PC_MAX];
+        char why[ERROR_MESSAGE_MAX] = "";
+        bool certain = seed % 2;
+        size_t at_ref = SIZE_MAX, at = SIZE_MAX, min_split;
+        unsigned failing;
+        int r_ref, r;
+
+        srand(seed);
+        min_split = 2 + (size_t) rand() % 3;
+        failing = (unsigned) rand() % 3; /* none, rarely, often */
+        memset(&f, 0, sizeof f);
+        truth_random(&f.t);
+        for (size_t i = 0; i < f.t.n; i++)
+                f.fails[i] = failing && (unsigned) rand() % (40 / failing) == 0;
+        g = f;
+        for (size_t i = 0; i < f.t.n; i++) {
+                c[i] = (AllocCandidate) { .order = f.t.c[i].order, .verdict = ALLOC_OK };
+                snprintf(c[i].parent, sizeof c[i].parent, "%s", f.t.c[i].parent);
+                if (f.t.c[i].verdict == ALLOC_OTHER_TYPE)
+                        c[i].verdict = ALLOC_OTHER_TYPE;
+        }
+        alloc_candidates_sort_ties(c, f.t.n);
+        memcpy(ref, c, sizeof ref);
+
+        error_clear();
+        r_ref = in_order(ref, f.t.n, certain, &f, &at_ref);
+        if (r_ref < 0)
+                snprintf(why, sizeof why, "%s", error_get(r_ref));
+        error_clear();
+        r = alloc_probe_split(c, g.t.n, min_split, certain, failing_probe, &g, &at);
+        /* the same outcome: the same error and message, or the same stop */
+        check(r == r_ref);
+        if (r < 0) {
+                check(streq(error_get(r), why));
+                return;
+        }
+        check(at == at_ref);
+        /* what the reading in order read, read alike */
+        for (size_t i = 0; i < f.t.n && i <= at; i++) {
+                check(c[i].verdict == ref[i].verdict);
+                check(c[i].available == ref[i].available);
+        }
+        for (size_t i = 0; i < f.t.n; i++) {
+                check(g.t.reads[i] <= 1);
+                check(g.t.reads[i] >= f.t.reads[i]); /* it may read more, never less */
+        }
+}
+
 int main(void) {
         char ldir[] = "/dev/shm/test-alloc-order-ledger-XXXXXX";
         int lroot, ledgerfd;
@@ -310,6 +393,8 @@ int main(void) {
                 one_round(seed, ledgerfd);
         for (unsigned seed = 1; seed <= 20000; seed++)
                 pack_certain_round(seed);
+        for (unsigned seed = 1; seed <= 20000; seed++)
+                split_round(seed);
         close(ledgerfd);
         close(lroot);
         tmpdir_remove(ldir);

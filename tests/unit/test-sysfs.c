@@ -240,8 +240,53 @@ static void test_errors_and_isolation(void) {
         tmpdir_remove(tmpdir);
 }
 
+/* A listing keeps only the names that are safe as a path component (the
+ * filter works in place: the kept ones in order, the others dropped). */
+static void test_unsafe_names_skipped(void) {
+        char dir[] = "/tmp/test-sysfs-names-XXXXXX", long_name[160];
+        char **l = NULL;
+        int root;
+
+        check(mkdtemp(dir));
+        root = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        check(root >= 0);
+        memset(long_name, 'a', sizeof long_name - 1);
+        long_name[sizeof long_name - 1] = '\0';
+        check(mkdir_p_at(root, "sys/class/mdev_bus/0000:01:00.0/mdev_supported_types/nvidia-1", 0755) == 0);
+        check(mkdir_p_at(root, "sys/class/mdev_bus/0000:01:00.0/mdev_supported_types/a b", 0755) == 0);
+        check(mkdir_p_at(root, "sys/class/mdev_bus/0000:01:00.0/mdev_supported_types/nvidia-2", 0755) == 0);
+        check(mkdir_p_at(root, "sys/class/mdev_bus/bad name", 0755) == 0);
+        check(mkdir_p_at(root, "sys/class/mdev_bus/0000:02:00.0", 0755) == 0);
+        check(mkdirat(root, "sys/class/mdev_bus/bad$", 0755) == 0);
+        {
+                char path[256];
+
+                snprintf(path, sizeof path, "sys/class/mdev_bus/%s", long_name);
+                check(mkdirat(root, path, 0755) == 0);
+        }
+
+        check(sysfs_parent_list(root, &l) == 0);
+        check(strv_length(l) == 2);
+        check(streq(l[0], "0000:01:00.0") && streq(l[1], "0000:02:00.0"));
+        strv_free(l);
+        check(sysfs_parent_types(root, "0000:01:00.0", &l) == 0);
+        check(strv_length(l) == 2);
+        check(streq(l[0], "nvidia-1") && streq(l[1], "nvidia-2"));
+        strv_free(l);
+        /* nothing at all kept: an empty list, not NULL */
+        check(sysfs_parent_types(root, "0000:02:00.0", &l) == -ENOENT);
+        check(mkdirat(root, "sys/class/mdev_bus/0000:02:00.0/mdev_supported_types", 0755) == 0);
+        check(mkdirat(root, "sys/class/mdev_bus/0000:02:00.0/mdev_supported_types/x y", 0755) == 0);
+        check(sysfs_parent_types(root, "0000:02:00.0", &l) == 0);
+        check(l && strv_length(l) == 0);
+        strv_free(l);
+        close(root);
+        tmpdir_remove(dir);
+}
+
 int main(void) {
         test_parents_and_types();
+        test_unsafe_names_skipped();
         test_type_read();
         test_mdevs();
         test_errors_and_isolation();
