@@ -110,6 +110,24 @@ static int run_prepare(int argc, char **argv, const char *buf, size_t len) {
         return entry(argc, argv, steal_pointer(&dom));
 }
 
+/* migrate begin / restore begin: as prepare, through the prepare module's
+ * migrate entry, which hands the call back (HOOK_MODULE_FALLBACK) when a
+ * hostdev may get another UUID: the worker then does it all. */
+static int run_migrate(int argc, char **argv, const char *buf, size_t len) {
+        _cleanup_domlite_free_ Domxml *dom = NULL;
+        char dir[PATH_MAX];
+        PrepareEntry entry;
+        int r;
+
+        if (domlite_parse(buf, len, &dom) < 0 || program_dir(dir, sizeof dir) < 0 ||
+            load_module(dir, PREPARE_MODULE, MIGRATE_LITE_ENTRY, (void **) &entry) < 0) {
+                error_clear();
+                return run_worker(argc, argv, buf, len);
+        }
+        r = entry(argc, argv, steal_pointer(&dom));
+        return r == HOOK_MODULE_FALLBACK ? run_worker(argc, argv, buf, len) : r;
+}
+
 /* Does this call need the worker? Only when the XML may hold an mdev
  * hostdev or a vGPU (may_hold: domscan_read_all()), or on release when the
  * guest index names the guest (it may hold an mdev its XML no longer
@@ -177,7 +195,12 @@ int main(int argc, char **argv) {
         } else if (r < 0)
                 r = error_set(r, "cannot read the domain XML from stdin: %s", strerror(-r));
         else {
-                r = op == HOOK_OP_PREPARE ? run_prepare(argc, argv, buf, len) : run_worker(argc, argv, buf, len);
+                if (op == HOOK_OP_PREPARE)
+                        r = run_prepare(argc, argv, buf, len);
+                else if (op == HOOK_OP_MIGRATE || op == HOOK_OP_RESTORE)
+                        r = run_migrate(argc, argv, buf, len);
+                else
+                        r = run_worker(argc, argv, buf, len);
                 if (r >= 0)
                         return r;
         }

@@ -33,3 +33,12 @@ int mdev_hooks_qemu_worker(int argc, char **argv, const char *xml, size_t len);
 typedef int (*PrepareEntry)(int argc, char **argv, Domxml *dom);
 
 int mdev_hooks_qemu_prepare(int argc, char **argv, Domxml *dom);
+
+/* The same module's migrate begin / restore begin (migrate_run_lite(),
+ * hook.h), a PrepareEntry: the hook's exit status, or HOOK_MODULE_FALLBACK
+ * when the call needs the worker (a hostdev may get another UUID, which
+ * needs libxml2's document to print), having changed and said nothing. */
+#define MIGRATE_LITE_ENTRY "mdev_hooks_qemu_migrate"
+#define HOOK_MODULE_FALLBACK 3
+
+int mdev_hooks_qemu_migrate(int argc, char **argv, Domxml *dom);
