@@ -14,7 +14,10 @@
  * from the same directory (dlopen: libxml2 and the rest come with it) and
  * hands it the XML, in memory. For prepare it first reads the XML itself
  * with a strict libc-only reader (domlite.h); when that reads it, it loads
- * mdev-hooks-qemu-prepare.so instead, which does not link libxml2. No
+ * mdev-hooks-qemu-prepare.so instead, which does not link libxml2. So for
+ * migrate and restore, through that module's migrate entry, which hands the
+ * call back to the worker, having changed nothing, when a hostdev may need
+ * another UUID (only libxml2's document can be rewritten). No
  * config, no lock, no output otherwise. (On release it also runs the worker
  * when the record's guest index names the guest: one stat.)
  */
