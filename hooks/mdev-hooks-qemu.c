@@ -15,9 +15,10 @@
  * hands it the XML, in memory. For prepare it first reads the XML itself
  * with a strict libc-only reader (domlite.h); when that reads it, it loads
  * mdev-hooks-qemu-prepare.so instead, which does not link libxml2. So for
- * migrate and restore, through that module's migrate entry, which hands the
- * call back to the worker, having changed nothing, when a hostdev may need
- * another UUID (only libxml2's document can be rewritten). No
+ * migrate and restore, and a prepare of a large XML, through that module's
+ * second entry, which reads the XML itself and hands the call back to the
+ * worker, having changed nothing, when domlite declines or a hostdev may
+ * need another UUID (only libxml2's document can be rewritten). No
  * config, no lock, no output otherwise. (On release it also runs the worker
  * when the record's guest index names the guest: one stat.)
  */
@@ -113,21 +114,20 @@ static int run_prepare(int argc, char **argv, const char *buf, size_t len) {
         return entry(argc, argv, steal_pointer(&dom));
 }
 
-/* migrate begin / restore begin: as prepare, through the prepare module's
- * migrate entry, which hands the call back (HOOK_MODULE_FALLBACK) when a
- * hostdev may get another UUID: the worker then does it all. */
-static int run_migrate(int argc, char **argv, const char *buf, size_t len) {
-        _cleanup_domlite_free_ Domxml *dom = NULL;
+/* migrate begin, restore begin and prepare of a large XML: the prepare
+ * module's second entry reads the XML itself (while a second thread reads
+ * the candidates), and hands the call back (HOOK_MODULE_FALLBACK) when it
+ * is the worker's: the worker then does it all. */
+static int run_lite(int argc, char **argv, const char *buf, size_t len) {
         char dir[PATH_MAX];
-        PrepareEntry entry;
+        WorkerEntry entry;
         int r;
 
-        if (domlite_parse(buf, len, &dom) < 0 || program_dir(dir, sizeof dir) < 0 ||
-            load_module(dir, PREPARE_MODULE, MIGRATE_LITE_ENTRY, (void **) &entry) < 0) {
+        if (program_dir(dir, sizeof dir) < 0 || load_module(dir, PREPARE_MODULE, LITE_ENTRY, (void **) &entry) < 0) {
                 error_clear();
                 return run_worker(argc, argv, buf, len);
         }
-        r = entry(argc, argv, steal_pointer(&dom));
+        r = entry(argc, argv, buf, len);
         return r == HOOK_MODULE_FALLBACK ? run_worker(argc, argv, buf, len) : r;
 }
 
@@ -198,10 +198,10 @@ int main(int argc, char **argv) {
         } else if (r < 0)
                 r = error_set(r, "cannot read the domain XML from stdin: %s", strerror(-r));
         else {
-                if (op == HOOK_OP_PREPARE)
+                if (op == HOOK_OP_PREPARE && len < LITE_PREFETCH_MIN_XML)
                         r = run_prepare(argc, argv, buf, len);
-                else if (op == HOOK_OP_MIGRATE || op == HOOK_OP_RESTORE)
-                        r = run_migrate(argc, argv, buf, len);
+                else if (op == HOOK_OP_PREPARE || op == HOOK_OP_MIGRATE || op == HOOK_OP_RESTORE)
+                        r = run_lite(argc, argv, buf, len);
                 else
                         r = run_worker(argc, argv, buf, len);
                 if (r >= 0)

@@ -34,11 +34,16 @@ typedef int (*PrepareEntry)(int argc, char **argv, Domxml *dom);
 
 int mdev_hooks_qemu_prepare(int argc, char **argv, Domxml *dom);
 
-/* The same module's migrate begin / restore begin (migrate_run_lite(),
- * hook.h), a PrepareEntry: the hook's exit status, or HOOK_MODULE_FALLBACK
- * when the call needs the worker (a hostdev may get another UUID, which
- * needs libxml2's document to print), having changed and said nothing. */
-#define MIGRATE_LITE_ENTRY "mdev_hooks_qemu_migrate"
+/* The same module's second entry, a WorkerEntry: prepare of an XML of
+ * LITE_PREFETCH_MIN_XML or more, migrate begin and restore begin, read with
+ * domlite by the module itself (a second thread reads the candidates
+ * meanwhile). Returns the hook's exit status, or HOOK_MODULE_FALLBACK when
+ * the call needs the worker (domlite declined; a hostdev may get another
+ * UUID, which needs libxml2's document to print), having changed and said
+ * nothing. */
+#define LITE_ENTRY "mdev_hooks_qemu_lite"
 #define HOOK_MODULE_FALLBACK 3
+/* The worker's threshold for the same (PREPARE_PREFETCH_MIN_XML there). */
+#define LITE_PREFETCH_MIN_XML (512u << 10)
 
-int mdev_hooks_qemu_migrate(int argc, char **argv, Domxml *dom);
+int mdev_hooks_qemu_lite(int argc, char **argv, const char *xml, size_t len);
