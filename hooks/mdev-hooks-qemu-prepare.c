@@ -16,7 +16,7 @@
  * record and the lock (worker-setup.h), and hook_prepare().
  *
  * Its second entry, mdev_hooks_qemu_lite(), takes the XML itself: for
- * migrate begin and restore begin, and a prepare of a large XML. It reads
+ * migrate begin and restore begin. It reads
  * the XML with domlite in the worker's order (the lock first, and the
  * candidates read on a second thread meanwhile, for a large XML), and runs
  * migrate through migrate_run_lite(): when every hostdev is certain to keep
@@ -55,7 +55,7 @@ static int run(const char *guest, Domxml *dom) {
         return r;
 }
 
-/* --- mdev_hooks_qemu_lite(): prepare of a large XML, migrate, restore ---- */
+/* --- mdev_hooks_qemu_lite(): migrate, restore -------------------------------- */
 
 /* What run_lite() holds: set up (perhaps before the parse), the parse,
  * and what the second thread read meanwhile. */
@@ -135,7 +135,7 @@ static int run_lite(HookOp op, const char *guest, const char *xml, size_t len) {
                 return 1;
         if (l.dom->n_mdevs == 0 && !vgpu_dom_may_have(l.dom))
                 return 0; /* the front's scan over-reported */
-        if (op != HOOK_OP_PREPARE && l.dom->n_vgpus > 0)
+        if (l.dom->n_vgpus > 0)
                 return 1; /* vgpu_migrate() may rewrite them */
         if (l.set_up && l.setup_r < 0)
                 return error_restore(l.setup_r, &l.setup_why);
@@ -147,11 +147,7 @@ static int run_lite(HookOp op, const char *guest, const char *xml, size_t len) {
         ctx = setup_context(&l.su, l.dom, guest);
         ctx.probed = steal_pointer(&l.probed);
         ctx.n_probed = l.n_probed;
-        if (op == HOOK_OP_PREPARE) {
-                log_release(); /* no way back to the worker from here */
-                r = hook_prepare(&ctx);
-        } else
-                r = migrate_run_lite(&ctx, op);
+        r = migrate_run_lite(&ctx, op);
         free(ctx.probed); /* when the operation did not take it over */
         return r;
 }
@@ -163,7 +159,7 @@ int mdev_hooks_qemu_lite(int argc, char **argv, const char *xml, size_t len) {
         if (argc < 3)
                 return HOOK_MODULE_FALLBACK; /* the worker says how to call it */
         op = hook_op_from_string(argv[2]);
-        if (op != HOOK_OP_PREPARE && op != HOOK_OP_MIGRATE && op != HOOK_OP_RESTORE)
+        if (op != HOOK_OP_MIGRATE && op != HOOK_OP_RESTORE)
                 return HOOK_MODULE_FALLBACK;
         log_open("mdev-hooks-qemu", LOG_TARGET_STDERR | LOG_TARGET_SYSLOG);
         log_set_subject(argv[1]);

@@ -15,7 +15,7 @@
  * hands it the XML, in memory. For prepare it first reads the XML itself
  * with a strict libc-only reader (domlite.h); when that reads it, it loads
  * mdev-hooks-qemu-prepare.so instead, which does not link libxml2. So for
- * migrate and restore, and a prepare of a large XML, through that module's
+ * migrate and restore, through that module's
  * second entry, which reads the XML itself and hands the call back to the
  * worker, having changed nothing, when domlite declines or a hostdev may
  * need another UUID (only libxml2's document can be rewritten). No
@@ -114,9 +114,9 @@ static int run_prepare(int argc, char **argv, const char *buf, size_t len) {
         return entry(argc, argv, steal_pointer(&dom));
 }
 
-/* migrate begin, restore begin and prepare of a large XML: the prepare
- * module's second entry reads the XML itself (while a second thread reads
- * the candidates), and hands the call back (HOOK_MODULE_FALLBACK) when it
+/* migrate begin and restore begin: the prepare module's second entry
+ * reads the XML itself (a second thread reads the candidates meanwhile, for
+ * a large XML), and hands the call back (HOOK_MODULE_FALLBACK) when it
  * is the worker's: the worker then does it all. */
 static int run_lite(int argc, char **argv, const char *buf, size_t len) {
         char dir[PATH_MAX];
@@ -198,9 +198,11 @@ int main(int argc, char **argv) {
         } else if (r < 0)
                 r = error_set(r, "cannot read the domain XML from stdin: %s", strerror(-r));
         else {
-                if (op == HOOK_OP_PREPARE && len < LITE_PREFETCH_MIN_XML)
+                /* prepare: measured, the thread that reads the candidates
+                 * during domlite's parse of 1 MiB gained nothing there. */
+                if (op == HOOK_OP_PREPARE)
                         r = run_prepare(argc, argv, buf, len);
-                else if (op == HOOK_OP_PREPARE || op == HOOK_OP_MIGRATE || op == HOOK_OP_RESTORE)
+                else if (op == HOOK_OP_MIGRATE || op == HOOK_OP_RESTORE)
                         r = run_lite(argc, argv, buf, len);
                 else
                         r = run_worker(argc, argv, buf, len);

@@ -34,10 +34,10 @@ typedef int (*PrepareEntry)(int argc, char **argv, Domxml *dom);
 
 int mdev_hooks_qemu_prepare(int argc, char **argv, Domxml *dom);
 
-/* The same module's second entry, a WorkerEntry: prepare of an XML of
- * LITE_PREFETCH_MIN_XML or more, migrate begin and restore begin, read with
- * domlite by the module itself (a second thread reads the candidates
- * meanwhile). Returns the hook's exit status, or HOOK_MODULE_FALLBACK when
+/* The same module's second entry, a WorkerEntry: migrate begin and restore
+ * begin, the XML read with domlite by the module itself (for an XML of
+ * LITE_PREFETCH_MIN_XML or more, a second thread reads the candidates
+ * meanwhile, as in the worker). Returns the hook's exit status, or HOOK_MODULE_FALLBACK when
  * the call needs the worker (domlite declined; a hostdev may get another
  * UUID, which needs libxml2's document to print), having changed and said
  * nothing. */
