@@ -89,10 +89,12 @@ static void *prefetch_run(void *userdata) {
         return NULL;
 }
 
-/* The worker's order (mdev-hooks-qemu-worker.c): for an XML of
- * LITE_PREFETCH_MIN_XML or more the config, the record and the lock come
+/* The worker's order for migrate (mdev-hooks-qemu-worker.c), for an XML of
+ * LITE_PREFETCH_MIN_XML or more: the config, the record and the lock come
  * first, and a second thread reads the candidates while domlite reads the
- * XML. A setup failure is reported after the parse, as there. 1 when
+ * XML; a setup failure is reported after the parse, as there. (The worker
+ * does so for every migrate: libxml2 takes longer over a small XML than
+ * domlite, which is done before the thread would have read much.) 1 when
  * domlite declines (the worker's, then), else 0. */
 static int lite_parse(HookOp op, const char *guest, const char *xml, size_t len, Lite *l) {
         Prefetch pf = { .su = &l->su };

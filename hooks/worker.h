@@ -37,13 +37,14 @@ int mdev_hooks_qemu_prepare(int argc, char **argv, Domxml *dom);
 /* The same module's second entry, a WorkerEntry: migrate begin and restore
  * begin, the XML read with domlite by the module itself (for an XML of
  * LITE_PREFETCH_MIN_XML or more, a second thread reads the candidates
- * meanwhile, as in the worker). Returns the hook's exit status, or HOOK_MODULE_FALLBACK when
+ * meanwhile, as the worker does for migrate). Returns the hook's exit status, or HOOK_MODULE_FALLBACK when
  * the call needs the worker (domlite declined; a hostdev may get another
  * UUID, which needs libxml2's document to print), having changed and said
  * nothing. */
 #define LITE_ENTRY "mdev_hooks_qemu_lite"
 #define HOOK_MODULE_FALLBACK 3
-/* The worker's threshold for the same (PREPARE_PREFETCH_MIN_XML there). */
+/* The size from which the entry reads candidates during the parse: the
+ * worker's for a prepare (PREPARE_PREFETCH_MIN_XML there). */
 #define LITE_PREFETCH_MIN_XML (512u << 10)
 
 int mdev_hooks_qemu_lite(int argc, char **argv, const char *xml, size_t len);
