@@ -12,7 +12,10 @@
  * and only if the XML may hold an mdev hostdev or a VFIO-framework vGPU
  * (domscan.h) does it go on. A prepare it first reads with a strict
  * libc-only reader (domlite.h); when that reads it, the front end runs the
- * prepare itself (prepare-lite.h). Otherwise it loads
+ * prepare itself (prepare-lite.h). So for migrate and restore, which it
+ * hands to the worker, having changed nothing, when domlite declines or a
+ * hostdev may need another UUID (only libxml2's document can be rewritten).
+ * Otherwise it loads
  * mdev-hooks-qemu-worker.so from the same directory (dlopen: libxml2 and
  * the rest come with it) and hands it the XML, in memory. No config, no
  * lock, no output otherwise. (On release it also runs the worker when the
@@ -28,7 +31,7 @@
 #include "guestindex.h"
 #include "hookop.h"
 #include "log.h"
-#include "prepare-lite.h"
+#include "lite.h"
 #include "util.h"
 #include "worker.h"
 
@@ -107,6 +110,15 @@ static int run_prepare(int argc, char **argv, const char *buf, size_t len) {
         return prepare_lite(argc, argv, dom);
 }
 
+/* migrate begin and restore begin: the front end reads the XML itself (a
+ * second thread reads the candidates meanwhile, for a large XML), and hands
+ * the call to the worker (LITE_FALLBACK) when it is the worker's. */
+static int run_migrate(int argc, char **argv, const char *buf, size_t len) {
+        int r = migrate_lite(argc, argv, buf, len);
+
+        return r == LITE_FALLBACK ? run_worker(argc, argv, buf, len) : r;
+}
+
 /* Does this call need the worker? Only when the XML may hold an mdev
  * hostdev or a vGPU (may_hold: domscan_read_all()), or on release when the
  * guest index names the guest (it may hold an mdev its XML no longer
@@ -174,7 +186,14 @@ int main(int argc, char **argv) {
         } else if (r < 0)
                 r = error_set(r, "cannot read the domain XML from stdin: %s", strerror(-r));
         else {
-                r = op == HOOK_OP_PREPARE ? run_prepare(argc, argv, buf, len) : run_worker(argc, argv, buf, len);
+                /* prepare: measured, the thread that reads the candidates
+                 * during domlite's parse of 1 MiB gained nothing there. */
+                if (op == HOOK_OP_PREPARE)
+                        r = run_prepare(argc, argv, buf, len);
+                else if (op == HOOK_OP_MIGRATE || op == HOOK_OP_RESTORE)
+                        r = run_migrate(argc, argv, buf, len);
+                else
+                        r = run_worker(argc, argv, buf, len);
                 if (r >= 0)
                         return r;
         }

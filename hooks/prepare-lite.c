@@ -9,9 +9,10 @@
  * the 250 system calls of a prepare of one mdev, and loading a module of its
  * own, with libinih, another 25 system calls. So this is linked into the
  * front end with the same library as the worker, but only what prepare uses
- * of it: domxml.c (the only user of libxml2) and migrate.c are never linked
+ * of it: domxml.c (the only user of libxml2) and migrate-xml.c are never linked
  * in, and inih is linked statically (hooks/meson.build), so the front end
- * still loads libc alone.
+ * still loads libc alone. (migrate-lite.c does the same for migrate and
+ * restore.)
  *
  * From here on a prepare is the worker's, step for step: the guest name
  * checked, nothing to do when the XML holds no mdev, then the config, the
@@ -22,10 +23,10 @@
 
 #include "domlite.h"
 #include "hook.h"
+#include "lite.h"
 #include "log.h"
 #include "util.h"
 #include "vgpu.h"
-#include "prepare-lite.h"
 #include "worker-setup.h"
 
 static int run(const char *guest, Domxml *dom) {

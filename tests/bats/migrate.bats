@@ -895,3 +895,187 @@ kept_own_back() {
         sim_use "$B"
         [ "$(record_get "$new" state)" = assigned ]
 }
+
+# --- migrate and restore without libxml2 (hooks/mdev-hooks-qemu.c) ---------
+
+# loaded_by LOGPREFIX: the shared objects the hook's process loaded, from
+# the dynamic loader's own record (LD_DEBUG=files LD_DEBUG_OUTPUT=LOGPREFIX).
+loaded_by() {
+        cat "$1".* | sed -nE 's/^ *[0-9]+:[[:space:]]+file=([^ ]+).*/\1/p' | sort -u
+}
+
+# hook_traced NAME OP XMLFILE: "NAME OP begin -" on B, stdout and stderr
+# apart, with the loader's record in $T/ld-NAME-OP.*.
+hook_traced() {
+        sim_use "$B"
+        rm -f "$T/ld-$1-$2".*
+        run --separate-stderr env LD_DEBUG=files LD_DEBUG_OUTPUT="$T/ld-$1-$2" "$MH_QEMU_HOOK" "$1" "$2" begin - < "$3"
+}
+
+@test "migrate and restore that keep every UUID never load libxml2, print nothing and claim as before" {
+        one_type_conf "$A"
+        one_type_conf "$B" nvidia-35
+        # both created on B with their own UUIDs
+        domxml web1 "$U1,type=nvidia-35" "$U3,type=nvidia-35" > "$T/web1.xml"
+        hook_traced web1 migrate "$T/web1.xml"
+        echo "$stderr"
+        [ "$status" -eq 0 ]
+        [ -z "$output" ]
+        [ -z "$stderr" ]
+        run loaded_by "$T/ld-web1-migrate"
+        echo "$output"
+        # the front end alone: libc, nothing loaded after it
+        [[ "$output" == *libc.so* ]]
+        [ "$(grep -vc 'libc\.so' <<< "$output")" -eq 0 ]
+        [[ "$output" != *mdev-hooks-qemu-worker.so* ]]
+        for u in "$U1" "$U3"; do
+                mdev_exists "$u"
+                [ "$(mdev_type "$u")" = nvidia-35 ]
+                [ "$(record_get "$u" guest)" = web1 ]
+                [ "$(record_get "$u" state)" = incoming ]
+                [ "$(record_get "$u" origin)" = created ]
+        done
+        assert_record_matches_sysfs
+        # the retry (libvirt's second attempt) takes the same mdevs: choice 1
+        hook_traced web1 migrate "$T/web1.xml"
+        [ "$status" -eq 0 ]
+        [ -z "$output" ]
+        run loaded_by "$T/ld-web1-migrate"
+        [[ "$output" != *libxml2* ]]
+        [ "$(guest_records web1 | sort)" = "$(printf '%s\n' "$U1" "$U3" | sort)" ]
+
+        # restore, the same way
+        run -0 release web1 saved
+        run ! mdev_exists "$U1"
+        hook_traced web1 restore "$T/web1.xml"
+        [ "$status" -eq 0 ]
+        [ -z "$output" ]
+        run loaded_by "$T/ld-web1-restore"
+        [[ "$output" != *libxml2* ]]
+        mdev_exists "$U1"
+        [ "$(record_get "$U1" state)" = incoming ]
+        assert_record_matches_sysfs
+}
+
+@test "migrate read without libxml2 ends as migrate read with libxml2" {
+        one_type_conf "$B" nvidia-35
+        # the same guest twice on two fresh roots of B: once as libvirt
+        # formats it, once with a comment, which the strict reader declines
+        domxml web1 "$U1,type=nvidia-35" "$U2" > "$T/web1.xml"
+        sed 's|<metadata>|<metadata><!-- by hand -->|' "$T/web1.xml" > "$T/web1.c.xml"
+        hook_traced web1 migrate "$T/web1.xml"
+        [ "$status" -eq 0 ]
+        lite_out="$output" lite_err="$stderr"
+        lite_state="$(for u in $(records); do echo "$u $(record_get "$u" guest) $(record_get "$u" state) $(record_get "$u" type) $(record_get "$u" parent) $(mdev_parent "$u")"; done)"
+        run loaded_by "$T/ld-web1-migrate"
+        [[ "$output" != *libxml2* ]]
+        run -0 release web1 migrated
+        [ -z "$(records)" ]
+        hook_traced web1 migrate "$T/web1.c.xml"
+        [ "$status" -eq 0 ]
+        run loaded_by "$T/ld-web1-migrate"
+        [[ "$output" == *libxml2* ]]
+        full_state="$(for u in $(records); do echo "$u $(record_get "$u" guest) $(record_get "$u" state) $(record_get "$u" type) $(record_get "$u" parent) $(mdev_parent "$u")"; done)"
+        [ -n "$lite_state" ]
+        [ "$lite_state" = "$full_state" ]
+        [ -z "$lite_out" ]
+        [ -z "$lite_err" ]
+}
+
+@test "migrate that must rewrite a UUID hands over to libxml2 before any change and says everything once" {
+        conf_on "$B" <<-EOF
+	[devices]
+	enabled_mdev_types = nvidia-35, nvidia-36
+	EOF
+        sim_use "$B"
+        run -0 prepare other "$U1,type=nvidia-35"
+        domxml web1 "$U1,type=nvidia-35" "$U2,type=nvidia-35" > "$T/web1.xml"
+        MDEV_HOOKS_LOG_LEVEL=info hook_traced web1 migrate "$T/web1.xml"
+        echo "$stderr"
+        [ "$status" -eq 0 ]
+        [ -n "$output" ]
+        printf '%s\n' "$output" > "$T/web1.b.xml"
+        new="$(xml_uuids "$T/web1.b.xml" | grep -v "$U2")"
+        [ "$new" != "$U1" ]
+        assert_only_uuids_changed "$T/web1.xml" "$T/web1.b.xml" "$U1" "$new"
+        run loaded_by "$T/ld-web1-migrate"
+        [[ "$output" == *mdev-hooks-qemu-worker.so* ]]
+        [[ "$output" == *libxml2* ]]
+        # the config's warning once, each mdev's line once
+        [ "$(grep -c "'nvidia-36' is not used" <<<"$stderr")" -eq 1 ]
+        [ "$(grep -c "mdev $U2 -> $U2" <<<"$stderr")" -eq 1 ]
+        [ "$(grep -c "mdev $U1 -> $new" <<<"$stderr")" -eq 1 ]
+        [ "$(record_get "$U1" guest)" = other ]
+        [ "$(record_get "$new" state)" = incoming ]
+        [ "$(record_get "$U2" state)" = incoming ]
+        assert_record_matches_sysfs
+}
+
+# big_domxml NAME SPEC...: domxml's guest grown past 512 KiB with disks, the
+# size from which migrate takes the config and the lock before the parse and
+# a second thread reads the candidates meanwhile (LITE_PREFETCH_MIN_XML).
+big_domxml() {
+        local disk="    <disk type='file' device='disk'><driver name='qemu' type='qcow2'/><source file='/var/lib/libvirt/images/d.qcow2'/><target dev='vdb' bus='virtio'/></disk>"
+        domxml "$@" | awk -v d="$disk" '{ print } /<emulator>/ { for (i = 0; i < 4000; i++) print d }'
+}
+
+# state_of: every record of the current root with what sysfs says of it.
+state_of() {
+        local u
+        for u in $(records); do
+                echo "$u $(record_get "$u" guest) $(record_get "$u" state) $(record_get "$u" origin) $(record_get "$u" type) $(record_get "$u" parent) $(mdev_parent "$u")"
+        done
+}
+
+@test "migrate (reading candidates meanwhile) and prepare of a large XML read it without libxml2 and end as libxml2's" {
+        one_type_conf "$B" nvidia-35
+        big_domxml web1 "$U1,type=nvidia-35" "$U2" > "$T/web1.xml"
+        [ "$(stat -c %s "$T/web1.xml")" -ge $((512 * 1024)) ]
+        sed 's|<metadata>|<metadata><!-- by hand -->|' "$T/web1.xml" > "$T/web1.c.xml"
+        hook_traced web1 migrate "$T/web1.xml"
+        [ "$status" -eq 0 ]
+        [ -z "$output" ]
+        [ -z "$stderr" ]
+        run loaded_by "$T/ld-web1-migrate"
+        # the front end alone: libc, nothing loaded after it
+        [[ "$output" == *libc.so* ]]
+        [ "$(grep -vc 'libc\.so' <<< "$output")" -eq 0 ]
+        lite_state="$(state_of)"
+        [ -n "$lite_state" ]
+        hook_traced web1 prepare "$T/web1.xml"
+        [ "$status" -eq 0 ]
+        run loaded_by "$T/ld-web1-prepare"
+        [[ "$output" != *libxml2* ]]
+        [ "$(record_get "$U1" state)" = assigned ]
+        [ "$(record_get "$U2" state)" = assigned ]
+        assert_record_matches_sysfs
+        run -0 release web1 destroyed
+        [ -z "$(records)" ]
+
+        # the same through libxml2 (domlite declines the comment): the
+        # module hands the call over having changed nothing
+        hook_traced web1 migrate "$T/web1.c.xml"
+        [ "$status" -eq 0 ]
+        [ -z "$output" ]
+        [ -z "$stderr" ]
+        run loaded_by "$T/ld-web1-migrate"
+        [[ "$output" == *libxml2* ]]
+        [ "$(state_of)" = "$lite_state" ]
+        run -0 release web1 destroyed
+
+        # a config with errors: its message, after the parse, as the worker's
+        conf_on "$B" <<-EOF
+	[devices]
+	enabled_mdev_types = nvidia-35
+	bogus_key = 1
+	EOF
+        for op in migrate prepare; do
+                hook_traced web1 "$op" "$T/web1.xml"
+                [ "$status" -eq 1 ]
+                [ -z "$output" ]
+                [[ "$stderr" == "mdev-hooks: web1: the config has errors, fix it first (mdev-hooks check-config): "*"bogus_key"* ]]
+                [ "$(grep -c . <<<"$stderr")" -eq 1 ]
+        done
+        [ -z "$(sim_mdevs)" ]
+        [ -z "$(records)" ]
+}

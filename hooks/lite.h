@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * What the front end (mdev-hooks-qemu.c) runs itself, without libxml2, when
+ * its strict reader (lib/domlite.h) reads the domain XML: prepare
+ * (prepare-lite.c), and migrate and restore when no UUID needs rewriting
+ * (migrate-lite.c). Everything else is the worker's (worker.h).
+ */
+#pragma once
+
+#include <stddef.h>
+
+#include "domdata.h"
+
+/* argv as libvirt gave it (argc >= 3, argv[2] "prepare"), and what
+ * domlite_parse() read of the domain XML, which it takes over (and frees
+ * with domlite_free()). Returns the hook's exit status. */
+int prepare_lite(int argc, char **argv, Domxml *dom);
+
+/* migrate_lite()'s return when the call is the worker's (domlite declined;
+ * a hostdev may get another UUID, which needs libxml2's document to print),
+ * having changed and said nothing. */
+#define LITE_FALLBACK 3
+/* The size from which migrate_lite() reads candidates during the parse:
+ * the worker's for a prepare (PREPARE_PREFETCH_MIN_XML there). */
+#define LITE_PREFETCH_MIN_XML (512u << 10)
+
+/* migrate begin and restore begin, argv as libvirt gave it, xml[len] the
+ * domain XML (NUL-terminated, as the worker's). Returns the hook's exit
+ * status, or LITE_FALLBACK. */
+int migrate_lite(int argc, char **argv, const char *xml, size_t len);
