@@ -20,11 +20,13 @@ int prepare_lite(int argc, char **argv, Domxml *dom);
  * a hostdev may get another UUID, which needs libxml2's document to print),
  * having changed and said nothing. */
 #define LITE_FALLBACK 3
-/* The size from which migrate_lite() reads candidates during the parse:
- * the worker's for a prepare (PREPARE_PREFETCH_MIN_XML there). */
+/* The size from which migrate_lite() reads candidates during the parse
+ * (the worker's for a prepare, PREPARE_PREFETCH_MIN_XML there), and from
+ * which the front end hands it a prepare too. */
 #define LITE_PREFETCH_MIN_XML (512u << 10)
 
-/* migrate begin and restore begin, argv as libvirt gave it, xml[len] the
- * domain XML (NUL-terminated, as the worker's). Returns the hook's exit
- * status, or LITE_FALLBACK. */
+/* migrate begin, restore begin and prepare, argv as libvirt gave it,
+ * xml[len] the domain XML (NUL-terminated, as the worker's). Returns the
+ * hook's exit status, or LITE_FALLBACK (a prepare only when domlite
+ * declines). */
 int migrate_lite(int argc, char **argv, const char *xml, size_t len);

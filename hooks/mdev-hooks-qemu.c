@@ -110,9 +110,10 @@ static int run_prepare(int argc, char **argv, const char *buf, size_t len) {
         return prepare_lite(argc, argv, dom);
 }
 
-/* migrate begin and restore begin: the front end reads the XML itself (a
- * second thread reads the candidates meanwhile, for a large XML), and hands
- * the call to the worker (LITE_FALLBACK) when it is the worker's. */
+/* migrate begin, restore begin and a prepare of a large XML: the front end
+ * reads the XML itself (a second thread reads the candidates meanwhile, for
+ * a large XML), and hands the call to the worker (LITE_FALLBACK) when it is
+ * the worker's. */
 static int run_migrate(int argc, char **argv, const char *buf, size_t len) {
         int r = migrate_lite(argc, argv, buf, len);
 
@@ -186,11 +187,11 @@ int main(int argc, char **argv) {
         } else if (r < 0)
                 r = error_set(r, "cannot read the domain XML from stdin: %s", strerror(-r));
         else {
-                /* prepare: measured, the thread that reads the candidates
-                 * during domlite's parse of 1 MiB gained nothing there. */
-                if (op == HOOK_OP_PREPARE)
+                /* a large XML: the lock first and the candidates read
+                 * on a second thread during domlite's parse (lite.h) */
+                if (op == HOOK_OP_PREPARE && len < LITE_PREFETCH_MIN_XML)
                         r = run_prepare(argc, argv, buf, len);
-                else if (op == HOOK_OP_MIGRATE || op == HOOK_OP_RESTORE)
+                else if (op == HOOK_OP_PREPARE || op == HOOK_OP_MIGRATE || op == HOOK_OP_RESTORE)
                         r = run_migrate(argc, argv, buf, len);
                 else
                         r = run_worker(argc, argv, buf, len);

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * migrate begin and restore begin without libxml2, run by the front end
- * (mdev-hooks-qemu.c). It reads the XML with domlite in the worker's order
+ * (mdev-hooks-qemu.c), and a prepare of a large XML (LITE_PREFETCH_MIN_XML
+ * or more), for the same order of work. It reads the XML with domlite in
+ * the worker's order
  * (the lock first, and the candidates read on a second thread meanwhile,
  * for a large XML), and runs migrate through migrate_run_lite(): when every
  * hostdev is certain to keep its UUID, migrate prints nothing and needs no
@@ -103,7 +105,7 @@ static int run_lite(HookOp op, const char *guest, const char *xml, size_t len) {
                 return 1;
         if (l.dom->n_mdevs == 0 && !vgpu_dom_may_have(l.dom))
                 return 0; /* the front's scan over-reported */
-        if (l.dom->n_vgpus > 0)
+        if (op != HOOK_OP_PREPARE && l.dom->n_vgpus > 0)
                 return 1; /* vgpu_migrate() may rewrite them */
         if (l.set_up && l.setup_r < 0)
                 return error_restore(l.setup_r, &l.setup_why);
@@ -115,7 +117,11 @@ static int run_lite(HookOp op, const char *guest, const char *xml, size_t len) {
         ctx = setup_context(&l.su, l.dom, guest);
         ctx.probed = steal_pointer(&l.probed);
         ctx.n_probed = l.n_probed;
-        r = migrate_run_lite(&ctx, op);
+        if (op == HOOK_OP_PREPARE) {
+                log_release(); /* no way back to the worker from here */
+                r = hook_prepare(&ctx);
+        } else
+                r = migrate_run_lite(&ctx, op);
         free(ctx.probed); /* when the operation did not take it over */
         return r;
 }
@@ -127,7 +133,7 @@ int migrate_lite(int argc, char **argv, const char *xml, size_t len) {
         if (argc < 3)
                 return LITE_FALLBACK; /* the worker says how to call it */
         op = hook_op_from_string(argv[2]);
-        if (op != HOOK_OP_MIGRATE && op != HOOK_OP_RESTORE)
+        if (op != HOOK_OP_PREPARE && op != HOOK_OP_MIGRATE && op != HOOK_OP_RESTORE)
                 return LITE_FALLBACK;
         log_open("mdev-hooks-qemu", LOG_TARGET_STDERR | LOG_TARGET_SYSLOG);
         log_set_subject(argv[1]);

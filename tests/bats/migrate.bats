@@ -1012,8 +1012,9 @@ hook_traced() {
 }
 
 # big_domxml NAME SPEC...: domxml's guest grown past 512 KiB with disks, the
-# size from which migrate takes the config and the lock before the parse and
-# a second thread reads the candidates meanwhile (LITE_PREFETCH_MIN_XML).
+# size from which migrate and prepare take the config and the lock before the
+# parse and a second thread reads the candidates meanwhile
+# (LITE_PREFETCH_MIN_XML).
 big_domxml() {
         local disk="    <disk type='file' device='disk'><driver name='qemu' type='qcow2'/><source file='/var/lib/libvirt/images/d.qcow2'/><target dev='vdb' bus='virtio'/></disk>"
         domxml "$@" | awk -v d="$disk" '{ print } /<emulator>/ { for (i = 0; i < 4000; i++) print d }'
@@ -1027,7 +1028,7 @@ state_of() {
         done
 }
 
-@test "migrate (reading candidates meanwhile) and prepare of a large XML read it without libxml2 and end as libxml2's" {
+@test "migrate and prepare of a large XML read it without libxml2, reading candidates meanwhile, and end as libxml2's" {
         one_type_conf "$B" nvidia-35
         big_domxml web1 "$U1,type=nvidia-35" "$U2" > "$T/web1.xml"
         [ "$(stat -c %s "$T/web1.xml")" -ge $((512 * 1024)) ]
