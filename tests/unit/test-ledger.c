@@ -100,6 +100,48 @@ static void test_atomic_replace(int dirfd) {
         check(ledger_remove(dirfd, U1) == 0);
 }
 
+/* A removed record's file is kept as the spare, which the next record
+ * written takes (no new inode), written over in place with none of the
+ * longer old text left; listings never show it; one spare at most. */
+static void test_spare(int dirfd) {
+        _cleanup_free_ char *text = NULL, *want = NULL;
+        _cleanup_free_ LedgerEntry *l = NULL;
+        LedgerEntry e, r;
+        struct stat st, sp;
+        size_t n, bad;
+        int fd;
+
+        (void) unlinkat(dirfd, ".spare", 0);
+        entry_init(&e, U1, "a-guest-whose-name-is-much-longer-than-the-next-one");
+        check(ledger_write(dirfd, &e) == 0);
+        check(fstatat(dirfd, U1, &st, 0) == 0);
+        check(ledger_remove(dirfd, U1) == 0);
+        check(fstatat(dirfd, ".spare", &sp, 0) == 0 && sp.st_ino == st.st_ino);
+        check(ledger_list(dirfd, &l, &n, &bad) == 0 && n == 0 && bad == 0);
+
+        entry_init(&e, U2, "web2");
+        check(ledger_write(dirfd, &e) == 0);
+        check(fstatat(dirfd, ".spare", &sp, 0) < 0 && errno == ENOENT);
+        check(fstatat(dirfd, U2, &sp, 0) == 0 && sp.st_ino == st.st_ino);
+        check(ledger_read(dirfd, U2, &r) == 0 && memcmp(&e, &r, sizeof e) == 0);
+        check(ledger_format(&e, &want) == 0);
+        text = calloc(1, 4097);
+        check(text);
+        fd = openat(dirfd, U2, O_RDONLY | O_CLOEXEC);
+        check(fd >= 0);
+        check(read(fd, text, 4096) == (ssize_t) strlen(want));
+        close(fd);
+        check(streq(text, want));
+
+        /* two removed: one is the spare, the other is gone */
+        entry_init(&e, U1, "web1");
+        check(ledger_write(dirfd, &e) == 0);
+        check(ledger_remove(dirfd, U1) == 0);
+        check(ledger_remove(dirfd, U2) == 0);
+        check(fstatat(dirfd, ".spare", &sp, 0) == 0);
+        check(fstatat(dirfd, U1, &sp, 0) < 0 && fstatat(dirfd, U2, &sp, 0) < 0);
+}
+
 static void test_invalid_entries_are_not_written(int dirfd) {
         LedgerEntry e, r;
 
@@ -656,6 +698,7 @@ int main(void) {
         test_round_trip(dirfd);
         test_round_trip_hostile_guest_name(dirfd);
         test_atomic_replace(dirfd);
+        test_spare(dirfd);
         test_invalid_entries_are_not_written(dirfd);
         test_bad_files(dirfd);
         test_file_size_limit(dirfd);
