@@ -40,20 +40,6 @@
  * placement. */
 #define PREPARE_PREFETCH_MIN_XML (512u << 10)
 
-typedef struct Prefetch {
-        const Setup *su;
-        atomic_bool stop;
-        AllocCandidate *probed;
-        size_t n_probed;
-} Prefetch;
-
-static void *prefetch_run(void *userdata) {
-        Prefetch *p = userdata;
-
-        (void) alloc_prefetch(p->su->rootfd, p->su->config, &p->stop, &p->probed, &p->n_probed);
-        return NULL;
-}
-
 /* The operation itself, on the context run() set up. */
 static int dispatch(HookOp op, HookContext *ctx) {
         int r;

@@ -43,20 +43,6 @@ static void lite_done(Lite *l) {
         free(l->probed);
 }
 
-typedef struct Prefetch {
-        const Setup *su;
-        atomic_bool stop;
-        AllocCandidate *probed;
-        size_t n_probed;
-} Prefetch;
-
-static void *prefetch_run(void *userdata) {
-        Prefetch *p = userdata;
-
-        (void) alloc_prefetch(p->su->rootfd, p->su->config, &p->stop, &p->probed, &p->n_probed);
-        return NULL;
-}
-
 /* The worker's order for migrate (mdev-hooks-qemu-worker.c), for an XML of
  * LITE_PREFETCH_MIN_XML or more: the config, the record and the lock come
  * first, and a second thread reads the candidates while domlite reads the

@@ -44,6 +44,13 @@ int setup(HookOp op, const char *guest, Setup *su) {
         return lock_acquire(su->rootfd, su->config->lock_timeout, what, &su->lockfd);
 }
 
+void *prefetch_run(void *userdata) {
+        Prefetch *p = userdata;
+
+        (void) alloc_prefetch(p->su->rootfd, p->su->config, &p->stop, &p->probed, &p->n_probed);
+        return NULL;
+}
+
 HookContext setup_context(const Setup *su, Domxml *dom, const char *guest) {
         HookContext ctx = {
                 .rootfd = su->rootfd,

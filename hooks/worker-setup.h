@@ -6,6 +6,9 @@
  */
 #pragma once
 
+#include <stdatomic.h>
+
+#include "alloc.h"
 #include "hookop.h"
 #include "config.h"
 #include "hook.h"
@@ -25,6 +28,19 @@ typedef struct Setup {
 int setup(HookOp op, const char *guest, Setup *su);
 /* Lets go of everything setup() took, the lock with it. */
 void setup_done(Setup *su);
+
+/* A second thread's reads while the XML is parsed: the candidates of every
+ * enabled type (alloc_prefetch()), under the lock setup() took, until stop
+ * is set. prefetch_run() is the thread's function, its argument a Prefetch
+ * (su set, stop false); probed is then the caller's to free. */
+typedef struct Prefetch {
+        const Setup *su;
+        atomic_bool stop;
+        AllocCandidate *probed;
+        size_t n_probed;
+} Prefetch;
+
+void *prefetch_run(void *userdata);
 
 /* The context of an operation on dom for guest, from what setup() took
  * (su keeps owning it: setup_done() still lets go of it). */
