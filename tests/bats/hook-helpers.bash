@@ -144,3 +144,25 @@ assert_prepare_accepts() {
 xml_uuids() {
         grep -o "<address uuid=['\"][0-9a-f-]*" "$1" | sed -E "s/.*uuid=['\"]//"
 }
+
+# loaded_by LOGPREFIX: the shared objects the hook's process loaded, from
+# the dynamic loader's own record (LD_DEBUG=files LD_DEBUG_OUTPUT=LOGPREFIX).
+loaded_by() {
+        cat "$1".* | sed -nE 's/^ *[0-9]+:[[:space:]]+file=([^ ]+).*/\1/p' | sort -u
+}
+
+# assert_front_end_alone LOGPREFIX: the hook's process (traced as for
+# loaded_by) loaded nothing but what its front end links itself (ldd: libc,
+# and a sanitizer's runtime in such a build): no module, no libxml2, no
+# libinih.
+assert_front_end_alone() {
+        local loaded own f
+        loaded="$(loaded_by "$1")"
+        echo "$loaded"
+        [[ "$loaded" == *libc.so* ]] || { echo "the loader's record names no libc"; return 1; }
+        own="$(ldd "$MH_QEMU_HOOK" | awk '{ print $1 }' | xargs -n1 basename)"
+        for f in $loaded; do
+                grep -qxF "$(basename "$f")" <<< "$own" || { echo "loaded beyond the front end's own: $f"; return 1; }
+        done
+        [[ "$loaded" != *libxml2* && "$loaded" != *libinih* && "$loaded" != *mdev-hooks-qemu-worker* ]]
+}

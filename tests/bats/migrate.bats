@@ -898,12 +898,6 @@ kept_own_back() {
 
 # --- migrate and restore without libxml2 (hooks/mdev-hooks-qemu.c) ---------
 
-# loaded_by LOGPREFIX: the shared objects the hook's process loaded, from
-# the dynamic loader's own record (LD_DEBUG=files LD_DEBUG_OUTPUT=LOGPREFIX).
-loaded_by() {
-        cat "$1".* | sed -nE 's/^ *[0-9]+:[[:space:]]+file=([^ ]+).*/\1/p' | sort -u
-}
-
 # hook_traced NAME OP XMLFILE: "NAME OP begin -" on B, stdout and stderr
 # apart, with the loader's record in $T/ld-NAME-OP.*.
 hook_traced() {
@@ -922,11 +916,7 @@ hook_traced() {
         [ "$status" -eq 0 ]
         [ -z "$output" ]
         [ -z "$stderr" ]
-        run loaded_by "$T/ld-web1-migrate"
-        echo "$output"
-        # the front end alone: libc, nothing loaded after it
-        [[ "$output" == *libc.so* ]]
-        [ "$(grep -vc 'libc\.so' <<< "$output")" -eq 0 ]
+        assert_front_end_alone "$T/ld-web1-migrate"
         [[ "$output" != *mdev-hooks-qemu-worker.so* ]]
         for u in "$U1" "$U3"; do
                 mdev_exists "$u"
@@ -1037,10 +1027,7 @@ state_of() {
         [ "$status" -eq 0 ]
         [ -z "$output" ]
         [ -z "$stderr" ]
-        run loaded_by "$T/ld-web1-migrate"
-        # the front end alone: libc, nothing loaded after it
-        [[ "$output" == *libc.so* ]]
-        [ "$(grep -vc 'libc\.so' <<< "$output")" -eq 0 ]
+        assert_front_end_alone "$T/ld-web1-migrate"
         lite_state="$(state_of)"
         [ -n "$lite_state" ]
         hook_traced web1 prepare "$T/web1.xml"

@@ -163,13 +163,16 @@ list_row() {
 
 @test "libvirtd: a guest without mdevs starts and stops with the hook installed and nothing is recorded" {
         define g0 5a5a0000-0000-4000-8000-0000000000c0
+        # the record's directory, every file in it (and what each holds)
+        before="$(ls -A -i "$LEDGER" 2>/dev/null; cat "$LEDGER"/* 2>/dev/null)"
         run virsh start g0
         echo "$output"
         [ "$status" -eq 0 ]
         [ "$(virsh domstate g0)" = running ]
         run virsh destroy g0
         [ "$status" -eq 0 ]
-        [ -z "$(ls -A "$LEDGER" 2>/dev/null)" ]
+        [ -z "$(ls "$LEDGER" 2>/dev/null)" ]
+        [ "$(ls -A -i "$LEDGER" 2>/dev/null; cat "$LEDGER"/* 2>/dev/null)" = "$before" ]
         virsh -q undefine g0
 }
 
