@@ -161,10 +161,19 @@ list_row() {
         vm_mdev_gone "$U1"
 }
 
+# ledger_state: the record's directory, every name in it with its inode,
+# and what each record holds.
+ledger_state() {
+        local f
+        ls -A -i "$LEDGER" 2>/dev/null || true
+        for f in "$LEDGER"/*; do
+                [ ! -f "$f" ] || cat "$f"
+        done
+}
+
 @test "libvirtd: a guest without mdevs starts and stops with the hook installed and nothing is recorded" {
         define g0 5a5a0000-0000-4000-8000-0000000000c0
-        # the record's directory, every file in it (and what each holds)
-        before="$(ls -A -i "$LEDGER" 2>/dev/null; cat "$LEDGER"/* 2>/dev/null)"
+        before="$(ledger_state)"
         run virsh start g0
         echo "$output"
         [ "$status" -eq 0 ]
@@ -172,7 +181,7 @@ list_row() {
         run virsh destroy g0
         [ "$status" -eq 0 ]
         [ -z "$(ls "$LEDGER" 2>/dev/null)" ]
-        [ "$(ls -A -i "$LEDGER" 2>/dev/null; cat "$LEDGER"/* 2>/dev/null)" = "$before" ]
+        [ "$(ledger_state)" = "$before" ]
         virsh -q undefine g0
 }
 
