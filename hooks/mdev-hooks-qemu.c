@@ -12,10 +12,10 @@
  * and only if the XML may hold an mdev hostdev or a VFIO-framework vGPU
  * (domscan.h) does it go on. A prepare it first reads with a strict
  * libc-only reader (domlite.h); when that reads it, the front end runs the
- * prepare itself (prepare-lite.h). So for migrate and restore, which it
- * hands to the worker, having changed nothing, when domlite declines or a
- * hostdev may need another UUID (only libxml2's document can be rewritten).
- * Otherwise it loads
+ * prepare itself (lite.h). It does the same for migrate and restore, and
+ * for a prepare of a large XML, handing the call to the worker, having
+ * changed nothing, when domlite declines or a hostdev may need another
+ * UUID (only libxml2's document can be rewritten). Otherwise it loads
  * mdev-hooks-qemu-worker.so from the same directory (dlopen: libxml2 and
  * the rest come with it) and hands it the XML, in memory. No config, no
  * lock, no output otherwise. (On release it also runs the worker when the
@@ -114,7 +114,7 @@ static int run_prepare(int argc, char **argv, const char *buf, size_t len) {
  * reads the XML itself (a second thread reads the candidates meanwhile, for
  * a large XML), and hands the call to the worker (LITE_FALLBACK) when it is
  * the worker's. */
-static int run_migrate(int argc, char **argv, const char *buf, size_t len) {
+static int run_lite(int argc, char **argv, const char *buf, size_t len) {
         int r = migrate_lite(argc, argv, buf, len);
 
         return r == LITE_FALLBACK ? run_worker(argc, argv, buf, len) : r;
@@ -192,7 +192,7 @@ int main(int argc, char **argv) {
                 if (op == HOOK_OP_PREPARE && len < LITE_PREFETCH_MIN_XML)
                         r = run_prepare(argc, argv, buf, len);
                 else if (op == HOOK_OP_PREPARE || op == HOOK_OP_MIGRATE || op == HOOK_OP_RESTORE)
-                        r = run_migrate(argc, argv, buf, len);
+                        r = run_lite(argc, argv, buf, len);
                 else
                         r = run_worker(argc, argv, buf, len);
                 if (r >= 0)
