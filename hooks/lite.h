@@ -25,8 +25,12 @@ int prepare_lite(int argc, char **argv, Domxml *dom);
  * which the front end hands it a prepare too. */
 #define LITE_PREFETCH_MIN_XML (512u << 10)
 
+typedef struct Ahead Ahead; /* worker-setup.h */
+
 /* migrate begin, restore begin and prepare, argv as libvirt gave it,
- * xml[len] the domain XML (NUL-terminated, as the worker's). Returns the
- * hook's exit status, or LITE_FALLBACK (a prepare only when domlite
- * declines). */
-int migrate_lite(int argc, char **argv, const char *xml, size_t len);
+ * xml[len] the domain XML (NUL-terminated, as the worker's). ahead starts
+ * as AHEAD_INIT and is the caller's to let go of (ahead_done()), after the
+ * worker when the call is the worker's: for a large XML it then holds the
+ * lock and may still be reading. Returns the hook's exit status, or
+ * LITE_FALLBACK (a prepare only when domlite declines). */
+int migrate_lite(int argc, char **argv, const char *xml, size_t len, Ahead *ahead);

@@ -13,8 +13,6 @@
  * ignores or which must never fail); 1 when prepare, migrate or restore
  * failed, with one line on stderr that libvirt shows to the user.
  */
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 
 #include "alloc.h"
@@ -67,62 +65,41 @@ static int dispatch(HookOp op, HookContext *ctx) {
         }
 }
 
-static int run(HookOp op, const char *guest, const char *xml, size_t xml_len, HookContext *ctx) {
+/* ahead: what the front end did before its own parse declined (worker.h),
+ * else NULL, and the worker does that part itself. */
+static int run(HookOp op, const char *guest, const char *xml, size_t xml_len, Ahead *ahead, HookContext *ctx) {
         _cleanup_domxml_free_ Domxml *dom = NULL;
-        _cleanup_(setup_done) Setup su = { .rootfd = -1, .ledgerfd = -1, .lockfd = -1 };
-        Prefetch pf = { .su = &su };
+        _cleanup_(ahead_done) Ahead own = AHEAD_INIT;
+        Ahead *ah = ahead ? ahead : &own;
         bool early = op == HOOK_OP_MIGRATE || op == HOOK_OP_RESTORE ||
                      (op == HOOK_OP_PREPARE && xml_len >= PREPARE_PREFETCH_MIN_XML);
-        bool prefetching = false;
-        ErrorSaved setup_why = { .set = false };
-        pthread_t thread;
-        int r, setup_r = 0;
+        int r;
 
-        atomic_init(&pf.stop, false);
-        if (early) {
-                /* A failure is reported after the parse, as for the other
-                 * operations: an XML without an mdev needs none of it. */
-                setup_r = setup(op, guest, &su);
-                if (setup_r >= 0)
-                        prefetching = pthread_create(&thread, NULL, prefetch_run, &pf) == 0;
-                else {
-                        error_save(&setup_why);
-                        error_clear();
-                }
-        }
+        if (early && !ah->set_up)
+                ahead_start(op, guest, ah);
         r = domxml_parse(xml, xml_len, &dom);
-        if (prefetching) {
-                atomic_store(&pf.stop, true);
-                pthread_join(thread, NULL);
-        }
+        ahead_stop(ah);
         if (r < 0) {
-                free(pf.probed);
                 /* release goes by the record, not by the XML: still free what
                  * the guest holds. Everything else stops here. */
                 if (op != HOOK_OP_RELEASE)
                         return r;
                 log_warning("%s; releasing by the record alone", error_get(r));
                 error_clear();
-        } else if (dom->n_mdevs == 0 && !vgpu_dom_may_have(dom) && op != HOOK_OP_RELEASE) {
-                free(pf.probed);
+        } else if (dom->n_mdevs == 0 && !vgpu_dom_may_have(dom) && op != HOOK_OP_RELEASE)
                 return 0; /* the front's scan over-reported */
-        }
-        if (early && setup_r < 0)
-                return error_restore(setup_r, &setup_why);
-        if (!early) {
-                r = setup(op, guest, &su);
-                if (r < 0)
-                        return r;
-        }
+        r = ahead_setup(op, guest, ah);
+        if (r < 0)
+                return r;
 
-        *ctx = setup_context(&su, dom, guest);
-        ctx->probed = pf.probed;
-        ctx->n_probed = pf.n_probed;
+        *ctx = setup_context(&ah->su, dom, guest);
+        ctx->probed = steal_pointer(&ah->pf.probed);
+        ctx->n_probed = ah->pf.n_probed;
 
         return dispatch(op, ctx);
 }
 
-int mdev_hooks_qemu_worker(int argc, char **argv, const char *xml, size_t xml_len) {
+int mdev_hooks_qemu_worker(int argc, char **argv, const char *xml, size_t xml_len, Ahead *ahead) {
         HookContext ctx = { .rootfd = -1, .ledgerfd = -1, .lockfd = -1 };
         HookOp op;
         int r;
@@ -142,7 +119,7 @@ int mdev_hooks_qemu_worker(int argc, char **argv, const char *xml, size_t xml_le
                 return hook_op_fails_start(op) ? 1 : 0;
         }
 
-        r = run(op, argv[1], xml, xml_len, &ctx);
+        r = run(op, argv[1], xml, xml_len, ahead, &ctx);
         if (r < 0) {
                 if (hook_op_fails_start(op)) {
                         log_error("%s", error_get(r));

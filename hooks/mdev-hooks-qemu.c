@@ -34,6 +34,7 @@
 #include "lite.h"
 #include "util.h"
 #include "worker.h"
+#include "worker-setup.h"
 
 /* Whether the record's guest index names this guest (guestindex.h): it still
  * holds an mdev that its XML no longer shows (one hot-unplugged while it
@@ -68,9 +69,10 @@ static int load_module(const char *dir, const char *name, const char *entry, voi
         return 0;
 }
 
-/* Loads the worker module and runs it. Returns its exit status, or -errno
- * (error_set) when it cannot be loaded. */
-static int run_worker(int argc, char **argv, const char *buf, size_t len) {
+/* Loads the worker module and runs it, with what was done ahead of a parse
+ * that declined (or NULL). Returns its exit status, or -errno (error_set)
+ * when it cannot be loaded. */
+static int run_worker(int argc, char **argv, const char *buf, size_t len, Ahead *ahead) {
         char dir[PATH_MAX];
         WorkerEntry entry;
         int r;
@@ -93,7 +95,7 @@ static int run_worker(int argc, char **argv, const char *buf, size_t len) {
         r = load_module(dir, WORKER_MODULE, WORKER_ENTRY, (void **) &entry);
         if (r < 0)
                 return r;
-        return entry(argc, argv, buf, len);
+        return entry(argc, argv, buf, len, ahead);
 }
 
 /* prepare: when the strict reader (domlite.h) reads the XML, the front end
@@ -105,7 +107,7 @@ static int run_prepare(int argc, char **argv, const char *buf, size_t len) {
 
         if (domlite_parse(buf, len, &dom) < 0) {
                 error_clear();
-                return run_worker(argc, argv, buf, len);
+                return run_worker(argc, argv, buf, len, NULL);
         }
         return prepare_lite(argc, argv, dom);
 }
@@ -113,11 +115,12 @@ static int run_prepare(int argc, char **argv, const char *buf, size_t len) {
 /* migrate begin, restore begin and a prepare of a large XML: the front end
  * reads the XML itself (a second thread reads the candidates meanwhile, for
  * a large XML), and hands the call to the worker (LITE_FALLBACK) when it is
- * the worker's. */
-static int run_lite(int argc, char **argv, const char *buf, size_t len) {
-        int r = migrate_lite(argc, argv, buf, len);
+ * the worker's, with what it did ahead (the lock, the thread still reading;
+ * let go of by the caller after the worker returns). */
+static int run_lite(int argc, char **argv, const char *buf, size_t len, Ahead *ahead) {
+        int r = migrate_lite(argc, argv, buf, len, ahead);
 
-        return r == LITE_FALLBACK ? run_worker(argc, argv, buf, len) : r;
+        return r == LITE_FALLBACK ? run_worker(argc, argv, buf, len, ahead) : r;
 }
 
 /* Does this call need the worker? Only when the XML may hold an mdev
@@ -130,6 +133,7 @@ static bool needs_worker(HookOp op, const char *guest, bool may_hold) {
 
 int main(int argc, char **argv) {
         _cleanup_free_ char *buf = NULL;
+        _cleanup_(ahead_done) Ahead ahead = AHEAD_INIT; /* run_lite()'s, the worker's after it */
         bool may_hold = false;
         HookOp op;
         size_t len;
@@ -181,7 +185,7 @@ int main(int argc, char **argv) {
                 r = error_set(r, "the domain XML on stdin is larger than %u MiB and holds an mdev hostdev; mdev-hooks parses at most %u MiB: refusing it",
                               DOMSCAN_MAX_SIZE >> 20, DOMSCAN_MAX_SIZE >> 20);
         else if (r == -EFBIG) {
-                r = run_worker(argc, argv, buf, len);
+                r = run_worker(argc, argv, buf, len, NULL);
                 if (r >= 0)
                         return r;
         } else if (r < 0)
@@ -192,9 +196,9 @@ int main(int argc, char **argv) {
                 if (op == HOOK_OP_PREPARE && len < LITE_PREFETCH_MIN_XML)
                         r = run_prepare(argc, argv, buf, len);
                 else if (op == HOOK_OP_PREPARE || op == HOOK_OP_MIGRATE || op == HOOK_OP_RESTORE)
-                        r = run_lite(argc, argv, buf, len);
+                        r = run_lite(argc, argv, buf, len, &ahead);
                 else
-                        r = run_worker(argc, argv, buf, len);
+                        r = run_worker(argc, argv, buf, len, NULL);
                 if (r >= 0)
                         return r;
         }

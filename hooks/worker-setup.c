@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The set-up the worker and the front end's prepare share (worker-setup.h). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "config.h"
@@ -44,11 +45,52 @@ int setup(HookOp op, const char *guest, Setup *su) {
         return lock_acquire(su->rootfd, su->config->lock_timeout, what, &su->lockfd);
 }
 
-void *prefetch_run(void *userdata) {
+static void *prefetch_run(void *userdata) {
         Prefetch *p = userdata;
 
         (void) alloc_prefetch(p->su->rootfd, p->su->config, &p->stop, &p->probed, &p->n_probed);
         return NULL;
+}
+
+void ahead_start(HookOp op, const char *guest, Ahead *ah) {
+        ah->set_up = true;
+        ah->setup_r = setup(op, guest, &ah->su);
+        if (ah->setup_r < 0) {
+                error_save(&ah->setup_why);
+                error_clear();
+                return;
+        }
+        ah->pf.su = &ah->su;
+        atomic_init(&ah->pf.stop, false);
+        ah->reading = pthread_create(&ah->thread, NULL, prefetch_run, &ah->pf) == 0;
+}
+
+void ahead_stop(Ahead *ah) {
+        if (!ah->reading)
+                return;
+        atomic_store(&ah->pf.stop, true);
+        pthread_join(ah->thread, NULL);
+        ah->reading = false;
+}
+
+int ahead_setup(HookOp op, const char *guest, Ahead *ah) {
+        if (!ah->set_up) {
+                ah->set_up = true;
+                ah->setup_r = setup(op, guest, &ah->su);
+                return ah->setup_r;
+        }
+        if (ah->setup_r < 0)
+                return error_restore(ah->setup_r, &ah->setup_why);
+        return 0;
+}
+
+void ahead_done(Ahead *ah) {
+        ahead_stop(ah);
+        free(ah->pf.probed);
+        ah->pf.probed = NULL;
+        ah->pf.n_probed = 0;
+        setup_done(&ah->su);
+        ah->set_up = false;
 }
 
 HookContext setup_context(const Setup *su, Domxml *dom, const char *guest) {

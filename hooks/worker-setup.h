@@ -6,11 +6,13 @@
  */
 #pragma once
 
+#include <pthread.h>
 #include <stdatomic.h>
 
 #include "alloc.h"
 #include "hookop.h"
 #include "config.h"
+#include "error.h"
 #include "hook.h"
 #include "util.h"
 
@@ -31,8 +33,7 @@ void setup_done(Setup *su);
 
 /* A second thread's reads while the XML is parsed: the candidates of every
  * enabled type (alloc_prefetch()), under the lock setup() took, until stop
- * is set. prefetch_run() is the thread's function, its argument a Prefetch
- * (su set, stop false); probed is then the caller's to free. */
+ * is set; probed is then the caller's to free. */
 typedef struct Prefetch {
         const Setup *su;
         atomic_bool stop;
@@ -40,7 +41,35 @@ typedef struct Prefetch {
         size_t n_probed;
 } Prefetch;
 
-void *prefetch_run(void *userdata);
+/* The work of a large XML's call done before its parse: setup(), and the
+ * second thread reading the candidates meanwhile. When the front end's
+ * strict reader declines such an XML, it hands the worker its Ahead as it
+ * stands (worker.h): the lock still held and the thread still reading
+ * through libxml2's parse, so that nothing is set up or read twice. It
+ * must not move once started (the thread holds its address). */
+typedef struct Ahead {
+        Setup su;
+        bool set_up;               /* setup() was called */
+        int setup_r;               /* and returned this */
+        ErrorSaved setup_why;
+        bool reading;              /* the thread runs */
+        pthread_t thread;
+        Prefetch pf;
+} Ahead;
+
+#define AHEAD_INIT { .su = SETUP_INIT }
+
+/* setup() for "OP GUEST", then the thread. A failure of setup() is kept for
+ * ahead_setup(), to be said after the parse: an XML that holds no mdev
+ * needs none of it. */
+void ahead_start(HookOp op, const char *guest, Ahead *ah);
+/* Stops the thread and waits for it (nothing when none runs). */
+void ahead_stop(Ahead *ah);
+/* After the parse: setup()'s result (its message restored), setup() being
+ * called now when ahead_start() was not. */
+int ahead_setup(HookOp op, const char *guest, Ahead *ah);
+/* ahead_stop(), then lets go of what was read and what setup() took. */
+void ahead_done(Ahead *ah);
 
 /* The context of an operation on dom for guest, from what setup() took
  * (su keeps owning it: setup_done() still lets go of it). */

@@ -1434,3 +1434,9 @@ void alloc_adopt(Alloc *a, AllocCandidate *probed, size_t n) {
         a->probed = probed;
         a->n_probed = a->probed_allocated = n;
 }
+
+void alloc_yield(Alloc *a, AllocCandidate **ret, size_t *ret_n) {
+        *ret = steal_pointer(&a->probed);
+        *ret_n = a->n_probed;
+        a->n_probed = a->probed_allocated = 0;
+}

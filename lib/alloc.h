@@ -258,6 +258,9 @@ int alloc_prefetch(int rootfd, const Config *config, const atomic_bool *stop,
 /* Takes what alloc_prefetch() read as what this call read (Alloc.probed),
  * and ownership of the array. */
 void alloc_adopt(Alloc *a, AllocCandidate *probed, size_t n);
+/* alloc_adopt()'s reverse: gives up what this call read, to a caller that
+ * hands the call on with nothing changed (the lock still held). */
+void alloc_yield(Alloc *a, AllocCandidate **ret, size_t *ret_n);
 
 /* Undoes this call's work, newest first: removes the mdevs it created (a busy
  * remove is retried briefly, then left marked remove_pending) and restores

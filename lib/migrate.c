@@ -517,7 +517,10 @@ int migrate_core(HookContext *ctx, HookOp op, const MigrateEdit *ed) {
         if (r < 0)
                 goto out;
         if (ed->lite && keeps_every_uuid(ctx, &a, items) <= 0) {
-                r = 1; /* nothing changed: the caller takes the full path */
+                /* nothing changed: the caller takes the full path, and
+                 * what was read stays true under the lock it still holds */
+                alloc_yield(&a, &ctx->probed, &ctx->n_probed);
+                r = 1;
                 goto out;
         }
 
