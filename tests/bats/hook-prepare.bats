@@ -37,6 +37,44 @@ two_types_conf() {
         [ "$(record_get "$U1" boot_id)" = "$(cat "$MDEV_HOOKS_ROOT/proc/sys/kernel/random/boot_id")" ]
 }
 
+@test "prepare's record is on disk before it takes its name, named before the mdev is made, and its directory synced before the hook returns" {
+        config_write <<-EOF
+	[devices]
+	enabled_mdev_types = nvidia-35
+	EOF
+        domxml web1 "$U1" > "$BATS_TEST_TMPDIR/web1.xml"
+        local trace="$BATS_TEST_TMPDIR/sync" dir="$MDEV_HOOKS_ROOT/var/lib/mdev-hooks" data name create dirsync round
+        # a new file, then the spare the release left
+        for round in new spare; do
+                # (LeakSanitizer cannot run under ptrace; the other tests run
+                # this path untraced)
+                run env ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" strace -f -qq -y -o "$trace" \
+                        -e trace=write,fsync,fdatasync,rename,renameat,renameat2 "$MH_QEMU_HOOK" web1 prepare begin - < "$BATS_TEST_TMPDIR/web1.xml"
+                [ "$status" -eq 0 ]
+                mdev_exists "$U1"
+                cat "$trace"
+                if [ "$round" = spare ]; then
+                        grep -qE "^[0-9]+ +renameat2\(.*\"\.spare\", .*\"\.$U1\.[0-9]+\.tmp\", RENAME_NOREPLACE\) = 0" "$trace"
+                fi
+                # line numbers in the trace, each call made once: the record's
+                # text synced (fsync or fdatasync) in its temporary file, the
+                # rename to its UUID, the write of the UUID to create, the
+                # directory's fsync
+                data=$(grep -nE "^[0-9]+ +f(data)?sync\([0-9]+<$dir/\.$U1\.[0-9]+\.tmp>\) += 0" "$trace" | cut -d: -f1)
+                name=$(grep -nE "^[0-9]+ +rename(at2?)?\(.*\.$U1\.[0-9]+\.tmp\".*\"$U1\".* = 0" "$trace" | cut -d: -f1)
+                create=$(grep -nE "^[0-9]+ +write\([0-9]+<[^>]*/create>, \"${U1:0:32}" "$trace" | cut -d: -f1)
+                dirsync=$(grep -nE "^[0-9]+ +fsync\([0-9]+<$dir>\) += 0" "$trace" | cut -d: -f1)
+                echo "$round: data=$data name=$name create=$create dirsync=$dirsync"
+                [ "$(wc -w <<< "$data $name $create $dirsync")" -eq 4 ]
+                [ "$data" -lt "$name" ]
+                [ "$name" -lt "$create" ]
+                [ "$name" -lt "$dirsync" ]
+                # nothing of the record written after its text was synced
+                ! awk -v n="$data" 'NR > n' "$trace" | grep -qE "^[0-9]+ +write\([0-9]+<$dir/" || false
+                run -0 release web1
+        done
+}
+
 @test "two types with device_addresses each go to their own parents" {
         two_types_conf
         run prepare web1 "$U1,type=nvidia-35" "$U2,type=nvidia-36"
