@@ -972,13 +972,19 @@ hook_traced() {
         [ -z "$lite_err" ]
 }
 
-@test "migrate that must rewrite a UUID hands over to libxml2 before any change and says everything once" {
+# u1_taken_on_b: B with nvidia-35 and nvidia-36 enabled (the second not
+# used: a warning), and U1 held there by the guest "other"; B in use.
+u1_taken_on_b() {
         conf_on "$B" <<-EOF
 	[devices]
 	enabled_mdev_types = nvidia-35, nvidia-36
 	EOF
         sim_use "$B"
         run -0 prepare other "$U1,type=nvidia-35"
+}
+
+@test "migrate that must rewrite a UUID hands over to libxml2 before any change and says everything once" {
+        u1_taken_on_b
         domxml web1 "$U1,type=nvidia-35" "$U2,type=nvidia-35" > "$T/web1.xml"
         MDEV_HOOKS_LOG_LEVEL=info hook_traced web1 migrate "$T/web1.xml"
         echo "$stderr"
@@ -1069,12 +1075,7 @@ state_of() {
 }
 
 @test "a large migrate handed to the worker goes on with the front end's lock and reads: set up once, each candidate read once" {
-        conf_on "$B" <<-EOF
-	[devices]
-	enabled_mdev_types = nvidia-35, nvidia-36
-	EOF
-        sim_use "$B"
-        run -0 prepare other "$U1,type=nvidia-35"
+        u1_taken_on_b
         # U1 is taken here: only libxml2's document can get a new UUID, so
         # the front end's domlite migrate hands the call over after its parse
         big_domxml web1 "$U1,type=nvidia-35" "$U2,type=nvidia-35" > "$T/web1.xml"
