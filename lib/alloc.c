@@ -257,11 +257,82 @@ void alloc_init(Alloc *a, int rootfd, int ledgerfd, const Config *config,
         snprintf(a->boot_id, sizeof a->boot_id, "%s", strempty(boot_id));
 }
 
-/* Forgets what was read of one parent's candidates (NULL: of all). */
+/* --- what this call read (Alloc.probed) and its index ------------------- */
+
+/* FNV-1a over "parent/type". */
+static uint32_t probe_key_hash(const char *parent, const char *type) {
+        uint32_t h = 2166136261u;
+
+        for (const char *s = parent; *s; s++)
+                h = (h ^ (unsigned char) *s) * 16777619u;
+        h = (h ^ '/') * 16777619u;
+        for (const char *s = type; *s; s++)
+                h = (h ^ (unsigned char) *s) * 16777619u;
+        return h;
+}
+
+/* The slot of (parent, type): the one holding its entry, else the empty
+ * one where it would go. The table is never full (probe_index_add()). */
+static size_t probe_slot(const Alloc *a, const char *parent, const char *type) {
+        size_t mask = a->n_probed_slots - 1, i = probe_key_hash(parent, type) & mask;
+
+        for (;; i = (i + 1) & mask) {
+                uint32_t k = a->probed_slots[i];
+
+                if (k == 0 || (streq(a->probed[k - 1].parent, parent) && streq(a->probed[k - 1].type, type)))
+                        return i;
+        }
+}
+
+/* Indexes entry i, unless an earlier entry has its key (the first is the
+ * one found, as a search in order finds it). */
+static void probe_index_put(Alloc *a, size_t i) {
+        size_t s = probe_slot(a, a->probed[i].parent, a->probed[i].type);
+
+        if (a->probed_slots[s] == 0)
+                a->probed_slots[s] = (uint32_t) i + 1;
+}
+
+/* The index made anew for every entry, at least twice as many slots as
+ * the entries the array has room for. Without memory, no index. */
+static void probe_index_rebuild(Alloc *a) {
+        size_t want = 64;
+
+        while (want < 2 * (a->probed_allocated + 1))
+                want *= 2;
+        if (want != a->n_probed_slots) {
+                free(a->probed_slots);
+                a->probed_slots = calloc(want, sizeof *a->probed_slots);
+                a->n_probed_slots = a->probed_slots ? want : 0;
+        } else
+                memset(a->probed_slots, 0, want * sizeof *a->probed_slots);
+        for (size_t i = 0; a->probed_slots && i < a->n_probed; i++)
+                probe_index_put(a, i);
+}
+
+/* Entry n_probed - 1 was appended: indexed, the index grown first when it
+ * would be more than half full. */
+static void probe_index_add(Alloc *a) {
+        if (!a->probed_slots || 2 * a->n_probed > a->n_probed_slots)
+                probe_index_rebuild(a);
+        else
+                probe_index_put(a, a->n_probed - 1);
+}
+
+/* Forgets what was read of one parent's candidates (NULL: of all, and the
+ * parent listing with it). */
 static void probe_forget(Alloc *a, const char *parent) {
+        size_t before = a->n_probed;
+
         for (size_t i = a->n_probed; i-- > 0;)
                 if (!parent || streq(a->probed[i].parent, parent))
                         a->probed[i] = a->probed[--a->n_probed];
+        if (!parent) {
+                strv_free(a->parents);
+                a->parents = NULL;
+        }
+        if (a->n_probed != before)
+                probe_index_rebuild(a); /* entries moved */
 }
 
 /* Room for `more` entries in what was read, allocated at once (a caller
@@ -287,6 +358,7 @@ static void probed_append(Alloc *a, const AllocCandidate *c) {
         if (a->n_probed == a->probed_allocated)
                 return;
         a->probed[a->n_probed++] = *c;
+        probe_index_add(a);
 }
 
 /* A creation alloc_plan() chose, that alloc_run_plans() makes. */
@@ -313,6 +385,11 @@ void alloc_done(Alloc *a) {
         free(a->probed);
         a->probed = NULL;
         a->n_probed = a->probed_allocated = 0;
+        free(a->probed_slots);
+        a->probed_slots = NULL;
+        a->n_probed_slots = 0;
+        strv_free(a->parents);
+        a->parents = NULL;
         free(a->undo);
         a->undo = NULL;
         a->n_undo = 0;
@@ -617,8 +694,7 @@ static int candidates_add(CandidateList *l, const char *parent, const char *type
 }
 
 /* The parents the config assigns to the wanted types (or the pinned one). */
-static int candidates_collect(const Alloc *a, const AllocWant *w, CandidateList *l, bool *ret_any_enabled) {
-        _cleanup_strv_free_ char **all = NULL;
+static int candidates_collect(Alloc *a, const AllocWant *w, CandidateList *l, bool *ret_any_enabled) {
         bool any = false;
         int r;
 
@@ -649,12 +725,14 @@ static int candidates_collect(const Alloc *a, const AllocWant *w, CandidateList 
                         }
                         continue;
                 }
-                /* The default type: every registered parent not listed elsewhere. */
-                if (!all) {
-                        r = sysfs_parent_list(a->rootfd, &all);
+                /* The default type: every registered parent not listed
+                 * elsewhere, listed once per call (Alloc.parents). */
+                if (!a->parents) {
+                        r = sysfs_parent_list(a->rootfd, &a->parents);
                         if (r < 0)
                                 return r;
                 }
+                char **all = a->parents;
                 /* The listing's names are distinct: each is checked only
                  * against the candidates of the types before (n² strcmp
                  * for 256 parents otherwise). */
@@ -708,14 +786,24 @@ static int candidate_probe(Alloc *a, AllocCandidate *c) {
 /* Whether one of the first `known` entries of the cache (Alloc.probed) is
  * c's: then c is given what was read of it. */
 static bool probe_cache_find(const Alloc *a, size_t known, AllocCandidate *c) {
-        for (size_t i = 0; i < known && i < a->n_probed; i++)
-                if (streq(a->probed[i].parent, c->parent) && streq(a->probed[i].type, c->type)) {
-                        c->available = a->probed[i].available;
-                        c->verdict = a->probed[i].verdict;
-                        c->create_errno = a->probed[i].create_errno;
-                        return true;
-                }
-        return false;
+        const AllocCandidate *p = NULL;
+
+        if (a->probed_slots) {
+                uint32_t k = a->probed_slots[probe_slot(a, c->parent, c->type)];
+
+                /* the first entry of the key: none before `known` if not it */
+                if (k > 0 && k - 1 < known)
+                        p = &a->probed[k - 1];
+        } else
+                for (size_t i = 0; i < known && i < a->n_probed && !p; i++)
+                        if (streq(a->probed[i].parent, c->parent) && streq(a->probed[i].type, c->type))
+                                p = &a->probed[i];
+        if (!p)
+                return false;
+        c->available = p->available;
+        c->verdict = p->verdict;
+        c->create_errno = p->create_errno;
+        return true;
 }
 
 /* candidate_probe(), once per candidate and call (Alloc.probed). The
@@ -1433,10 +1521,12 @@ void alloc_adopt(Alloc *a, AllocCandidate *probed, size_t n) {
         free(a->probed);
         a->probed = probed;
         a->n_probed = a->probed_allocated = n;
+        probe_index_rebuild(a);
 }
 
 void alloc_yield(Alloc *a, AllocCandidate **ret, size_t *ret_n) {
         *ret = steal_pointer(&a->probed);
         *ret_n = a->n_probed;
         a->n_probed = a->probed_allocated = 0;
+        probe_index_rebuild(a);
 }

@@ -38,6 +38,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "config.h"
 #include "domxml.h"
@@ -163,6 +164,15 @@ typedef struct Alloc {
          * go (parent_wait). */
         AllocCandidate *probed;
         size_t n_probed, probed_allocated;
+        /* Its index by (parent, type): open addressing, each slot the
+         * entry's position + 1 (0: empty), the first entry of a key; NULL
+         * when it could not be allocated (then searched in order). */
+        uint32_t *probed_slots;
+        size_t n_probed_slots;
+        /* The registered parents (sysfs_parent_list()), listed once per call
+         * for the default type's candidates; NULL until then, and again when
+         * the probe cache is forgotten whole (the lock was let go). */
+        char **parents;
 
         /* UUIDs this call claims or is about to claim (alloc_reserve()):
          * never removed to make room for a creation, even when their record
