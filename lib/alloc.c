@@ -682,8 +682,10 @@ static int candidates_add_upto(CandidateList *l, size_t known, const char *paren
         }
         c = &l->c[l->n++];
         memset(c, 0, sizeof *c);
-        snprintf(c->parent, sizeof c->parent, "%s", parent);
-        snprintf(c->type, sizeof c->type, "%s", type);
+        /* as snprintf("%s") would, at a fraction of its cost: 256 parents
+         * for each mdev of a guest */
+        memcpy(c->parent, parent, strnlen(parent, sizeof c->parent - 1));
+        memcpy(c->type, type, strnlen(type, sizeof c->type - 1));
         c->order = order;
         c->verdict = ALLOC_OK;
         return 0;
