@@ -5,11 +5,18 @@
  * spawn to the return of wait4(): what the caller waits for. Built by
  * bench/run with the system compiler; it is not part of the project's build.
  *
- *   timeit rr ROUNDS WARMUP JOBFILE [BUDGET]
+ *   timeit rr ROUNDS WARMUP JOBFILE [BUDGET [GROUP]]
  *      Runs the jobs one after the other, in file order, ROUNDS + WARMUP
  *      times (round robin, so that commands compared with each other share
- *      the machine's state); with BUDGET (seconds), stops after the first
- *      measured round that ends past it. Prints one line per measured run:
+ *      the machine's state); with BUDGET (seconds, 0: none), stops after the
+ *      first measured round that ends past it. With GROUP, the jobs are
+ *      groups of GROUP in file order (the last may be shorter: a prepare
+ *      and its release, say), run in a new order every round (shuffled,
+ *      the same sequence every run), jobs within a group in order: a build
+ *      compared with another is not always the one that runs first, nor
+ *      always the one after mdevctl (either measured 4-5% slower, the same
+ *      build against itself). Prints one line per measured run, <job> its
+ *      line in the file:
  *          <job> <ns> <maxrss_kb> <status> <cpu_ns>
  *   timeit par JOBFILE
  *      Starts every job at once, then waits for all. Prints one line per job
@@ -157,24 +164,49 @@ static int status_code(int st) {
         return 255;
 }
 
-static int run_rr(unsigned rounds, unsigned warmup, double budget, Job *jobs, size_t n) {
+/* The group order of one round: a Fisher-Yates shuffle from a fixed
+ * xorshift sequence (the same orders every run). */
+static void shuffle(size_t *order, size_t n, unsigned long long *seed) {
+        for (size_t i = 0; i < n; i++)
+                order[i] = i;
+        for (size_t i = n; i > 1; i--) {
+                *seed ^= *seed << 13;
+                *seed ^= *seed >> 7;
+                *seed ^= *seed << 17;
+                size_t j = (size_t) (*seed % i), t = order[i - 1];
+                order[i - 1] = order[j];
+                order[j] = t;
+        }
+}
+
+static int run_rr(unsigned rounds, unsigned warmup, double budget, size_t group, Job *jobs, size_t n) {
         long long start = now_ns();
+        size_t g = group > 0 ? group : n, ngroups = n ? (n + g - 1) / g : 0;
+        size_t *order = xrealloc(NULL, (ngroups + 1) * sizeof(size_t));
+        unsigned long long seed = 0x9e3779b97f4a7c15ULL;
         for (unsigned r = 0; r < rounds + warmup; r++) {
                 if (budget > 0 && r > warmup && now_ns() - start > (long long) (budget * 1e9))
                         break;
-                for (size_t i = 0; i < n; i++) {
-                        int st;
-                        struct rusage ru;
-                        long long t0 = now_ns();
-                        pid_t pid = spawn(&jobs[i]);
-                        if (wait4(pid, &st, 0, &ru) < 0)
-                                die("wait4");
-                        long long t = now_ns() - t0;
-                        if (r >= warmup)
-                                printf("%zu %lld %ld %d %lld\n", i, t, ru.ru_maxrss, status_code(st),
-                                       cpu_ns(&ru));
+                if (group > 0)
+                        shuffle(order, ngroups, &seed);
+                else
+                        order[0] = 0;
+                for (size_t k = 0; k < ngroups; k++) {
+                        for (size_t i = order[k] * g; i < n && i < (order[k] + 1) * g; i++) {
+                                int st;
+                                struct rusage ru;
+                                long long t0 = now_ns();
+                                pid_t pid = spawn(&jobs[i]);
+                                if (wait4(pid, &st, 0, &ru) < 0)
+                                        die("wait4");
+                                long long t = now_ns() - t0;
+                                if (r >= warmup)
+                                        printf("%zu %lld %ld %d %lld\n", i, t, ru.ru_maxrss,
+                                               status_code(st), cpu_ns(&ru));
+                        }
                 }
         }
+        free(order);
         return 0;
 }
 
@@ -258,11 +290,12 @@ int main(int argc, char **argv) {
         int r;
         if (argc == 4 && strcmp(argv[1], "readloop") == 0)
                 return run_readloop((unsigned) strtoul(argv[2], NULL, 10), argv[3]);
-        if ((argc == 5 || argc == 6) && strcmp(argv[1], "rr") == 0) {
+        if (argc >= 5 && argc <= 7 && strcmp(argv[1], "rr") == 0) {
                 size_t n = load_jobs(argv[4], &jobs);
                 r = run_rr((unsigned) strtoul(argv[2], NULL, 10),
                            (unsigned) strtoul(argv[3], NULL, 10),
-                           argc == 6 ? strtod(argv[5], NULL) : 0, jobs, n);
+                           argc >= 6 ? strtod(argv[5], NULL) : 0,
+                           argc == 7 ? strtoul(argv[6], NULL, 10) : 0, jobs, n);
                 free_jobs(jobs, n);
                 return r;
         }
@@ -272,6 +305,6 @@ int main(int argc, char **argv) {
                 free_jobs(jobs, n);
                 return r;
         }
-        fprintf(stderr, "usage: timeit rr ROUNDS WARMUP JOBFILE [BUDGET] | timeit par JOBFILE | timeit readloop N FILE\n");
+        fprintf(stderr, "usage: timeit rr ROUNDS WARMUP JOBFILE [BUDGET [GROUP]] | timeit par JOBFILE | timeit readloop N FILE\n");
         return 2;
 }
