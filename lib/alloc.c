@@ -261,14 +261,7 @@ void alloc_init(Alloc *a, int rootfd, int ledgerfd, const Config *config,
 
 /* FNV-1a over "parent/type". */
 static uint32_t probe_key_hash(const char *parent, const char *type) {
-        uint32_t h = 2166136261u;
-
-        for (const char *s = parent; *s; s++)
-                h = (h ^ (unsigned char) *s) * 16777619u;
-        h = (h ^ '/') * 16777619u;
-        for (const char *s = type; *s; s++)
-                h = (h ^ (unsigned char) *s) * 16777619u;
-        return h;
+        return fnv1a32(fnv1a32(fnv1a32(FNV1A32_INIT, parent), "/"), type);
 }
 
 /* The slot of (parent, type): the one holding its entry, else the empty

@@ -67,7 +67,7 @@ typedef struct TypeSection {
         unsigned line;            /* of its first header */
         char **addresses;         /* normalised, in file order */
         unsigned *address_lines;
-        size_t n_addresses, addresses_allocated;
+        size_t n_addresses, addresses_allocated, lines_allocated;
         unsigned max_instances;
         char *mdev_class;
 } TypeSection;
@@ -291,12 +291,17 @@ static void parse_addresses(Parser *p, TypeSection *t, const char *value) {
                                 parser_error(p, p->line, "'%s' is neither a PCI address nor a valid parent name", a);
                         continue;
                 }
-                ln = realloc(t->address_lines, (t->n_addresses + 1) * sizeof *ln);
-                if (!ln) {
-                        free(n);
-                        return;
+                if (t->n_addresses + 1 > t->lines_allocated) {
+                        size_t want = t->lines_allocated ? 2 * t->lines_allocated : 16;
+
+                        ln = reallocarray(t->address_lines, want, sizeof *ln);
+                        if (!ln) {
+                                free(n);
+                                return;
+                        }
+                        t->address_lines = ln;
+                        t->lines_allocated = want;
                 }
-                t->address_lines = ln;
                 t->address_lines[t->n_addresses] = p->line;
                 /* strv_push(): SR-IOV hosts list hundreds of VFs. */
                 if (strv_push(&t->addresses, &t->n_addresses, &t->addresses_allocated, n) < 0)
@@ -800,6 +805,32 @@ static int address_dup_cmp(const void *a, const void *b) {
         return (x->index > y->index) - (x->index < y->index);
 }
 
+/* Whether any address is listed twice, in one pass over a hash set: the
+ * config every hook reads has none, and then needs no sort. When the set
+ * cannot be had (no memory), true: the sort below decides. */
+static bool parser_any_repeated(const Parser *p, size_t n) {
+        _cleanup_free_ const char **set = NULL;
+        size_t size = 16, mask;
+
+        while (size < 2 * n)
+                size *= 2;
+        set = calloc(size, sizeof *set);
+        if (!set)
+                return true;
+        mask = size - 1;
+        for (size_t i = 0; i < p->n_sections; i++)
+                for (size_t j = 0; j < p->sections[i].n_addresses; j++) {
+                        const char *a = p->sections[i].addresses[j];
+                        size_t k = fnv1a32(FNV1A32_INIT, a) & mask;
+
+                        for (; set[k]; k = (k + 1) & mask)
+                                if (streq(set[k], a))
+                                        return true;
+                        set[k] = a;
+                }
+        return false;
+}
+
 /* Each listing of an address that an earlier one (in file order) already
  * made is an error naming that earlier one: sorted, not compared pair by
  * pair, so that a host with hundreds of VFs does not pay a quadratic cost
@@ -811,7 +842,7 @@ static int parser_check_duplicates(Parser *p) {
 
         for (size_t i = 0; i < p->n_sections; i++)
                 n += p->sections[i].n_addresses;
-        if (n < 2)
+        if (n < 2 || !parser_any_repeated(p, n))
                 return 0;
         refs = calloc(n, sizeof *refs);
         dups = calloc(n, sizeof *dups);
@@ -860,33 +891,29 @@ static int parser_check_duplicates(Parser *p) {
 
 /* The section's addresses, sorted, each once (one listed twice is an error
  * reported above, yet the list must not carry it twice either): sorted and
- * then compared with the neighbour only, not with every other address. */
-static int addresses_sorted_unique(const TypeSection *s, char ***ret) {
-        _cleanup_strv_free_ char **l = NULL;
+ * then compared with the neighbour only, not with every other address.
+ * The section's list itself is sorted and handed over (the checks that
+ * need it in file order are done); the section is left without one. */
+static char **addresses_sorted_unique(TypeSection *s) {
+        char **l = steal_pointer(&s->addresses);
         size_t n = 0;
 
-        l = calloc(s->n_addresses + 1, sizeof *l);
+        s->n_addresses = s->addresses_allocated = 0;
         if (!l)
-                return -ENOMEM;
-        for (size_t j = 0; j < s->n_addresses; j++) {
-                l[j] = strdup(s->addresses[j]);
-                if (!l[j])
-                        return -ENOMEM;
-        }
+                return NULL;
+        /* Listed in order, as a config usually is: nothing to sort or drop. */
+        if (strv_is_sorted_unique(l))
+                return l;
         strv_sort(l);
-        for (size_t j = 0; j < s->n_addresses; j++) {
+        for (size_t j = 0; l[j]; j++) {
                 if (n > 0 && streq(l[j], l[n - 1])) {
                         free(l[j]);
-                        l[j] = NULL;
                         continue;
                 }
                 l[n++] = l[j];
-                if (n - 1 != j)
-                        l[j] = NULL;
         }
         l[n] = NULL;
-        *ret = steal_pointer(&l);
-        return 0;
+        return l;
 }
 
 static int parser_finish(Parser *p) {
@@ -919,9 +946,7 @@ static int parser_finish(Parser *p) {
                         return -ENOMEM;
                 if (s) {
                         t->max_instances = s->max_instances;
-                        r = addresses_sorted_unique(s, &t->addresses);
-                        if (r < 0)
-                                return r;
+                        t->addresses = addresses_sorted_unique(s);
                 }
                 if (strv_length(t->addresses) > 0)
                         continue;

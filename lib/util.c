@@ -365,6 +365,13 @@ static int cmp_str(const void *a, const void *b) {
         return strcmp(*(char * const *) a, *(char * const *) b);
 }
 
+bool strv_is_sorted_unique(char * const *l) {
+        for (size_t i = 1; l && l[0] && l[i]; i++)
+                if (strcmp(l[i - 1], l[i]) >= 0)
+                        return false;
+        return true;
+}
+
 void strv_sort(char **l) {
         size_t n = strv_length(l);
 

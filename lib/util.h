@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "error.h"
 #include "macro.h"
@@ -23,6 +24,15 @@
 #define GUEST_NAME_MAX 256
 
 /* --- numbers, UUIDs, names ---------------------------------------------- */
+
+/* FNV-1a (32 bits) of s, going on from h: FNV1A32_INIT for a new hash. For
+ * the hook's small hash tables, not for anything stored. */
+#define FNV1A32_INIT 2166136261u
+static inline uint32_t fnv1a32(uint32_t h, const char *s) {
+        for (; *s; s++)
+                h = (h ^ (unsigned char) *s) * 16777619u;
+        return h;
+}
 
 /* Decimal, no sign, no spaces except one trailing newline, fits in unsigned. */
 int safe_atou(const char *s, unsigned *ret);
@@ -109,6 +119,8 @@ bool strv_contains(char * const *l, const char *s);
  * list. NULL when out of memory. */
 char *strv_join(char * const *l, const char *sep);
 void strv_sort(char **l);
+/* Whether each string is greater than the one before (strcmp()). */
+bool strv_is_sorted_unique(char * const *l);
 /* Entries of a directory relative to dirfd, without "." and "..", sorted.
  * -ENOENT if the directory does not exist. */
 int dir_list_at(int dirfd, const char *path, char ***ret);

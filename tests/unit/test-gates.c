@@ -85,7 +85,9 @@ static void test_pci_address_is_valid(void) {
         check(pci_address_is_valid("0000:84:00.0"));
         check(pci_address_is_valid("ffff:ff:1f.7"));
         check(pci_address_is_valid("0000:AF:00.0"));
+        check(pci_address_is_valid("0000:84:1F.7"));
         check(!pci_address_is_valid("0000:84:20.0")); /* slot > 0x1f */
+        check(!pci_address_is_valid("0000:84:2f.0"));
         check(!pci_address_is_valid("0000:84:00.8")); /* function > 7 */
         check(!pci_address_is_valid("84:00.0"));
         check(!pci_address_is_valid("0000:84:00"));
@@ -93,6 +95,8 @@ static void test_pci_address_is_valid(void) {
         check(!pci_address_is_valid("00000:84:00.0"));
         check(!pci_address_is_valid("0000-84-00.0"));
         check(!pci_address_is_valid("0000:g4:00.0"));
+        check(!pci_address_is_valid("0000:84:0G.0"));
+        check(!pci_address_is_valid("0000:84:00.0\n"));
         check(!pci_address_is_valid(""));
         check(!pci_address_is_valid(NULL));
 }

@@ -114,6 +114,21 @@ static void test_strv_join(void) {
         check_streq(d, "");
 }
 
+static void test_strv_is_sorted_unique(void) {
+        char *in_order[] = { (char *) "0000:01:00.0", (char *) "0000:02:00.0", (char *) "0000:af:00.0", NULL };
+        char *repeated[] = { (char *) "0000:01:00.0", (char *) "0000:02:00.0", (char *) "0000:02:00.0", NULL };
+        char *reversed[] = { (char *) "0000:02:00.0", (char *) "0000:01:00.0", NULL };
+        char *one[] = { (char *) "mtty", NULL };
+        char *none[] = { NULL };
+
+        check(strv_is_sorted_unique(in_order));
+        check(!strv_is_sorted_unique(repeated));
+        check(!strv_is_sorted_unique(reversed));
+        check(strv_is_sorted_unique(one));
+        check(strv_is_sorted_unique(none));
+        check(strv_is_sorted_unique(NULL));
+}
+
 static void test_program_dir(void) {
         char dir[PATH_MAX], self[PATH_MAX], small[4];
         ssize_t n;
@@ -133,6 +148,7 @@ int main(void) {
         test_array_grow();
         test_read_fd_small();
         test_strv_join();
+        test_strv_is_sorted_unique();
         test_program_dir();
         return 0;
 }
