@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * What the front end (mdev-hooks-qemu.c) runs itself, without libxml2, when
- * its strict reader (lib/domlite.h) reads the domain XML: prepare
- * (prepare-lite.c), and migrate and restore when no UUID needs rewriting
+ * its strict reader (lib/domlite.h) reads the domain XML: prepare, release
+ * and reconnect (op-lite.c), and migrate and restore when no UUID needs rewriting
  * (migrate-lite.c). Everything else is the worker's (worker.h).
  */
 #pragma once
@@ -10,11 +10,12 @@
 #include <stddef.h>
 
 #include "domdata.h"
+#include "hookop.h"
 
-/* argv as libvirt gave it (argc >= 3, argv[2] "prepare"), and what
- * domlite_parse() read of the domain XML, which it takes over (and frees
- * with domlite_free()). Returns the hook's exit status. */
-int prepare_lite(int argc, char **argv, Domxml *dom);
+/* prepare, release or reconnect (op), argv as libvirt gave it (argc >= 3),
+ * and what domlite_parse() read of the domain XML, which it takes over (and
+ * frees with domlite_free()). Returns the hook's exit status. */
+int op_lite(HookOp op, int argc, char **argv, Domxml *dom);
 
 /* migrate_lite()'s return when the call is the worker's (domlite declined;
  * a hostdev may get another UUID, which needs libxml2's document to print),

@@ -10,15 +10,16 @@
  * what /bin/true costs. Operations that never concern mdevs exit 0 at once,
  * reading nothing. For the others it reads all of stdin, whatever its size,
  * and only if the XML may hold an mdev hostdev or a VFIO-framework vGPU
- * (domscan.h) does it go on. A prepare it first reads with a strict
- * libc-only reader (domlite.h); when that reads it, the front end runs the
- * prepare itself (lite.h). It does the same for migrate and restore, and
+ * (domscan.h) does it go on. A prepare, a release or a reconnect it first
+ * reads with a strict libc-only reader (domlite.h); when that reads it, the
+ * front end runs the operation itself (lite.h). It does the same for
+ * migrate and restore, and
  * for a prepare of a large XML, handing the call to the worker, having
  * changed nothing, when domlite declines or a hostdev may need another
  * UUID (only libxml2's document can be rewritten). Otherwise it loads
  * mdev-hooks-qemu-worker.so from the same directory (dlopen: libxml2 and
  * the rest come with it) and hands it the XML, in memory. No config, no
- * lock, no output otherwise. (On release it also runs the worker when the
+ * lock, no output otherwise. (On release it also goes on when the
  * record's guest index names the guest: one stat.)
  */
 #include <dlfcn.h>
@@ -98,18 +99,19 @@ static int run_worker(int argc, char **argv, const char *buf, size_t len, Ahead 
         return entry(argc, argv, buf, len, ahead);
 }
 
-/* prepare: when the strict reader (domlite.h) reads the XML, the front end
- * runs the prepare with what it read, and libxml2 is never loaded.
- * Otherwise (it declined: a comment, an entity, anything it is not certain
- * to read as libxml2 does) the worker, as for every other operation. */
-static int run_prepare(int argc, char **argv, const char *buf, size_t len) {
+/* prepare, release and reconnect: when the strict reader (domlite.h)
+ * reads the XML, the front end runs the operation with what it read, and
+ * libxml2 is never loaded. Otherwise (it declined: a comment, an entity,
+ * anything it is not certain to read as libxml2 does) the worker, as for
+ * every other operation. */
+static int run_read(HookOp op, int argc, char **argv, const char *buf, size_t len) {
         Domxml *dom = NULL;
 
         if (domlite_parse(buf, len, &dom) < 0) {
                 error_clear();
                 return run_worker(argc, argv, buf, len, NULL);
         }
-        return prepare_lite(argc, argv, dom);
+        return op_lite(op, argc, argv, dom);
 }
 
 /* migrate begin, restore begin and a prepare of a large XML: the front end
@@ -193,8 +195,9 @@ int main(int argc, char **argv) {
         else {
                 /* a large XML: the lock first and the candidates read
                  * on a second thread during domlite's parse (lite.h) */
-                if (op == HOOK_OP_PREPARE && len < LITE_PREFETCH_MIN_XML)
-                        r = run_prepare(argc, argv, buf, len);
+                if ((op == HOOK_OP_PREPARE && len < LITE_PREFETCH_MIN_XML) ||
+                    op == HOOK_OP_RELEASE || op == HOOK_OP_RECONNECT)
+                        r = run_read(op, argc, argv, buf, len);
                 else if (op == HOOK_OP_PREPARE || op == HOOK_OP_MIGRATE || op == HOOK_OP_RESTORE)
                         r = run_lite(argc, argv, buf, len, &ahead);
                 else

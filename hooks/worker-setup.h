@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * What the hook's worker (worker.h) and the front end's prepare
- * (prepare-lite.h) do before an operation: the config,
+ * (op-lite.c) do before an operation: the config,
  * the boot id, the record and the host-wide lock.
  */
 #pragma once

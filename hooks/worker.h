@@ -2,8 +2,9 @@
 /*
  * The entry point of the hook's worker module, which its front end
  * (mdev-hooks-qemu.c) loads with dlopen() when a domain XML may hold an
- * mdev hostdev and the front end cannot do the work itself (a prepare
- * whose XML its strict reader read runs in the front end, prepare-lite.h).
+ * mdev hostdev and the front end cannot do the work itself (a prepare,
+ * release or reconnect whose XML its strict reader read runs in the front
+ * end, op-lite.c).
  * Everything else in the module is local to it (worker.sym).
  */
 #pragma once

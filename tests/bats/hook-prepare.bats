@@ -722,7 +722,7 @@ placement = ${conf% *}"
         [ "$(record_get "$U1" guest)" = web1 ]
 }
 
-@test "a hook whose worker module is missing says so: a prepare it needs fails, release does not" {
+@test "a hook whose worker module is missing says so: a prepare it needs fails, a release it needs does not" {
         printf '[devices]\nenabled_mdev_types = nvidia-35\n' | config_write
         mkdir "$BATS_TEST_TMPDIR/bin"
         cp "$MH_QEMU_HOOK" "$BATS_TEST_TMPDIR/bin/"
@@ -740,10 +740,25 @@ placement = ${conf% *}"
         [ -z "$output" ]
         mdev_exists "$U2"
         [ "$(record_get "$U2" guest)" = web2 ]
-        # release always needs the worker: it says so, and lets the guest go
-        run "$BATS_TEST_TMPDIR/bin/mdev-hooks-qemu" web2 release end - < "$BATS_TEST_TMPDIR/web2.xml"
+        # a release of an XML the strict reader declines needs the worker:
+        # it says so, and lets the guest go
+        domxml web2 "$U2" | sed 's|<metadata>|<metadata><!-- by hand -->|' > "$BATS_TEST_TMPDIR/web2-c.xml"
+        run "$BATS_TEST_TMPDIR/bin/mdev-hooks-qemu" web2 release end - < "$BATS_TEST_TMPDIR/web2-c.xml"
         [ "$status" -eq 0 ]
         [[ "$output" == *"cannot load the hook's worker"* ]]
+        mdev_exists "$U2"
+        # one it reads, the front end releases alone
+        run "$BATS_TEST_TMPDIR/bin/mdev-hooks-qemu" web2 release end - < "$BATS_TEST_TMPDIR/web2.xml"
+        [ "$status" -eq 0 ]
+        [ -z "$output" ]
+        mdev_absent "$U2"
+        record_absent "$U2"
+        # and reconnects alone
+        run -0 "$BATS_TEST_TMPDIR/bin/mdev-hooks-qemu" web2 prepare begin - < "$BATS_TEST_TMPDIR/web2.xml"
+        run "$BATS_TEST_TMPDIR/bin/mdev-hooks-qemu" web2 reconnect begin - < "$BATS_TEST_TMPDIR/web2.xml"
+        [ "$status" -eq 0 ]
+        [ -z "$output" ]
+        mdev_exists "$U2"
         # A guest without mdevs never needs it.
         domxml plain > "$BATS_TEST_TMPDIR/plain.xml"
         run "$BATS_TEST_TMPDIR/bin/mdev-hooks-qemu" plain prepare begin - < "$BATS_TEST_TMPDIR/plain.xml"
