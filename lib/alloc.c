@@ -1512,16 +1512,27 @@ done:
         return 0;
 }
 
+/* The index let go of: an empty cache needs none, and the first entry
+ * appended builds one (probe_index_add()). */
+static void probe_index_drop(Alloc *a) {
+        free(a->probed_slots);
+        a->probed_slots = NULL;
+        a->n_probed_slots = 0;
+}
+
 void alloc_adopt(Alloc *a, AllocCandidate *probed, size_t n) {
         free(a->probed);
         a->probed = probed;
         a->n_probed = a->probed_allocated = n;
-        probe_index_rebuild(a);
+        if (n > 0)
+                probe_index_rebuild(a);
+        else
+                probe_index_drop(a);
 }
 
 void alloc_yield(Alloc *a, AllocCandidate **ret, size_t *ret_n) {
         *ret = steal_pointer(&a->probed);
         *ret_n = a->n_probed;
         a->n_probed = a->probed_allocated = 0;
-        probe_index_rebuild(a);
+        probe_index_drop(a);
 }

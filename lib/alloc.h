@@ -166,7 +166,8 @@ typedef struct Alloc {
         size_t n_probed, probed_allocated;
         /* Its index by (parent, type): open addressing, each slot the
          * entry's position + 1 (0: empty), the first entry of a key; NULL
-         * when it could not be allocated (then searched in order). */
+         * before the first entry, or when it could not be allocated (then
+         * searched in order). */
         uint32_t *probed_slots;
         size_t n_probed_slots;
         /* The registered parents (sysfs_parent_list()), listed once per call
