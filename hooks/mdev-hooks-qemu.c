@@ -135,7 +135,6 @@ static bool needs_worker(HookOp op, const char *guest, bool may_hold) {
 
 int main(int argc, char **argv) {
         _cleanup_free_ char *buf = NULL;
-        _cleanup_(ahead_done) Ahead ahead = AHEAD_INIT; /* run_lite()'s, the worker's after it */
         bool may_hold = false;
         HookOp op;
         size_t len;
@@ -193,14 +192,17 @@ int main(int argc, char **argv) {
         } else if (r < 0)
                 r = error_set(r, "cannot read the domain XML from stdin: %s", strerror(-r));
         else {
-                /* a large XML: the lock first and the candidates read
-                 * on a second thread during domlite's parse (lite.h) */
                 if ((op == HOOK_OP_PREPARE && len < LITE_PREFETCH_MIN_XML) ||
                     op == HOOK_OP_RELEASE || op == HOOK_OP_RECONNECT)
                         r = run_read(op, argc, argv, buf, len);
-                else if (op == HOOK_OP_PREPARE || op == HOOK_OP_MIGRATE || op == HOOK_OP_RESTORE)
+                else if (op == HOOK_OP_PREPARE || op == HOOK_OP_MIGRATE || op == HOOK_OP_RESTORE) {
+                        /* for a large XML the lock first and the candidates
+                         * read on a second thread during domlite's parse
+                         * (lite.h); the worker's after run_lite() */
+                        _cleanup_(ahead_done) Ahead ahead = AHEAD_INIT;
+
                         r = run_lite(argc, argv, buf, len, &ahead);
-                else
+                } else
                         r = run_worker(argc, argv, buf, len, NULL);
                 if (r >= 0)
                         return r;
