@@ -17,6 +17,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "domlite.h"
 #include "pciaddr.h"
@@ -182,6 +185,20 @@ static bool word_needs_look(uint64_t w) {
         return (w & highs) || ((w - ones * 0x20) & ~w & highs);
 }
 
+#ifdef __SSE2__
+/* A bit for each of the 16 bytes at s that needs a look: >= 0x80, or below
+ * 0x20 and neither tab nor line feed. The word test above flags every line
+ * feed and tab, which indented XML has on every line. */
+static unsigned block_needs_look(const unsigned char *s) {
+        __m128i v = _mm_loadu_si128((const __m128i *) (const void *) s);
+        /* signed: the bytes >= 0x80 are below 0x20 too */
+        __m128i low = _mm_cmplt_epi8(v, _mm_set1_epi8(0x20));
+        __m128i allowed = _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('\t')), _mm_cmpeq_epi8(v, _mm_set1_epi8('\n')));
+
+        return (unsigned) _mm_movemask_epi8(_mm_andnot_si128(allowed, low));
+}
+#endif
+
 static bool chars_valid(const char *buf, size_t len) {
         const unsigned char *s = (const unsigned char *) buf, *end = s + len;
 
@@ -189,6 +206,18 @@ static bool chars_valid(const char *buf, size_t len) {
                 size_t k;
                 uint64_t w;
 
+#ifdef __SSE2__
+                /* Sixteen at a time, up to the first that needs a look. */
+                if (end - s >= 16) {
+                        unsigned m = block_needs_look(s);
+
+                        if (m == 0) {
+                                s += 16;
+                                continue;
+                        }
+                        s += __builtin_ctz(m);
+                }
+#endif
                 /* Eight plain ASCII characters at a time: most of a document. */
                 if (end - s >= 8) {
                         memcpy(&w, s, sizeof w);
@@ -216,11 +245,14 @@ enum {
         C_NAME = 4,       /* [A-Za-z0-9._-] */
         C_VALUE = 8,      /* stops a scan of an attribute value: & < tab line feed */
         C_TEXT = 16,      /* stops a scan of text: & ] */
+        C_QUOT = 32,      /* " and ', which close an attribute value */
+        C_APOS = 64,
+        C_LT = 128,       /* <, which ends text */
 };
 
 static const unsigned char char_class[256] = {
         ['\t'] = C_SPACE | C_VALUE, ['\n'] = C_SPACE | C_VALUE, [' '] = C_SPACE,
-        ['&'] = C_VALUE | C_TEXT, ['<'] = C_VALUE, [']'] = C_TEXT,
+        ['&'] = C_VALUE | C_TEXT, ['<'] = C_VALUE | C_LT, [']'] = C_TEXT, ['"'] = C_QUOT, ['\''] = C_APOS,
         ['.'] = C_NAME, ['-'] = C_NAME, ['_'] = C_NAME_START | C_NAME,
         ['0'] = C_NAME, ['1'] = C_NAME, ['2'] = C_NAME, ['3'] = C_NAME, ['4'] = C_NAME, ['5'] = C_NAME, ['6'] = C_NAME, ['7'] = C_NAME, ['8'] = C_NAME, ['9'] = C_NAME,
         ['a'] = C_NAME_START | C_NAME, ['b'] = C_NAME_START | C_NAME, ['c'] = C_NAME_START | C_NAME, ['d'] = C_NAME_START | C_NAME, ['e'] = C_NAME_START | C_NAME, ['f'] = C_NAME_START | C_NAME, ['g'] = C_NAME_START | C_NAME,
@@ -252,16 +284,18 @@ static inline bool is_name_char(char c) {
 /* A QName of ASCII name characters at l->p: [A-Za-z_][A-Za-z0-9._-]* with
  * at most one ':' between two such names. */
 static int parse_qname(Lite *l, const char **ret, size_t *ret_len, size_t *ret_colon) {
-        const char *s = l->p;
+        const char *s = l->p, *end = l->end;
         size_t colon = 0;
 
-        if (s >= l->end || !is_name_start(*s))
+        if (s >= end || !is_name_start(*s))
                 return decline(l, "a name that is not plain ASCII");
-        for (s++; s < l->end; s++) {
-                if (*s == ':' && colon == 0 && s + 1 < l->end && is_name_start(s[1]))
-                        colon = (size_t) (s - l->p);
-                else if (!is_name_char(*s))
-                        break;
+        for (s++; s < end && is_name_char(*s); s++)
+                ;
+        /* a prefix: its ':', then the local name */
+        if (s + 1 < end && *s == ':' && is_name_start(s[1])) {
+                colon = (size_t) (s - l->p);
+                for (s += 2; s < end && is_name_char(*s); s++)
+                        ;
         }
         if ((size_t) (s - l->p) > LITE_NAME_MAX)
                 return decline(l, "a name longer than we read");
@@ -741,14 +775,18 @@ static int element_end(Lite *l) {
 /* --- the document ------------------------------------------------------------ */
 
 static void skip_space(Lite *l) {
-        while (l->p < l->end && is_space(*l->p))
-                l->p++;
+        const char *p = l->p; /* not l->p++: a store and a load for each byte */
+
+        while (p < l->end && is_space(*p))
+                p++;
+        l->p = p;
 }
 
 /* One attribute at l->p: name S? = S? quoted value, checked. */
 static int parse_attr(Lite *l) {
         Attr *a;
         const char *close;
+        unsigned stop;
         int r;
 
         if (l->n_attrs >= LITE_MAX_ATTRS)
@@ -764,13 +802,19 @@ static int parse_attr(Lite *l) {
         skip_space(l);
         if (l->p >= l->end || (*l->p != '"' && *l->p != '\''))
                 return decline(l, "an attribute value without quotes");
-        close = memchr(l->p + 1, *l->p, (size_t) (l->end - l->p - 1));
-        if (!close)
-                return decline(l, "an unterminated attribute value");
         a->raw = l->p + 1;
+        stop = C_VALUE | (*l->p == '"' ? C_QUOT : C_APOS);
+        /* Most values hold nothing decode() looks at: one pass to the quote. */
+        for (close = a->raw; close < l->end && !is_class(*close, stop); close++)
+                ;
+        if (close >= l->end || *close != *l->p) {
+                close = memchr(a->raw, *l->p, (size_t) (l->end - a->raw));
+                if (!close)
+                        return decline(l, "an unterminated attribute value");
+                if (decode(a->raw, close, true, NULL, 0, NULL) < 0)
+                        return decline(l, "an attribute value we do not read");
+        }
         a->rawlen = (size_t) (close - a->raw);
-        if (decode(a->raw, close, true, NULL, 0, NULL) < 0)
-                return decline(l, "an attribute value we do not read");
         l->p = close + 1;
         l->n_attrs++;
         return 0;
@@ -781,6 +825,7 @@ static int parse_start_tag(Lite *l) {
         const Binding *uri;
         Frame *f;
         bool empty = false;
+        size_t c; /* where the prefix's ':' is, 0: none */
         int r;
 
         if (l->root_done)
@@ -790,7 +835,7 @@ static int parse_start_tag(Lite *l) {
         f = &l->stack[l->depth];
         *f = (Frame) { .n_ns = l->n_ns };
         l->p++;
-        r = parse_qname(l, &f->qname, &f->qlen, &(size_t) { 0 });
+        r = parse_qname(l, &f->qname, &f->qlen, &c);
         if (r < 0)
                 return r;
         l->n_attrs = 0;
@@ -813,9 +858,6 @@ static int parse_start_tag(Lite *l) {
         }
         r = ns_declare(l);
         if (r >= 0) {
-                const char *colon = memchr(f->qname, ':', f->qlen);
-                size_t c = colon ? (size_t) (colon - f->qname) : 0;
-
                 r = ns_resolve(l, f->qname, c, &uri);
                 if (r >= 0)
                         r = element_start(l, f->qname + (c ? c + 1 : 0), f->qlen - (c ? c + 1 : 0), uri, &f->role);
@@ -850,12 +892,21 @@ static int parse_end_tag(Lite *l) {
 
 /* Character data up to the next '<' (or the end). */
 static int parse_text(Lite *l) {
-        const char *e = memchr(l->p, '<', (size_t) (l->end - l->p));
+        const char *e = l->p;
+        bool plain;
         Role role;
         int r;
 
-        if (!e)
-                e = l->end;
+        /* Most text (the indentation between tags) holds nothing decode()
+         * looks at: one pass to the '<'. */
+        while (e < l->end && !is_class(*e, C_TEXT | C_LT))
+                e++;
+        plain = e >= l->end || *e == '<';
+        if (!plain) {
+                e = memchr(e, '<', (size_t) (l->end - e));
+                if (!e)
+                        e = l->end;
+        }
         if (l->depth == 0) {
                 skip_space(l);
                 if (l->p != e)
@@ -868,7 +919,7 @@ static int parse_text(Lite *l) {
         else if (role == ROLE_UUID)
                 r = decode(l->p, e, false, l->uuid, sizeof l->uuid, &l->uuid_len);
         else
-                r = decode(l->p, e, false, NULL, 0, NULL);
+                r = plain ? 0 : decode(l->p, e, false, NULL, 0, NULL);
         if (r == -E2BIG)
                 return decline(l, "a <name> or <uuid> longer than domxml_parse() takes");
         if (r < 0)

@@ -123,6 +123,14 @@ static void test_libvirt_formatted(void) {
               "<source><address uuid='&#98;1ae8bf6-38b0-4c81-9d44-78ce2e5d2b01'/></source></hostdev>"
               "<description>it&apos;s &quot;x&quot; ]] ></description></devices></domain>");
         reads("<domain><name>w</name><x>&#60;&#x3C;]]&gt;&#1114111;</x><y a='&#60;\t\n'>]]</y></domain>");
+        /* each quote inside the other; values and text scanned in one pass
+         * up to their end, or looked at whole when they hold a reference */
+        reads("<domain><name>w</name><x a='say \"hi\"' b=\"it's\" c='&apos;' d=\"x&quot;\"/>"
+              "<y>] ]] &amp;</y></domain>");
+        /* the document checked sixteen bytes at a time: what needs a look
+         * at every place in a block, and after it */
+        reads("<domain><name>0123456789abcdef\xc3\xa9</name><description>0123456789abcde\xe2\x82\xac"
+              "0123456789abcd\t\n\t\n\xf0\x9f\x98\x80</description></domain>");
 }
 
 static void test_vgpus(void) {
@@ -158,6 +166,7 @@ static void test_declines_what_libxml2_takes(void) {
         DECLINES("<?xml version='1.0' encoding='US-ASCII'?><domain><name>w</name></domain>", true);
         DECLINES("\xef\xbb\xbf<domain><name>w</name></domain>", true);
         DECLINES("<domain>\r\n<name>w</name>\r\n</domain>", true);
+        DECLINES("<domain><name>w</name><description>0123456789abcdef0123\r\n</description></domain>", true);
         DECLINES("<domain><name>w</name><os xmlns='http://example.org/x'/></domain>", true);
         DECLINES(DOC(MDEVS("<x xmlns:mh='http://example.org/other'><mh:mdev uuid='" U1 "'/></x>"), HOSTDEV(U1)), true);
         DECLINES("<domain xmlns:a='urn:example:a'><name>w</name></domain>", true);
@@ -190,6 +199,12 @@ static void test_declines_what_libxml2_refuses(void) {
         DECLINES("<domain><name>w\xed\xa0\x80</name></domain>", false); /* a surrogate */
         DECLINES("<domain><name>w\xef\xbf\xbe</name></domain>", false); /* U+FFFE */
         DECLINES("<domain><name>w\x01</name></domain>", false);
+        DECLINES("<domain><name>w</name><description>0123456789abcdef0123\x01</description></domain>", false);
+        DECLINES("<domain><name>w</name><description>0123456789abcdef\xc3</description></domain>", false);
+        DECLINES("<domain><name>w</name><x y=\"a<b\"/></domain>", false);
+        DECLINES("<domain><name>w</name><x y='a&b'/></domain>", false);
+        DECLINES("<domain><name>w</name><x y='abc/></domain>", false);
+        DECLINES("<domain><name>w</name><x>a]]>b</x></domain>", false);
         DECLINES("<domain xmlns:a='http://e.org/' xmlns:a='http://e.org/'><name>w</name></domain>", false);
         DECLINES("<domain xmlns:b='http://www.w3.org/XML/1998/namespace'><name>w</name></domain>", false);
         DECLINES("", false);
