@@ -112,21 +112,8 @@ int mdev_hooks_qemu_worker(int argc, char **argv, const char *xml, size_t xml_le
         if (op < 0)
                 return 0;
 
-        log_open("mdev-hooks-qemu", LOG_TARGET_STDERR | LOG_TARGET_SYSLOG);
-        log_set_subject(argv[1]);
-        if (argv[1][0] == '\0' || strlen(argv[1]) >= GUEST_NAME_MAX) {
-                log_error("the guest name is empty or longer than %u bytes", GUEST_NAME_MAX - 1);
-                return hook_op_fails_start(op) ? 1 : 0;
-        }
-
-        r = run(op, argv[1], xml, xml_len, ahead, &ctx);
-        if (r < 0) {
-                if (hook_op_fails_start(op)) {
-                        log_error("%s", error_get(r));
-                        return 1;
-                }
-                log_warning("%s", error_get(r));
-        }
-        log_close();
-        return 0;
+        r = op_begin(op, argv[1]);
+        if (r >= 0)
+                return r;
+        return op_end(op, run(op, argv[1], xml, xml_len, ahead, &ctx));
 }

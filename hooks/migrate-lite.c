@@ -75,12 +75,9 @@ int migrate_lite(int argc, char **argv, const char *xml, size_t len, Ahead *ahea
         op = hook_op_from_string(argv[2]);
         if (op != HOOK_OP_PREPARE && op != HOOK_OP_MIGRATE && op != HOOK_OP_RESTORE)
                 return LITE_FALLBACK;
-        log_open("mdev-hooks-qemu", LOG_TARGET_STDERR | LOG_TARGET_SYSLOG);
-        log_set_subject(argv[1]);
-        if (argv[1][0] == '\0' || strlen(argv[1]) >= GUEST_NAME_MAX) {
-                log_error("the guest name is empty or longer than %u bytes", GUEST_NAME_MAX - 1);
-                return 1;
-        }
+        r = op_begin(op, argv[1]);
+        if (r >= 0)
+                return r;
         /* What the config's warnings say, the worker says again if it
          * takes the call over: held until it is certain it does not. */
         log_hold();
@@ -96,10 +93,5 @@ int migrate_lite(int argc, char **argv, const char *xml, size_t len, Ahead *ahea
                 return LITE_FALLBACK;
         }
         log_release();
-        if (r < 0) {
-                log_error("%s", error_get(r));
-                return 1;
-        }
-        log_close();
-        return 0;
+        return op_end(op, r);
 }

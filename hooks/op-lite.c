@@ -26,7 +26,6 @@
 #include "domlite.h"
 #include "hook.h"
 #include "lite.h"
-#include "log.h"
 #include "util.h"
 #include "vgpu.h"
 #include "worker-setup.h"
@@ -64,20 +63,8 @@ int op_lite(HookOp op, int argc, char **argv, Domxml *dom_in) {
                 fprintf(stderr, "usage: %s <guest> <operation> <sub-operation> <extra>\n", program_invocation_short_name);
                 return 2;
         }
-        log_open("mdev-hooks-qemu", LOG_TARGET_STDERR | LOG_TARGET_SYSLOG);
-        log_set_subject(argv[1]);
-        if (argv[1][0] == '\0' || strlen(argv[1]) >= GUEST_NAME_MAX) {
-                log_error("the guest name is empty or longer than %u bytes", GUEST_NAME_MAX - 1);
-                return hook_op_fails_start(op) ? 1 : 0;
-        }
-        r = run(op, argv[1], dom);
-        if (r < 0) {
-                if (hook_op_fails_start(op)) {
-                        log_error("%s", error_get(r));
-                        return 1;
-                }
-                log_warning("%s", error_get(r));
-        }
-        log_close();
-        return 0;
+        r = op_begin(op, argv[1]);
+        if (r >= 0)
+                return r;
+        return op_end(op, run(op, argv[1], dom));
 }

@@ -106,3 +106,25 @@ HookContext setup_context(const Setup *su, Domxml *dom, const char *guest) {
         memcpy(ctx.boot_id, su->boot_id, sizeof ctx.boot_id);
         return ctx;
 }
+
+int op_begin(HookOp op, const char *guest) {
+        log_open("mdev-hooks-qemu", LOG_TARGET_STDERR | LOG_TARGET_SYSLOG);
+        log_set_subject(guest);
+        if (guest[0] == '\0' || strlen(guest) >= GUEST_NAME_MAX) {
+                log_error("the guest name is empty or longer than %u bytes", GUEST_NAME_MAX - 1);
+                return hook_op_fails_start(op) ? 1 : 0;
+        }
+        return -1;
+}
+
+int op_end(HookOp op, int r) {
+        if (r < 0) {
+                if (hook_op_fails_start(op)) {
+                        log_error("%s", error_get(r));
+                        return 1;
+                }
+                log_warning("%s", error_get(r));
+        }
+        log_close();
+        return 0;
+}

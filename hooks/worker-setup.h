@@ -71,6 +71,14 @@ int ahead_setup(HookOp op, const char *guest, Ahead *ah);
 /* ahead_stop(), then lets go of what was read and what setup() took. */
 void ahead_done(Ahead *ah);
 
+/* What every operation starts with: the log, for guest, and the guest's
+ * name checked. -1 when the operation may go on, else its exit status. */
+int op_begin(HookOp op, const char *guest);
+/* The exit status of an operation that returned r: a failure is said as
+ * an error when it fails the guest's start (hook_op_fails_start()), else
+ * as a warning. */
+int op_end(HookOp op, int r);
+
 /* The context of an operation on dom for guest, from what setup() took
  * (su keeps owning it: setup_done() still lets go of it). */
 HookContext setup_context(const Setup *su, Domxml *dom, const char *guest);
