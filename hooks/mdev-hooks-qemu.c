@@ -13,14 +13,13 @@
  * (domscan.h) does it go on. A prepare, a release or a reconnect it first
  * reads with a strict libc-only reader (domlite.h); when that reads it, the
  * front end runs the operation itself (lite.h). It does the same for
- * migrate and restore, and
- * for a prepare of a large XML, handing the call to the worker, having
- * changed nothing, when domlite declines or a hostdev may need another
- * UUID (only libxml2's document can be rewritten). Otherwise it loads
- * mdev-hooks-qemu-worker.so from the same directory (dlopen: libxml2 and
- * the rest come with it) and hands it the XML, in memory. No config, no
- * lock, no output otherwise. (On release it also goes on when the
- * record's guest index names the guest: one stat.)
+ * migrate and restore, and for a prepare of a large XML, handing the call
+ * to the worker, having changed nothing, when domlite declines or a
+ * hostdev may need another UUID (only libxml2's document can be
+ * rewritten). Otherwise it loads mdev-hooks-qemu-worker.so from the same
+ * directory (dlopen: libxml2 and the rest come with it) and hands it the
+ * XML, in memory. No config, no lock, no output otherwise. (On release it
+ * also goes on when the record's guest index names the guest: one stat.)
  */
 #include <dlfcn.h>
 #include <fcntl.h>
