@@ -808,10 +808,13 @@ static int parse_attr(Lite *l) {
         for (close = a->raw; close < l->end && !is_class(*close, stop); close++)
                 ;
         if (close >= l->end || *close != *l->p) {
-                close = memchr(a->raw, *l->p, (size_t) (l->end - a->raw));
+                /* from what stopped the pass on: what came before is plain */
+                const char *look = close;
+
+                close = memchr(look, *l->p, (size_t) (l->end - look));
                 if (!close)
                         return decline(l, "an unterminated attribute value");
-                if (decode(a->raw, close, true, NULL, 0, NULL) < 0)
+                if (decode(look, close, true, NULL, 0, NULL) < 0)
                         return decline(l, "an attribute value we do not read");
         }
         a->rawlen = (size_t) (close - a->raw);
