@@ -2,8 +2,8 @@
 /*
  * What the front end (mdev-hooks-qemu.c) runs itself, without libxml2, when
  * its strict reader (lib/domlite.h) reads the domain XML: prepare, release
- * and reconnect (op-lite.c), and migrate and restore when no UUID needs rewriting
- * (migrate-lite.c). Everything else is the worker's (worker.h).
+ * and reconnect (op-lite.c), and migrate and restore when no UUID needs
+ * rewriting (migrate-lite.c). Everything else is the worker's (worker.h).
  */
 #pragma once
 

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * What the hook's worker (worker.h) and the front end's prepare
- * (op-lite.c) do before an operation: the config,
- * the boot id, the record and the host-wide lock.
+ * What the hook's worker (worker.h) and the front end (op-lite.c,
+ * migrate-lite.c) do around an operation: the config, the boot id, the
+ * record and the host-wide lock before it, the log and the guest's name
+ * at its start, the exit status at its end.
  */
 #pragma once
 
