@@ -276,13 +276,22 @@ int sysfs_bus_open(int rootfd, int *ret_fd) {
         return 0;
 }
 
+/* available_instances' text (buf), read from class/mdev_bus/<path>. */
+static int available_parse(const char *path, const char *buf, unsigned *ret) {
+        unsigned u;
+
+        if (safe_atou(buf, &u) < 0)
+                return error_set(-EBADMSG, "'/" MDEV_BUS "/%s' does not hold a number: '%.32s'", path, buf);
+        *ret = u;
+        return 0;
+}
+
 /* Relative to the kept directory: the walk from the root to mdev_bus is
  * not repeated for every candidate. Any ENOENT is asked again from the root,
  * which also covers a descriptor of an mdev_bus that is gone (the module
  * reloaded meanwhile) and gives the message. */
 int sysfs_type_available_at(int rootfd, int busfd, const char *parent, const char *type, unsigned *ret) {
         char path[PATH_MAX], buf[64];
-        unsigned u;
         int n, r;
 
         if (busfd < 0 || !name_is_valid(parent) || !name_is_valid(type))
@@ -295,10 +304,133 @@ int sysfs_type_available_at(int rootfd, int busfd, const char *parent, const cha
                 return sysfs_type_available(rootfd, parent, type, ret);
         if (r < 0)
                 return error_set(r, "cannot read '/" MDEV_BUS "/%s': %s", path, strerror(-r));
-        if (safe_atou(buf, &u) < 0)
-                return error_set(-EBADMSG, "'/" MDEV_BUS "/%s' does not hold a number: '%.32s'", path, buf);
-        *ret = u;
-        return 0;
+        return available_parse(path, buf, ret);
+}
+
+void sysfs_devdirs_init(SysfsDevDirs *d) {
+        *d = (SysfsDevDirs) { .n = 0 };
+        (void) pthread_mutex_init(&d->lock, NULL);
+}
+
+void sysfs_devdirs_done(SysfsDevDirs *d) {
+        for (size_t i = 0; i < d->n; i++) {
+                close(d->fd[i]);
+                free(d->path[i]);
+        }
+        d->n = 0;
+        (void) pthread_mutex_destroy(&d->lock);
+}
+
+/* How many entries d has: each of them is complete, and stays as it is. */
+static size_t devdirs_count(SysfsDevDirs *d) {
+        size_t n;
+
+        (void) pthread_mutex_lock(&d->lock);
+        n = d->n;
+        (void) pthread_mutex_unlock(&d->lock);
+        return n;
+}
+
+/* "dddd:bb" of a PCI address: the bus, whose devices all sit in one
+ * directory (below the bridge that leads to it). */
+#define PCI_BUS_LEN 7
+
+/* The entry of d for dir (a link's target up to the parent's name): found,
+ * or opened and added, with the parent's bus. -errno when it cannot be
+ * (-ENOSPC: d is full). */
+static int devdirs_find_add(SysfsDevDirs *d, int busfd, const char *dir, const char *parent) {
+        size_t n;
+        int r, fd;
+
+        (void) pthread_mutex_lock(&d->lock);
+        n = d->n;
+        for (size_t i = 0; i < n; i++)
+                if (streq(d->path[i], dir)) {
+                        r = (int) i;
+                        goto out;
+                }
+        r = -ENOSPC;
+        if (n == SYSFS_DEVDIRS_MAX)
+                goto out;
+        fd = openat(busfd, dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0) {
+                r = -errno;
+                goto out;
+        }
+        d->path[n] = strdup(dir);
+        r = -ENOMEM;
+        if (!d->path[n]) {
+                close(fd);
+                goto out;
+        }
+        d->fd[n] = fd;
+        memcpy(d->bus[n], parent, PCI_BUS_LEN);
+        d->bus[n][PCI_BUS_LEN] = '\0';
+        d->n = n + 1;
+        r = (int) n;
+out:
+        (void) pthread_mutex_unlock(&d->lock);
+        return r;
+}
+
+/* The entry of d for the directory that class/mdev_bus/<parent> points into
+ * ("../../devices/.../<parent>"). */
+static int devdirs_learn(SysfsDevDirs *d, int busfd, const char *parent) {
+        static const char prefix[] = "../../devices/";
+        char target[PATH_MAX];
+        char *slash;
+        ssize_t k;
+
+        k = readlinkat(busfd, parent, target, sizeof target);
+        if (k < 0)
+                return -errno;
+        if ((size_t) k >= sizeof target)
+                return -ENAMETOOLONG;
+        target[k] = '\0';
+        slash = strrchr(target, '/');
+        if (!slash || !streq(slash + 1, parent) || strncmp(target, prefix, strlen(prefix)) != 0 ||
+            slash < target + strlen(prefix) || strstr(target + strlen(prefix), ".."))
+                return -EBADMSG;
+        *slash = '\0';
+        return devdirs_find_add(d, busfd, target, parent);
+}
+
+/* The entry that held the last parent this thread read. */
+static _Thread_local size_t devdirs_last = SIZE_MAX;
+
+/* The entry most likely to hold parent, of the first n: the one learnt from
+ * a parent on its bus, else the one that held the last parent this thread
+ * read (the next bus in name order may sit in the same directory: VFs that
+ * spill over to the bus after their PF's sit beside the PF); SIZE_MAX: none. */
+static size_t devdirs_guess(const SysfsDevDirs *d, size_t n, const char *parent) {
+        for (size_t i = 0; i < n; i++)
+                if (memcmp(d->bus[i], parent, PCI_BUS_LEN) == 0)
+                        return i;
+        return devdirs_last < n ? devdirs_last : SIZE_MAX;
+}
+
+int sysfs_type_available_dirs(int rootfd, int busfd, SysfsDevDirs *d, const char *parent, const char *type,
+                              unsigned *ret) {
+        char path[PATH_MAX], buf[64];
+        size_t guess;
+        int k;
+
+        if (!d || busfd < 0 || !pci_address_is_valid(parent) || !name_is_valid(type))
+                return sysfs_type_available_at(rootfd, busfd, parent, type, ret);
+        k = snprintf(path, sizeof path, "%s/mdev_supported_types/%s/available_instances", parent, type);
+        if (k < 0 || (size_t) k >= sizeof path)
+                return -ENAMETOOLONG;
+        guess = devdirs_guess(d, devdirs_count(d), parent);
+        if (guess != SIZE_MAX && read_small_at(d->fd[guess], path, buf, sizeof buf) >= 0) {
+                devdirs_last = guess;
+                return available_parse(path, buf, ret);
+        }
+        k = devdirs_learn(d, busfd, parent);
+        if (k >= 0 && (size_t) k != guess && read_small_at(d->fd[k], path, buf, sizeof buf) >= 0) {
+                devdirs_last = (size_t) k;
+                return available_parse(path, buf, ret);
+        }
+        return sysfs_type_available_at(rootfd, busfd, parent, type, ret);
 }
 
 int sysfs_type_count(int rootfd, const char *parent, const char *type, unsigned *ret) {

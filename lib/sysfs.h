@@ -16,6 +16,7 @@
  */
 #pragma once
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -64,6 +65,34 @@ int sysfs_bus_open(int rootfd, int *ret_fd);
 /* sysfs_type_available(), opened relative to busfd (from sysfs_bus_open(),
  * or -1: from the root); the same results and messages. */
 int sysfs_type_available_at(int rootfd, int busfd, const char *parent, const char *type, unsigned *ret);
+
+/* The directories of sys/devices that hold PCI parents, learnt from
+ * class/mdev_bus's links while candidates are read. A parent's attribute is
+ * then opened from the directory that holds it: a walk of the four names
+ * <parent>/mdev_supported_types/<type>/available_instances, where the link
+ * is followed through ../../devices and every directory down to the parent.
+ * A PCI address names one device on the host, so the <parent> found in a
+ * directory is the one the link points to. Shared by the threads that read
+ * candidates: an entry is written once, under the lock, and n read under it
+ * counts only entries that are complete. */
+#define SYSFS_DEVDIRS_MAX 16
+typedef struct SysfsDevDirs {
+        pthread_mutex_t lock;
+        size_t n;
+        int fd[SYSFS_DEVDIRS_MAX];        /* O_PATH */
+        char *path[SYSFS_DEVDIRS_MAX];    /* relative to class/mdev_bus: "../../devices/..." */
+        char bus[SYSFS_DEVDIRS_MAX][8];   /* "dddd:bb" of the parent it was learnt from */
+} SysfsDevDirs;
+void sysfs_devdirs_init(SysfsDevDirs *d);
+void sysfs_devdirs_done(SysfsDevDirs *d);
+/* sysfs_type_available_at(), opened from the directory of d that holds the
+ * parent: the one learnt from a parent on its bus, or else the one that held
+ * the last parent this thread read; failing that, the one its link names
+ * (learnt now; up to SYSFS_DEVDIRS_MAX). A parent that is not
+ * a PCI address, or that neither holds, is read as sysfs_type_available_at()
+ * reads it, with its results and messages; so is any read that fails. */
+int sysfs_type_available_dirs(int rootfd, int busfd, SysfsDevDirs *d, const char *parent, const char *type,
+                              unsigned *ret);
 /* How many mdevs of the type the parent holds (entries of the type's devices/). */
 int sysfs_type_count(int rootfd, const char *parent, const char *type, unsigned *ret);
 

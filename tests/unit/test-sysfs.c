@@ -284,11 +284,115 @@ static void test_unsafe_names_skipped(void) {
         tmpdir_remove(dir);
 }
 
+/* --- candidates read from the directories that hold their devices ----- */
+
+/* A parent whose device is devices/<dir>/<name> (dir "": devices/<name>), linked from class/mdev_bus
+ * as the kernel links it, with one type holding `text`. */
+static void devdir_parent(int root, const char *dir, const char *name, const char *type, const char *text) {
+        char path[512], target[512];
+
+        snprintf(path, sizeof path, "sys/devices/%s%s%s/mdev_supported_types/%s/available_instances", dir,
+                 dir[0] ? "/" : "", name, type);
+        put(root, path, text);
+        snprintf(path, sizeof path, "sys/class/mdev_bus/%s", name);
+        snprintf(target, sizeof target, "../../devices/%s%s%s", dir, dir[0] ? "/" : "", name);
+        check(mkdir_p_at(root, "sys/class/mdev_bus", 0755) == 0);
+        check(symlinkat(target, root, path) == 0);
+}
+
+/* Both readings of one candidate: the same result, value and message. */
+static int devdir_same(int root, int busfd, SysfsDevDirs *d, const char *parent, const char *type) {
+        char want_msg[512];
+        unsigned want = 777, got = 777;
+        int r, k;
+
+        r = sysfs_type_available_at(root, busfd, parent, type, &want);
+        snprintf(want_msg, sizeof want_msg, "%s", r < 0 ? error_get(r) : "");
+        error_clear();
+        k = sysfs_type_available_dirs(root, busfd, d, parent, type, &got);
+        check(k == r);
+        check(got == want);
+        if (k < 0)
+                check(streq(error_get(k), want_msg));
+        error_clear();
+        return k;
+}
+
+static void test_devdirs(void) {
+        char dir[] = "/tmp/test-sysfs-dirs-XXXXXX";
+        static const char *const bridges[] = { "pci0000:00", "pci0000:00/0000:00:01.0", "pci0000:80/0000:80:02.0" };
+        SysfsDevDirs d;
+        char name[32], text[16];
+        unsigned u;
+        int root, busfd;
+
+        check(mkdtemp(dir));
+        root = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        check(root >= 0);
+        /* 12 parents on three buses, each bus behind its own bridge, read
+         * with the buses interleaved */
+        for (unsigned i = 0; i < 12; i++) {
+                snprintf(name, sizeof name, "0000:%02x:%02x.0", 0x10 + i % 3, i / 3);
+                snprintf(text, sizeof text, "%u\n", i);
+                devdir_parent(root, bridges[i % 3], name, "t", text);
+        }
+        devdir_parent(root, "pci0000:00", "0000:20:00.0", "t", "three\n");          /* not a number */
+        devdir_parent(root, "virtual/mtty", "mtty", "t", "5\n");                     /* not a PCI address */
+        devdir_parent(root, "", "0000:21:00.0", "t", "6\n");                         /* right under devices/ */
+        check(sysfs_bus_open(root, &busfd) == 0);
+        sysfs_devdirs_init(&d);
+
+        for (int pass = 0; pass < 2; pass++)
+                for (unsigned i = 0; i < 12; i++) {
+                        snprintf(name, sizeof name, "0000:%02x:%02x.0", 0x10 + i % 3, i / 3);
+                        check(devdir_same(root, busfd, &d, name, "t") == 0);
+                        check(sysfs_type_available_dirs(root, busfd, &d, name, "t", &u) == 0 && u == i);
+                }
+        check(d.n == 3);
+        check(devdir_same(root, busfd, &d, "0000:20:00.0", "t") == -EBADMSG);
+        check(devdir_same(root, busfd, &d, "mtty", "t") == 0);
+        check(devdir_same(root, busfd, &d, "0000:21:00.0", "t") == 0);
+        check(devdir_same(root, busfd, &d, "0000:10:00.0", "other") == -ENOENT);
+        check(devdir_same(root, busfd, &d, "0000:30:00.0", "t") == -ENOENT);
+        check(d.n == 3);
+        /* a parent that goes: its types go with it (the kernel's
+         * parent_remove_sysfs_files()), then its link */
+        check(unlinkat(root, "sys/devices/pci0000:00/0000:10:00.0/mdev_supported_types/t/available_instances", 0) == 0);
+        check(unlinkat(root, "sys/class/mdev_bus/0000:10:00.0", 0) == 0);
+        check(devdir_same(root, busfd, &d, "0000:10:00.0", "t") == -ENOENT);
+        check(devdir_same(root, busfd, &d, "0000:10:01.0", "t") == 0);
+        /* no table: as sysfs_type_available_at() */
+        check(sysfs_type_available_dirs(root, busfd, NULL, "0000:11:01.0", "t", &u) == 0 && u == 4);
+        sysfs_devdirs_done(&d);
+
+        /* more directories than the table holds: the rest read as before */
+        sysfs_devdirs_init(&d);
+        for (unsigned i = 0; i < SYSFS_DEVDIRS_MAX + 4; i++) {
+                char bridge[64];
+
+                snprintf(bridge, sizeof bridge, "pci0000:40/0000:40:%02x.0", i);
+                snprintf(name, sizeof name, "0000:41:%02x.0", i);
+                snprintf(text, sizeof text, "%u\n", i + 100);
+                devdir_parent(root, bridge, name, "t", text);
+        }
+        for (unsigned i = 0; i < SYSFS_DEVDIRS_MAX + 4; i++) {
+                snprintf(name, sizeof name, "0000:41:%02x.0", i);
+                check(devdir_same(root, busfd, &d, name, "t") == 0);
+                check(sysfs_type_available_dirs(root, busfd, &d, name, "t", &u) == 0 && u == i + 100);
+        }
+        check(d.n == SYSFS_DEVDIRS_MAX);
+        sysfs_devdirs_done(&d);
+        close(busfd);
+        close(root);
+        tmpdir_remove(dir);
+}
+
 int main(void) {
         test_parents_and_types();
         test_unsafe_names_skipped();
         test_type_read();
         test_mdevs();
         test_errors_and_isolation();
+        test_devdirs();
         return 0;
 }
