@@ -254,6 +254,7 @@ void alloc_init(Alloc *a, int rootfd, int ledgerfd, const Config *config,
                 .lockfd = -1,
                 .busfd = -1,
         };
+        sysfs_devdirs_init(&a->dirs);
         snprintf(a->boot_id, sizeof a->boot_id, "%s", strempty(boot_id));
 }
 
@@ -390,6 +391,8 @@ void alloc_done(Alloc *a) {
                 close(a->busfd);
         a->busfd = -1;
         a->bus_tried = false;
+        sysfs_devdirs_done(&a->dirs);
+        a->dirs_on = false;
 }
 
 int alloc_reserve(Alloc *a, const char *uuid) {
@@ -763,7 +766,8 @@ static int candidate_probe(Alloc *a, AllocCandidate *c) {
 
         if (c->verdict == ALLOC_OTHER_TYPE)
                 return 0;
-        r = sysfs_type_available_at(a->rootfd, bus_fd(a), c->parent, c->type, &c->available);
+        r = sysfs_type_available_dirs(a->rootfd, bus_fd(a), a->dirs_on ? &a->dirs : NULL, c->parent, c->type,
+                                      &c->available);
         if (r == -ENOENT) {
                 r = sysfs_parent_is_registered(a->rootfd, c->parent);
                 if (r < 0)
@@ -1348,6 +1352,8 @@ static int plan_choose(Alloc *a, const AllocWant *w, CandidateList *l, const All
                 alloc_candidates_sort_ties(l->c, l->n);
         if (l->n >= ALLOC_SPLIT_MIN)
                 (void) bus_fd(a); /* opened before two threads read from it */
+        if (l->n >= ALLOC_DIRS_MIN)
+                a->dirs_on = true;
         r = alloc_probe_split(l->c, l->n, ALLOC_SPLIT_MIN, certain, probe_cached_cb, &p, &i);
         if (r < 0)
                 return r;
@@ -1487,6 +1493,8 @@ int alloc_prefetch(int rootfd, const Config *config, const atomic_bool *stop,
                         error_clear();
                         continue;
                 }
+                if (l.n >= ALLOC_DIRS_MIN)
+                        a.dirs_on = true;
                 for (size_t i = 0; i < l.n && !atomic_load(stop); i++) {
                         if (l.c[i].verdict == ALLOC_OTHER_TYPE)
                                 continue;

@@ -497,6 +497,63 @@ placement = ${conf% *}"
         done
 }
 
+@test "80 candidates behind four bridges, read from the directories that hold them: pack and spread choose as a full read would" {
+        # GPUs behind four switches, as on a large host: bus 0x1B of 20
+        # parents behind bridge 0000:00:0B.0, for B in 1..4. The two threads
+        # that read them start in different directories.
+        local topo="$BATS_TEST_TMPDIR/bridges.conf" b dd name parents=() opens conf
+        {
+                echo "types g"
+                echo "type nvidia-100 instances=16"
+                echo "end"
+                for ((b = 1; b <= 4; b++)); do
+                        for ((dd = 0; dd < 20; dd++)); do
+                                name=$(printf '0000:%02x:%02x.0' $((0x10 + b)) "$dd")
+                                printf 'parent %s types=g onetype=1 errno=EINVAL devpath=pci0000:00/0000:00:%02x.0/%s\n' \
+                                        "$name" "$b" "$name"
+                        done
+                done
+        } > "$topo"
+        sim_umount
+        sim_mount "$topo"
+        mapfile -t parents < <(ls "$SIM_SYS/class/mdev_bus" | sort)
+        [ "${#parents[@]}" -eq 80 ]
+        [ "$(readlink "$SIM_SYS/class/mdev_bus/${parents[25]}")" = "../../devices/pci0000:00/0000:00:02.0/${parents[25]}" ]
+        # pack: the fewest left with room (3 held); spread: the first by
+        # name of the untouched ones.
+        sim_create "${parents[61]}" nvidia-100 aaaaaaaa-0000-4000-8000-000000000001
+        sim_create "${parents[61]}" nvidia-100 aaaaaaaa-0000-4000-8000-000000000002
+        sim_create "${parents[61]}" nvidia-100 aaaaaaaa-0000-4000-8000-000000000003
+        sim_create "${parents[7]}" nvidia-100 aaaaaaaa-0000-4000-8000-000000000004
+        sim_create "${parents[0]}" nvidia-100 aaaaaaaa-0000-4000-8000-000000000005
+        for conf in "pack ${parents[61]}" "spread ${parents[1]}"; do
+                config_write "[devices]
+enabled_mdev_types = nvidia-100
+[hooks]
+placement = ${conf% *}"
+                sim_counters_reset
+                run prepare web1 "$U1,type=nvidia-100"
+                [ "$status" -eq 0 ]
+                [ "$(mdev_parent "$U1")" = "${conf#* }" ]
+                if [[ " ${SIM_FLAGS:-} " != *" -c "* ]]; then
+                        opens=$(available_opens nvidia-100)
+                        [ "$(grep -c . <<< "$opens")" -eq 80 ]
+                        [ "$(awk '$2 != 1' <<< "$opens" | wc -l)" -eq 0 ]
+                fi
+                run release web1
+                [ "$status" -eq 0 ]
+                mdev_absent "$U1"
+        done
+        # A parent that goes (unregistered) is one that a read finds gone:
+        # not chosen, and the others still read from their directories.
+        sim_ctl unregister "${parents[61]}"
+        config_write "[devices]
+enabled_mdev_types = nvidia-100"
+        run prepare web1 "$U1,type=nvidia-100"
+        [ "$status" -eq 0 ]
+        [ "$(mdev_parent "$U1")" = "${parents[0]}" ]
+}
+
 @test "a no-capacity message on a host of 256 GPUs stays one line and says how many parents it left out" {
         sim_umount
         sim_mount large
