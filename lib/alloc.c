@@ -1352,7 +1352,7 @@ static int plan_choose(Alloc *a, const AllocWant *w, CandidateList *l, const All
                 alloc_candidates_sort_ties(l->c, l->n);
         if (l->n >= ALLOC_SPLIT_MIN)
                 (void) bus_fd(a); /* opened before two threads read from it */
-        if (l->n >= ALLOC_DIRS_MIN)
+        if (a->n_probed + l->n >= ALLOC_DIRS_MIN)
                 a->dirs_on = true;
         r = alloc_probe_split(l->c, l->n, ALLOC_SPLIT_MIN, certain, probe_cached_cb, &p, &i);
         if (r < 0)
@@ -1493,7 +1493,7 @@ int alloc_prefetch(int rootfd, const Config *config, const atomic_bool *stop,
                         error_clear();
                         continue;
                 }
-                if (l.n >= ALLOC_DIRS_MIN)
+                if (n + l.n >= ALLOC_DIRS_MIN)
                         a.dirs_on = true;
                 for (size_t i = 0; i < l.n && !atomic_load(stop); i++) {
                         if (l.c[i].verdict == ALLOC_OTHER_TYPE)

@@ -100,8 +100,9 @@ int alloc_pack_certain(AllocCandidate *c, size_t n, AllocProbe probe, void *user
  * (one thread reads c[0..n/2), the other c[n/2..n)). */
 #define ALLOC_SPLIT_MIN 64
 /* The candidates read from the directories of sys/devices that hold them
- * (SysfsDevDirs) from a list this long on: learning a directory costs two
- * syscalls, and saves a part of each read's path walk. */
+ * (SysfsDevDirs) once a call reads this many (those it read before and
+ * those it is about to read): learning a directory costs two syscalls, and
+ * saves a part of each read's path walk. */
 #define ALLOC_DIRS_MIN 64
 /* Reads c (n of them) with probe() as one thread reading them in order would,
  * on two threads when n >= min_split: certain = true reads as
@@ -152,8 +153,8 @@ typedef struct Alloc {
          * (bus_tried), so that each read walks from there; -1: from the root. */
         int busfd;
         bool bus_tried;
-        /* Set once a list of ALLOC_DIRS_MIN candidates or more is read: the
-         * candidates are then read from the directories that hold them. */
+        /* Set once this call reads ALLOC_DIRS_MIN candidates or more: they
+         * are then read from the directories that hold them. */
         bool dirs_on;
         SysfsDevDirs dirs;
         /* Set when the lock could not be taken back after that wait: nothing
