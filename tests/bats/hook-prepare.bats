@@ -463,21 +463,20 @@ big_reads_once() {
         big_reads_once
 }
 
-@test "256 candidates, read on two threads: pack and spread choose as a full read would, each candidate read once" {
-        sim_umount
-        sim_mount large
-        local parents opens conf
-        mapfile -t parents < <(ls "$SIM_SYS/class/mdev_bus" | sort)
-        [ "${#parents[@]}" -eq 256 ]
-        # nvidia-100: 16 per GPU. The second thread reads the second half:
-        # pack's choice is there (3 held, 13 left: the fewest with room), spread's
-        # is the first by name of the untouched ones.
-        sim_create "${parents[200]}" nvidia-100 aaaaaaaa-0000-4000-8000-000000000001
-        sim_create "${parents[200]}" nvidia-100 aaaaaaaa-0000-4000-8000-000000000002
-        sim_create "${parents[200]}" nvidia-100 aaaaaaaa-0000-4000-8000-000000000003
-        sim_create "${parents[10]}" nvidia-100 aaaaaaaa-0000-4000-8000-000000000004
+# pack_spread_as_full_read PACK OTHER: on the simulator's host of the
+# parents listed in parents[] (by name), with nvidia-100 (16 per GPU) only:
+# 3 mdevs on parents[PACK], 1 on parents[OTHER] and 1 on parents[0]. Pack
+# chooses parents[PACK] (13 left, the fewest with room), spread parents[1]
+# (the first by name of the untouched ones), as a full read would, each
+# candidate read once (counted without -c).
+pack_spread_as_full_read() {
+        local pack=$1 other=$2 conf opens
+        sim_create "${parents[$pack]}" nvidia-100 aaaaaaaa-0000-4000-8000-000000000001
+        sim_create "${parents[$pack]}" nvidia-100 aaaaaaaa-0000-4000-8000-000000000002
+        sim_create "${parents[$pack]}" nvidia-100 aaaaaaaa-0000-4000-8000-000000000003
+        sim_create "${parents[$other]}" nvidia-100 aaaaaaaa-0000-4000-8000-000000000004
         sim_create "${parents[0]}" nvidia-100 aaaaaaaa-0000-4000-8000-000000000005
-        for conf in "pack ${parents[200]}" "spread ${parents[1]}"; do
+        for conf in "pack ${parents[$pack]}" "spread ${parents[1]}"; do
                 config_write "[devices]
 enabled_mdev_types = nvidia-100
 [hooks]
@@ -488,7 +487,7 @@ placement = ${conf% *}"
                 [ "$(mdev_parent "$U1")" = "${conf#* }" ]
                 if [[ " ${SIM_FLAGS:-} " != *" -c "* ]]; then
                         opens=$(available_opens nvidia-100)
-                        [ "$(grep -c . <<< "$opens")" -eq 256 ]
+                        [ "$(grep -c . <<< "$opens")" -eq "${#parents[@]}" ]
                         [ "$(awk '$2 != 1' <<< "$opens" | wc -l)" -eq 0 ]
                 fi
                 run release web1
@@ -497,11 +496,22 @@ placement = ${conf% *}"
         done
 }
 
+@test "256 candidates, read on two threads: pack and spread choose as a full read would, each candidate read once" {
+        sim_umount
+        sim_mount large
+        local parents
+        mapfile -t parents < <(ls "$SIM_SYS/class/mdev_bus" | sort)
+        [ "${#parents[@]}" -eq 256 ]
+        # nvidia-100: 16 per GPU. The second thread reads the second half:
+        # pack's choice is there.
+        pack_spread_as_full_read 200 10
+}
+
 @test "80 candidates behind four bridges, read from the directories that hold them: pack and spread choose as a full read would" {
         # GPUs behind four switches, as on a large host: bus 0x1B of 20
         # parents behind bridge 0000:00:0B.0, for B in 1..4. The two threads
         # that read them start in different directories.
-        local topo="$BATS_TEST_TMPDIR/bridges.conf" b dd name parents=() opens conf
+        local topo="$BATS_TEST_TMPDIR/bridges.conf" b dd name parents=()
         {
                 echo "types g"
                 echo "type nvidia-100 instances=16"
@@ -519,31 +529,7 @@ placement = ${conf% *}"
         mapfile -t parents < <(ls "$SIM_SYS/class/mdev_bus" | sort)
         [ "${#parents[@]}" -eq 80 ]
         [ "$(readlink "$SIM_SYS/class/mdev_bus/${parents[25]}")" = "../../devices/pci0000:00/0000:00:02.0/${parents[25]}" ]
-        # pack: the fewest left with room (3 held); spread: the first by
-        # name of the untouched ones.
-        sim_create "${parents[61]}" nvidia-100 aaaaaaaa-0000-4000-8000-000000000001
-        sim_create "${parents[61]}" nvidia-100 aaaaaaaa-0000-4000-8000-000000000002
-        sim_create "${parents[61]}" nvidia-100 aaaaaaaa-0000-4000-8000-000000000003
-        sim_create "${parents[7]}" nvidia-100 aaaaaaaa-0000-4000-8000-000000000004
-        sim_create "${parents[0]}" nvidia-100 aaaaaaaa-0000-4000-8000-000000000005
-        for conf in "pack ${parents[61]}" "spread ${parents[1]}"; do
-                config_write "[devices]
-enabled_mdev_types = nvidia-100
-[hooks]
-placement = ${conf% *}"
-                sim_counters_reset
-                run prepare web1 "$U1,type=nvidia-100"
-                [ "$status" -eq 0 ]
-                [ "$(mdev_parent "$U1")" = "${conf#* }" ]
-                if [[ " ${SIM_FLAGS:-} " != *" -c "* ]]; then
-                        opens=$(available_opens nvidia-100)
-                        [ "$(grep -c . <<< "$opens")" -eq 80 ]
-                        [ "$(awk '$2 != 1' <<< "$opens" | wc -l)" -eq 0 ]
-                fi
-                run release web1
-                [ "$status" -eq 0 ]
-                mdev_absent "$U1"
-        done
+        pack_spread_as_full_read 61 7
         # A parent that goes (unregistered) is one that a read finds gone:
         # not chosen, and the others still read from their directories.
         sim_ctl unregister "${parents[61]}"
