@@ -538,6 +538,19 @@ enabled_mdev_types = nvidia-100"
         run prepare web1 "$U1,type=nvidia-100"
         [ "$status" -eq 0 ]
         [ "$(mdev_parent "$U1")" = "${parents[0]}" ]
+        run release web1
+        [ "$status" -eq 0 ]
+        # Each bridge's directory is opened once, learnt from a link; a
+        # link is read at most once per directory and thread (two here).
+        # (-ff: a file per thread, so that no call is split in two lines)
+        local trace="$BATS_TEST_TMPDIR/trace" calls
+        run env ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" strace -ff -qq -e trace=openat,readlinkat -o "$trace" \
+                "$MH_QEMU_HOOK" web1 prepare begin - < "$BATS_TEST_TMPDIR/web1.xml"
+        [ "$status" -eq 0 ]
+        calls=$(cat "$trace".*)
+        [ "$(grep -cE '"\.\./\.\./devices/pci0000:00/0000:00:0[1-4]\.0", O_RDONLY\|O_CLOEXEC\|O_PATH\|O_DIRECTORY\) = [0-9]+$' <<< "$calls")" -eq 4 ]
+        [ "$(grep -cE 'readlinkat\([0-9]+, "0000:1[1-4]:[0-9a-f]{2}\.0", "\.\./\.\./devices/' <<< "$calls")" -le 8 ]
+        [ "$(grep -cE '/available_instances", .* = [0-9]+$' <<< "$calls")" -eq 79 ]
 }
 
 @test "a no-capacity message on a host of 256 GPUs stays one line and says how many parents it left out" {
