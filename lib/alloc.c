@@ -760,6 +760,12 @@ static int bus_fd(Alloc *a) {
         return a->busfd;
 }
 
+/* Counts `read` candidates, read or about to be, towards Alloc.dirs_on. */
+static void dirs_consider(Alloc *a, size_t read) {
+        if (read >= ALLOC_DIRS_MIN)
+                a->dirs_on = true;
+}
+
 /* Reads registration, available_instances and the count of one candidate. */
 static int candidate_probe(Alloc *a, AllocCandidate *c) {
         int r;
@@ -1352,8 +1358,7 @@ static int plan_choose(Alloc *a, const AllocWant *w, CandidateList *l, const All
                 alloc_candidates_sort_ties(l->c, l->n);
         if (l->n >= ALLOC_SPLIT_MIN)
                 (void) bus_fd(a); /* opened before two threads read from it */
-        if (a->n_probed + l->n >= ALLOC_DIRS_MIN)
-                a->dirs_on = true;
+        dirs_consider(a, a->n_probed + l->n);
         r = alloc_probe_split(l->c, l->n, ALLOC_SPLIT_MIN, certain, probe_cached_cb, &p, &i);
         if (r < 0)
                 return r;
@@ -1493,8 +1498,7 @@ int alloc_prefetch(int rootfd, const Config *config, const atomic_bool *stop,
                         error_clear();
                         continue;
                 }
-                if (n + l.n >= ALLOC_DIRS_MIN)
-                        a.dirs_on = true;
+                dirs_consider(&a, n + l.n);
                 for (size_t i = 0; i < l.n && !atomic_load(stop); i++) {
                         if (l.c[i].verdict == ALLOC_OTHER_TYPE)
                                 continue;

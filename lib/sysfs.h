@@ -88,9 +88,9 @@ void sysfs_devdirs_done(SysfsDevDirs *d);
 /* sysfs_type_available_at(), opened from the directory of d that holds the
  * parent: the one learnt from a parent on its bus, or else the one that held
  * the last parent this thread read; failing that, the one its link names
- * (learnt now; up to SYSFS_DEVDIRS_MAX). A parent that is not
- * a PCI address, or that neither holds, is read as sysfs_type_available_at()
- * reads it, with its results and messages; so is any read that fails. */
+ * (learnt now; up to SYSFS_DEVDIRS_MAX). A parent that is not a PCI address,
+ * or that neither holds, is read as sysfs_type_available_at() reads it, with
+ * its results and messages; so is any read that fails. */
 int sysfs_type_available_dirs(int rootfd, int busfd, SysfsDevDirs *d, const char *parent, const char *type,
                               unsigned *ret);
 /* How many mdevs of the type the parent holds (entries of the type's devices/). */
