@@ -238,7 +238,7 @@ static int record_remove(int dirfd, const char *uuid) {
  * the record's text. */
 static int record_stage(int dirfd, const LedgerEntry *e, Staged *st) {
         _cleanup_free_ char *text = NULL;
-        size_t len, done = 0;
+        size_t len;
         int r;
 
         st->fd = -1;
@@ -258,16 +258,10 @@ static int record_stage(int dirfd, const LedgerEntry *e, Staged *st) {
         st->fd = record_tmp_open(dirfd, st->tmp, &st->spare);
         if (st->fd < 0)
                 return error_set(-errno, "cannot create '/" LEDGER_DIR "/%s': %s", st->tmp, strerror(errno));
-        while (done < len) {
-                ssize_t n = write(st->fd, text + done, len - done);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n <= 0) {
-                        r = n < 0 ? -errno : -EIO;
-                        staged_abort(dirfd, st);
-                        return error_set(r, "cannot write the record '/" LEDGER_DIR "/%s': %s", e->uuid, strerror(-r));
-                }
-                done += (size_t) n;
+        r = write_full(st->fd, text, len);
+        if (r < 0) {
+                staged_abort(dirfd, st);
+                return error_set(r, "cannot write the record '/" LEDGER_DIR "/%s': %s", e->uuid, strerror(-r));
         }
         /* the spare's old text may be longer: cut in place, no block freed */
         if (st->spare && ftruncate(st->fd, (off_t) len) < 0) {

@@ -103,6 +103,22 @@ ssize_t read_eintr(int fd, void *buf, size_t size) {
         }
 }
 
+int write_full(int fd, const void *buf, size_t size) {
+        const char *p = buf;
+
+        while (size > 0) {
+                ssize_t n = write(fd, p, size);
+
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        return n < 0 ? -errno : -EIO;
+                p += n;
+                size -= (size_t) n;
+        }
+        return 0;
+}
+
 int read_fd_small(int fd, char *buf, size_t size, size_t *ret_len) {
         size_t len = 0;
 

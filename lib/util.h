@@ -67,6 +67,9 @@ int array_grow(void *array, size_t n, size_t *allocated, size_t size);
 
 /* read(2), again on EINTR: the bytes read, 0 at the end, or -errno. */
 ssize_t read_eintr(int fd, void *buf, size_t size);
+/* write(2) until all of buf is written, again on EINTR: 0, or -errno (-EIO
+ * when write(2) writes nothing). */
+int write_full(int fd, const void *buf, size_t size);
 /* Reads fd (a pipe too) into a fresh NUL-terminated buffer up to its end or
  * max + 1 bytes, whichever comes first: *ret_len > max says there is more
  * (left unread). -EINVAL for a max too large to count one further. */
