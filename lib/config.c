@@ -761,6 +761,7 @@ void config_free(Config *c) {
         strv_free(c->warnings);
         free(c->placement_url);
         free(c->placement_token_file);
+        free(c->text);
         free(c);
 }
 
@@ -1155,6 +1156,21 @@ static int config_open(int rootfd, const char *path, const char *shown, int *ret
         return 0;
 }
 
+/* The parse of p->text into p->config, which keeps the text. */
+static int config_parse(Parser *p, Config **ret, char ***ret_errors) {
+        int r;
+
+        r = parser_run(p, ret_errors);
+        if (r < 0)
+                return r;
+        if (p->n_errors > 0)
+                return parser_report(p, ret_errors);
+        p->config->text = steal_pointer(&p->text);
+        p->config->text_len = p->text_len;
+        *ret = steal_pointer(&p->config);
+        return 0;
+}
+
 int config_load(int rootfd, const char *path, Config **ret, char ***ret_errors) {
         const char *shown = path ? path : CONFIG_DEFAULT_DISPLAY;
         _cleanup_close_ int fd = -1;
@@ -1178,14 +1194,28 @@ int config_load(int rootfd, const char *path, Config **ret, char ***ret_errors) 
         r = config_read_text(fd, size, &p.text, &p.text_len);
         if (r < 0)
                 return config_fail(r, shown, ret_errors, "cannot read: %s", strerror(-r));
-        r = parser_run(&p, ret_errors);
-        if (r < 0)
-                return r;
-        if (p.n_errors > 0)
-                return parser_report(&p, ret_errors);
+        return config_parse(&p, ret, ret_errors);
+}
 
-        *ret = steal_pointer(&p.config);
-        return 0;
+int config_parse_text(const char *path, const char *text, size_t len, Config **ret) {
+        const char *shown = path ? path : CONFIG_DEFAULT_DISPLAY;
+        _cleanup_(parser_done) Parser p = { .path = shown };
+
+        p.config = config_new(shown);
+        if (!p.config)
+                return -ENOMEM;
+        if (!text) {
+                p.config->missing = true;
+                *ret = steal_pointer(&p.config);
+                return 0;
+        }
+        p.text = malloc(len + 1);
+        if (!p.text)
+                return -ENOMEM;
+        memcpy(p.text, text, len);
+        p.text[len] = '\0';
+        p.text_len = len;
+        return config_parse(&p, ret, NULL);
 }
 
 /* --- queries ----------------------------------------------------------- */

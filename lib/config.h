@@ -77,6 +77,9 @@ typedef struct Config {
         char **warnings;
         char *placement_url;        /* [placement] url, or NULL */
         char *placement_token_file; /* [placement] token_file (absolute), or NULL */
+
+        char *text;           /* the text it was parsed from, NULL when missing */
+        size_t text_len;
 } Config;
 
 /* Loads and validates the config. path NULL means CONFIG_DEFAULT_PATH under
@@ -96,6 +99,11 @@ typedef struct Config {
  * the first in enabled_mdev_types is the default, the later ones are not
  * enabled, and (*ret)->warnings says so. */
 int config_load(int rootfd, const char *path, Config **ret, char ***ret_errors);
+/* The config config_load() loaded with path from a file holding text (len
+ * bytes; NULL: no file), parsed again without reading any file: a
+ * Config.text handed from one program to another. Its warnings again, its
+ * errors as config_load()'s first. */
+int config_parse_text(const char *path, const char *text, size_t len, Config **ret);
 void config_free(Config *c);
 static inline void config_freep(Config **c) {
         config_free(*c);
