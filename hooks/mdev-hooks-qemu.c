@@ -16,15 +16,17 @@
  * migrate and restore, and for a prepare of a large XML, handing the call
  * to the worker, having changed nothing, when domlite declines or a
  * hostdev may need another UUID (only libxml2's document can be
- * rewritten). Otherwise it loads mdev-hooks-qemu-worker.so from the same
- * directory (dlopen: libxml2 and the rest come with it) and hands it the
- * XML, in memory. No config, no lock, no output otherwise. (On release it
+ * rewritten). Otherwise it runs the worker's program from the same
+ * directory in its place (execve: worker.h), which loads libxml2 and the
+ * rest, and hands it the XML in a memfd. No config, no lock, no output
+ * otherwise. (On release it
  * also goes on when the record's guest index names the guest: one stat.)
  */
-#include <dlfcn.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <sys/mman.h> /* memfd_create */
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "domlite.h"
 #include "domscan.h"
@@ -50,52 +52,45 @@ static bool guest_is_indexed(const char *guest) {
         return fstatat(rootfd, path, &st, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
-/* Loads a module (worker.h) from this program's own directory: its entry
- * point, or -errno (error_set). */
-static int load_module(const char *dir, const char *name, const char *entry, void **ret) {
-        char path[PATH_MAX];
-        void *module;
-
-        if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int) sizeof path)
-                return error_set(-ENAMETOOLONG, "cannot find my own directory: its path is too long");
-        /* RTLD_LOCAL: nothing of it, or of libxml2, joins the front end's
-         * namespace. Never closed: the process ends when it returns. */
-        module = dlopen(path, RTLD_LAZY | RTLD_LOCAL);
-        if (!module)
-                return error_set(-ENOENT, "cannot load the hook's worker (is mdev-hooks installed whole?): %s", dlerror());
-        *ret = dlsym(module, entry);
-        if (!*ret)
-                return error_set(-ENOENT, "cannot load the hook's worker (is mdev-hooks installed whole?): %s", dlerror());
-        return 0;
-}
-
-/* Loads the worker module and runs it, with what was done ahead of a parse
- * that declined (or NULL). Returns its exit status, or -errno (error_set)
- * when it cannot be loaded. */
+/* The worker's program (worker.h), from this program's own directory, in
+ * place of this one: execve(), argv as libvirt gave it after --ahead=, the
+ * XML on stdin in a memfd (with its '\0'), and what was done ahead of a
+ * parse that declined (or NULL) handed over (ahead_hand_over()). Its exit
+ * status is the hook's. Returns only when it cannot be run: -errno
+ * (error_set). */
 static int run_worker(int argc, char **argv, const char *buf, size_t len, Ahead *ahead) {
-        char dir[PATH_MAX];
-        WorkerEntry entry;
+        char dir[PATH_MAX], path[PATH_MAX], aheadarg[32] = "--ahead=none";
+        _cleanup_close_ int xmlfd = -1, aheadfd = -1;
+        char *args[argc + 2];
         int r;
 
         r = program_dir(dir, sizeof dir);
         if (r < 0)
                 return r;
-#ifdef ICU_STAND_IN
-        /* libxml2 needs ICU's libicuuc, and with it libstdc++: a quarter of
-         * a prepare. The stand-in (hooks/no-icu/icuuc-stand-in.c says why
-         * that is safe) is loaded first, by its path; the libicuuc.so.N
-         * that libxml2 needs is then that library, matched by its soname.
-         * Without it (not installed) libxml2 loads the real ICU, only slower. */
-        char path[PATH_MAX];
-        if (snprintf(path, sizeof path, "%s/%s", dir, ICU_STAND_IN) < (int) sizeof path)
-                (void) dlopen(path, RTLD_LAZY | RTLD_LOCAL);
-#endif
-        /* ISO C has no cast from void * to a function pointer; POSIX's
-         * dlsym() documents this form. */
-        r = load_module(dir, WORKER_MODULE, WORKER_ENTRY, (void **) &entry);
+        if (snprintf(path, sizeof path, "%s/%s", dir, WORKER_PROGRAM) >= (int) sizeof path)
+                return error_set(-ENAMETOOLONG, "cannot find my own directory: its path is too long");
+        if (ahead && ahead->set_up) {
+                r = ahead_hand_over(ahead, &aheadfd);
+                if (r < 0)
+                        return r;
+                snprintf(aheadarg, sizeof aheadarg, "--ahead=%d", aheadfd);
+        }
+        xmlfd = memfd_create("mdev-hooks-domain-xml", MFD_CLOEXEC);
+        if (xmlfd < 0)
+                return error_set(-errno, "cannot hand the worker the domain XML: memfd_create: %s", strerror(errno));
+        r = write_full(xmlfd, buf, len + 1);
         if (r < 0)
-                return r;
-        return entry(argc, argv, buf, len, ahead);
+                return error_set(r, "cannot hand the worker the domain XML: %s", strerror(-r));
+        if (dup2(xmlfd, STDIN_FILENO) < 0 || (aheadfd >= 0 && fcntl(aheadfd, F_SETFD, 0) < 0))
+                return error_set(-errno, "cannot hand the worker the domain XML: %s", strerror(errno));
+
+        args[0] = path;
+        args[1] = aheadarg;
+        for (int i = 1; i < argc; i++)
+                args[i + 1] = argv[i];
+        args[argc + 1] = NULL;
+        execv(path, args);
+        return error_set(-errno, "cannot run the hook's worker (is mdev-hooks installed whole?): %s: %s", path, strerror(errno));
 }
 
 /* prepare, release and reconnect: when the strict reader (domlite.h)

@@ -80,6 +80,22 @@ int op_begin(HookOp op, const char *guest);
  * as a warning. */
 int op_end(HookOp op, int r);
 
+/* Across the front end's execve() of the worker (hooks/mdev-hooks-qemu.c):
+ * the front end lets the thread finish its reads, then writes into a memfd
+ * what ahead_done() would let go of: setup()'s result and message, its
+ * descriptors (left open across the execve, the lock with them), the boot
+ * id, what was read and the config's text. Both sides are built from
+ * these sources; a magic
+ * and the struct's size check that they are one build. *ret_fd: the
+ * memfd, close-on-exec (the caller clears that just before the execve).
+ * -errno with the message set. */
+int ahead_hand_over(Ahead *ah, int *ret_fd);
+/* The worker's side: ah (AHEAD_INIT) from fd, as the front end left it,
+ * the config parsed again from the text the front end read, without a
+ * word (the front end said its warnings). Closes fd. -errno with the message set; ah then holds what
+ * it took, for ahead_done(). */
+int ahead_take_over(int fd, Ahead *ah);
+
 /* The context of an operation on dom for guest, from what setup() took
  * (su keeps owning it: setup_done() still lets go of it). */
 HookContext setup_context(const Setup *su, Domxml *dom, const char *guest);

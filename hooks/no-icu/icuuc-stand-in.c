@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * A stand-in for ICU's common library (libicuuc.so.<major>), for the hook's
- * worker only: the front end (mdev-hooks-qemu.c) loads it by its path just
+ * worker only: the worker program (worker-main.c) loads it by its path just
  * before the worker, and the libicuuc.so.<major> that libxml2 needs is then
  * this library, found by its soname. Nothing else on the host sees it.
  *
@@ -23,7 +23,7 @@
  * Every function that libxml2 imports from ICU is here, with ICU's own
  * prototype (the header renames them with the version suffix, e.g.
  * ucnv_open_72). The unit test test-worker-load loads it and the worker as
- * the front end does, but with RTLD_NOW, which fails if libxml2 ever imports
+ * the worker program does, but with RTLD_NOW, which fails if libxml2 ever imports
  * one more, and checks that neither the real libicuuc nor libstdc++ came.
  */
 #include <unicode/ucnv.h>

@@ -138,7 +138,7 @@ refused() {
                 skip "libxml2 here is built without ICU (Debian 13): no stand-in is built, and no ICU to load"
         local bin="$BATS_TEST_TMPDIR/bin"
         mkdir "$bin"
-        cp "$MH_QEMU_HOOK" "$(dirname "$MH_QEMU_HOOK")/mdev-hooks-qemu-worker.so" "$bin/"
+        cp "$MH_QEMU_HOOK" "$(dirname "$MH_QEMU_HOOK")"/mdev-hooks-qemu-worker{,.so} "$bin/"
         # a comment: the front end's strict reader declines it, so that
         # this prepare goes through the worker and libxml2
         domxml g "$U1" | sed 's|<metadata>|<metadata><!-- read by libxml2 -->|' > "$BATS_TEST_TMPDIR/g.xml"

@@ -783,8 +783,14 @@ enabled_mdev_types = nvidia-100"
         mkdir "$BATS_TEST_TMPDIR/bin"
         cp "$MH_QEMU_HOOK" "$BATS_TEST_TMPDIR/bin/"
         # an XML the front end's strict reader declines (a comment): the
-        # prepare needs the worker
+        # prepare needs the worker, its program first
         domxml web1 "$U1" | sed 's|<metadata>|<metadata><!-- by hand -->|' > "$BATS_TEST_TMPDIR/web1.xml"
+        run "$BATS_TEST_TMPDIR/bin/mdev-hooks-qemu" web1 prepare begin - < "$BATS_TEST_TMPDIR/web1.xml"
+        [ "$status" -eq 1 ]
+        [ "$output" = "mdev-hooks: web1: cannot run the hook's worker (is mdev-hooks installed whole?): $BATS_TEST_TMPDIR/bin/mdev-hooks-qemu-worker: No such file or directory" ]
+        mdev_absent "$U1"
+        # then the module that program loads
+        cp "$(dirname "$MH_QEMU_HOOK")/mdev-hooks-qemu-worker" "$BATS_TEST_TMPDIR/bin/"
         run "$BATS_TEST_TMPDIR/bin/mdev-hooks-qemu" web1 prepare begin - < "$BATS_TEST_TMPDIR/web1.xml"
         [ "$status" -eq 1 ]
         [[ "$output" == "mdev-hooks: web1: cannot load the hook's worker (is mdev-hooks installed whole?): "*"mdev-hooks-qemu-worker.so"* ]]
