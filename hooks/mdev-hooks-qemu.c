@@ -4,10 +4,12 @@
  *
  *     <guest> <op> <subop> <extra>     with the domain XML on stdin
  *
- * This is its front end, which loads libc alone (inih is linked in
- * statically, libxml2 not at all: hooks/meson.build): libvirt runs it for
- * every operation of every guest, and a guest without mdevs must cost about
- * what /bin/true costs. Operations that never concern mdevs exit 0 at once,
+ * This is its front end, which loads no library at all: it is linked
+ * statically, glibc and inih with it, and libxml2 not at all
+ * (hooks/meson.build; a build with sanitizers links it dynamically, libc
+ * alone). libvirt runs it for every operation of every guest, and a guest
+ * without mdevs must cost about what /bin/true costs: loading libc.so cost a
+ * seventh of a prepare (BENCHMARKS.md). Operations that never concern mdevs exit 0 at once,
  * reading nothing. For the others it reads all of stdin, whatever its size,
  * and only if the XML may hold an mdev hostdev or a VFIO-framework vGPU
  * (domscan.h) does it go on. A prepare, a release or a reconnect it first

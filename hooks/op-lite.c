@@ -11,7 +11,7 @@
  * this is linked into the front end with the same library as the worker,
  * but only what these operations use of it: domxml.c (the only user of
  * libxml2) and migrate-xml.c are never linked in, and inih is linked
- * statically (hooks/meson.build), so the front end still loads libc alone.
+ * statically (hooks/meson.build), as glibc is where it can be.
  * (migrate-lite.c does the same for migrate and restore.)
  *
  * From here on the call is the worker's, step for step: the guest name

@@ -833,6 +833,12 @@ enabled_mdev_types = nvidia-100"
         [ "$status" -eq 0 ]
         [[ "$output" != *libxml2* ]]
         [[ "$output" != *libinih* ]]
+        # static where it can be, and the build says which (static_front)
+        if front_end_static; then
+                [[ "$output" == *"statically linked"* ]]
+        else
+                [[ "$output" == *libc.so* ]]
+        fi
         # it runs a prepare itself: inih's parser is linked in
         run nm "$MH_QEMU_HOOK"
         [[ "$output" == *ini_parse_stream* ]]
