@@ -310,3 +310,38 @@ big_xml() {
         mdev_absent "$U1"
         [ -z "$(records)" ]
 }
+
+# The worker's program is run by the front end alone (hooks/worker.h); run
+# by hand, or handed what is not its front end's, it says so and changes
+# nothing.
+@test "the worker's program run by hand refuses what is not its front end's, and changes nothing" {
+        local worker xml="$BATS_TEST_TMPDIR/g.xml" bad="$BATS_TEST_TMPDIR/bad"
+        worker="$(dirname "$MH_QEMU_HOOK")/mdev-hooks-qemu-worker"
+        domxml g "$U1" > "$xml"
+        run "$worker" g prepare begin - < "$xml"
+        [ "$status" -eq 2 ]
+        [[ "$output" == "usage: mdev-hooks-qemu-worker --ahead=FD|none "*"(run by mdev-hooks-qemu, not by hand)" ]]
+        # the XML from a pipe, not the front end's memfd with its '\0'
+        run "$worker" --ahead=none g prepare begin - < <(cat "$xml")
+        [ "$status" -eq 1 ]
+        [ "$output" = "mdev-hooks: g: stdin is not the domain XML that mdev-hooks-qemu hands its worker" ]
+        # a regular file without the '\0' after the XML
+        run "$worker" --ahead=none g prepare begin - < "$xml"
+        [ "$status" -eq 1 ]
+        [ "$output" = "mdev-hooks: g: stdin is not the domain XML that mdev-hooks-qemu hands its worker" ]
+        # with it, but a hand-over that is not one
+        printf '\0' >> "$xml"
+        head -c 300 /dev/urandom > "$bad"
+        run "$worker" --ahead=7 g prepare begin - < "$xml" 7< "$bad"
+        [ "$status" -eq 1 ]
+        [ "$output" = "mdev-hooks: g: cannot take over the front end's work: what it handed over is not from this build (is mdev-hooks installed whole?)" ]
+        run "$worker" --ahead=seven g prepare begin - < "$xml"
+        [ "$status" -eq 2 ]
+        [ -z "$(sim_mdevs)" ]
+        [ -z "$(records)" ]
+        # as the front end hands it (none set up ahead), it works
+        run -0 "$worker" --ahead=none g prepare begin - < "$xml"
+        [ -z "$output" ]
+        mdev_exists "$U1"
+        [ "$(record_get "$U1" guest)" = g ]
+}
