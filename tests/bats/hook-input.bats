@@ -119,9 +119,12 @@ refused() {
         # this prepare goes through the worker and libxml2
         domxml g "$U1" | sed 's|<metadata>|<metadata><!-- read by libxml2 -->|' > "$BATS_TEST_TMPDIR/g.xml"
         LD_DEBUG=libs hook g prepare begin - < "$BATS_TEST_TMPDIR/g.xml" 2> "$BATS_TEST_TMPDIR/ld.log"
-        # What came with the worker: what was loaded after the program
-        # started (a sanitizer's runtime, loaded before, brings libstdc++).
-        sed -n '/transferring control/,$p' "$BATS_TEST_TMPDIR/ld.log" > "$BATS_TEST_TMPDIR/worker.log"
+        # What came with the worker module: what was loaded after the last
+        # program started, the worker's, which loads it (a sanitizer's
+        # runtime, loaded before, brings libstdc++; a dynamic front end
+        # started first)
+        awk '/transferring control/ { n = 0; delete l; next } { l[++n] = $0 } END { for (i = 1; i <= n; i++) print l[i] }' \
+                "$BATS_TEST_TMPDIR/ld.log" > "$BATS_TEST_TMPDIR/worker.log"
         grep 'calling init: .*/libxml2\.so' "$BATS_TEST_TMPDIR/worker.log"
         run -0 grep 'calling init: .*libicuuc' "$BATS_TEST_TMPDIR/worker.log"
         echo "$output"
