@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * mdev-hooks-qemu-worker.so: loaded by mdev-hooks-qemu (dlopen, in the same
- * process; worker.h) when the domain XML may hold an mdev hostdev. Parses
- * the XML the front end read, loads the config, opens the record, takes the
- * host-wide lock and runs the operation.
+ * mdev-hooks-qemu-worker.so: loaded (dlopen) by the program
+ * mdev-hooks-qemu-worker (worker-main.c), which the front end runs in its
+ * place for a call it does not run itself (worker.h). Parses the XML the
+ * front end read, loads the config, opens the record, takes the host-wide
+ * lock and runs the operation.
  *
- * A module rather than a program of its own: a second execve() and a second
- * start of the dynamic loader and libc, and a copy of the XML through a
- * memfd, cost an eighth of every prepare.
+ * A module that a small program loads, rather than a program that links
+ * libxml2: the program loads the ICU stand-in first, which libxml2's
+ * libicuuc.so.N then binds to (hooks/no-icu/).
  *
  * Exit status: 0 done (always for release and reconnect, which libvirt
  * ignores or which must never fail); 1 when prepare, migrate or restore

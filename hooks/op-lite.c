@@ -3,7 +3,7 @@
  * `prepare begin`, `release end` and `reconnect begin` without libxml2, run
  * by the front end itself (mdev-hooks-qemu.c) when its strict reader
  * (lib/domlite.h) read the domain XML; when that reader declines, or for
- * any other operation, the worker module runs as before.
+ * any other operation, the worker runs (worker.h).
  *
  * Loading libxml2 and what it needs was some 40% of the CPU time and 70 of
  * the 250 system calls of a prepare of one mdev, and loading a module of its
