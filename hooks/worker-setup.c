@@ -120,14 +120,16 @@ static int keep_open(int fd) {
 
 int ahead_hand_over(Ahead *ah, int *ret_fd) {
         _cleanup_close_ int fd = -1;
-        AheadWire w = {
-                .magic = AHEAD_WIRE_MAGIC,
-                .size = AHEAD_WIRE_SIZE,
-                .setup_r = ah->setup_r,
-                .setup_why = ah->setup_why,
-                .rootfd = -1, .ledgerfd = -1, .lockfd = -1,
-        };
+        AheadWire w;
         int r;
+
+        /* written whole: its padding too */
+        memset(&w, 0, sizeof w);
+        memcpy(w.magic, AHEAD_WIRE_MAGIC, sizeof w.magic);
+        w.size = AHEAD_WIRE_SIZE;
+        w.setup_r = ah->setup_r;
+        w.setup_why = ah->setup_why;
+        w.rootfd = w.ledgerfd = w.lockfd = -1;
 
         /* every read it was going to make, not stopped: the worker's
          * placement takes them as they are */
