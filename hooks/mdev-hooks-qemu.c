@@ -8,11 +8,11 @@
  * statically, glibc and inih with it, and libxml2 not at all
  * (hooks/meson.build; a build with sanitizers links it dynamically, libc
  * alone). libvirt runs it for every operation of every guest, and a guest
- * without mdevs must cost about what /bin/true costs: loading libc.so cost a
- * seventh of a prepare (BENCHMARKS.md). Operations that never concern mdevs exit 0 at once,
- * reading nothing. For the others it reads all of stdin, whatever its size,
- * and only if the XML may hold an mdev hostdev or a VFIO-framework vGPU
- * (domscan.h) does it go on. A prepare, a release or a reconnect it first
+ * without mdevs must cost about what /bin/true costs: loading libc.so cost
+ * a seventh of a prepare (BENCHMARKS.md). Operations that never concern
+ * mdevs exit 0 at once, reading nothing. For the others it reads all of
+ * stdin, whatever its size, and only if the XML may hold an mdev hostdev
+ * or a VFIO-framework vGPU (domscan.h) does it go on. A prepare, a release or a reconnect it first
  * reads with a strict libc-only reader (domlite.h); when that reads it, the
  * front end runs the operation itself (lite.h). It does the same for
  * migrate and restore, and for a prepare of a large XML, handing the call
@@ -21,8 +21,8 @@
  * rewritten). Otherwise it runs the worker's program from the same
  * directory in its place (execve: worker.h), which loads libxml2 and the
  * rest, and hands it the XML in a memfd. No config, no lock, no output
- * otherwise. (On release it
- * also goes on when the record's guest index names the guest: one stat.)
+ * otherwise. (On release it also goes on when the record's guest index
+ * names the guest: one stat.)
  */
 #include <fcntl.h>
 #include <limits.h>
