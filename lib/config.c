@@ -1093,6 +1093,7 @@ static int config_read_text(int fd, size_t size, char **ret, size_t *ret_len) {
                 text = t;
                 cap *= 2;
         }
+        text[len] = '\0'; /* len < cap */
         *ret = steal_pointer(&text);
         *ret_len = len;
         return 0;
@@ -1156,66 +1157,60 @@ static int config_open(int rootfd, const char *path, const char *shown, int *ret
         return 0;
 }
 
-/* The parse of p->text into p->config, which keeps the text. */
-static int config_parse(Parser *p, Config **ret, char ***ret_errors) {
+/* The config parsed from text (len bytes and a '\0'), which it takes over
+ * and keeps; NULL: there is no file, so no types enabled and defaults for
+ * the rest. */
+static int config_from_text(const char *shown, char *text, size_t len, Config **ret, char ***ret_errors) {
+        _cleanup_(parser_done) Parser p = { .path = shown, .text = text, .text_len = len };
         int r;
 
-        r = parser_run(p, ret_errors);
-        if (r < 0)
-                return r;
-        if (p->n_errors > 0)
-                return parser_report(p, ret_errors);
-        p->config->text = steal_pointer(&p->text);
-        p->config->text_len = p->text_len;
-        *ret = steal_pointer(&p->config);
+        p.config = config_new(shown);
+        if (!p.config)
+                return -ENOMEM;
+        if (!text)
+                p.config->missing = true;
+        else {
+                r = parser_run(&p, ret_errors);
+                if (r < 0)
+                        return r;
+                if (p.n_errors > 0)
+                        return parser_report(&p, ret_errors);
+                p.config->text = steal_pointer(&p.text);
+                p.config->text_len = len;
+        }
+        *ret = steal_pointer(&p.config);
         return 0;
 }
 
 int config_load(int rootfd, const char *path, Config **ret, char ***ret_errors) {
         const char *shown = path ? path : CONFIG_DEFAULT_DISPLAY;
         _cleanup_close_ int fd = -1;
-        _cleanup_(parser_done) Parser p = { .path = shown };
-        size_t size = 0;
+        _cleanup_free_ char *text = NULL;
+        size_t size = 0, len = 0;
         int r;
 
         r = config_open(rootfd, path, shown, &fd, &size, ret_errors);
         if (r < 0)
                 return r;
-        p.config = config_new(shown);
-        if (!p.config)
-                return -ENOMEM;
-        if (fd < 0) {
-                /* No config: no types enabled, defaults for the rest. */
-                p.config->missing = true;
-                *ret = steal_pointer(&p.config);
-                return 0;
+        if (fd >= 0) {
+                r = config_read_text(fd, size, &text, &len);
+                if (r < 0)
+                        return config_fail(r, shown, ret_errors, "cannot read: %s", strerror(-r));
         }
-
-        r = config_read_text(fd, size, &p.text, &p.text_len);
-        if (r < 0)
-                return config_fail(r, shown, ret_errors, "cannot read: %s", strerror(-r));
-        return config_parse(&p, ret, ret_errors);
+        return config_from_text(shown, steal_pointer(&text), len, ret, ret_errors);
 }
 
 int config_parse_text(const char *path, const char *text, size_t len, Config **ret) {
-        const char *shown = path ? path : CONFIG_DEFAULT_DISPLAY;
-        _cleanup_(parser_done) Parser p = { .path = shown };
+        char *copy = NULL;
 
-        p.config = config_new(shown);
-        if (!p.config)
-                return -ENOMEM;
-        if (!text) {
-                p.config->missing = true;
-                *ret = steal_pointer(&p.config);
-                return 0;
+        if (text) {
+                copy = malloc(len + 1);
+                if (!copy)
+                        return -ENOMEM;
+                memcpy(copy, text, len);
+                copy[len] = '\0';
         }
-        p.text = malloc(len + 1);
-        if (!p.text)
-                return -ENOMEM;
-        memcpy(p.text, text, len);
-        p.text[len] = '\0';
-        p.text_len = len;
-        return config_parse(&p, ret, NULL);
+        return config_from_text(path ? path : CONFIG_DEFAULT_DISPLAY, copy, len, ret, NULL);
 }
 
 /* --- queries ----------------------------------------------------------- */

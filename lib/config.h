@@ -78,7 +78,7 @@ typedef struct Config {
         char *placement_url;        /* [placement] url, or NULL */
         char *placement_token_file; /* [placement] token_file (absolute), or NULL */
 
-        char *text;           /* the text it was parsed from, NULL when missing */
+        char *text;           /* the text it was parsed from, and a '\0'; NULL when missing */
         size_t text_len;
 } Config;
 

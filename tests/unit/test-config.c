@@ -720,6 +720,63 @@ static void test_read_whole(void) {
         strv_free(errors);
 }
 
+/* config_parse_text() on the text config_load() kept: the same config,
+ * warnings and all, without reading the file again (it is gone). */
+static void test_parse_text_again(void) {
+        Config *c = load_ok("[devices]\n"
+                            "enabled_mdev_types = nvidia-35, nvidia-36, nvidia-37\n"
+                            "[mdev_nvidia-37]\n"
+                            "device_addresses = 0000:84:00.0,\n"
+                            "  0000:85:00.0\n"
+                            "[hooks]\n"
+                            "lock_timeout = 9\n");
+        Config *again = NULL;
+        char *text;
+        int r;
+
+        check(c->text && c->text_len == strlen(c->text) && strstr(c->text, "lock_timeout = 9"));
+        unlink(path);
+        check(config_parse_text(path, c->text, c->text_len, &again) == 0);
+        check(again->n_types == c->n_types && c->n_types == 2);
+        for (size_t i = 0; i < c->n_types; i++)
+                check(streq(again->types[i].name, c->types[i].name) &&
+                      strv_length(again->types[i].addresses) == strv_length(c->types[i].addresses));
+        check(streq(again->types[1].addresses[1], "0000:85:00.0"));
+        check(again->default_type == &again->types[0]);
+        check(again->lock_timeout == 9 && !again->missing);
+        check(strv_length(again->warnings) == 1 && streq(again->warnings[0], c->warnings[0]));
+        check(again->text_len == c->text_len && memcmp(again->text, c->text, c->text_len) == 0);
+        config_free(again);
+        config_free(c);
+
+        /* no file: the missing default config, as config_load() gives it */
+        again = NULL;
+        check(config_parse_text(NULL, NULL, 0, &again) == 0);
+        check(again->missing && again->n_types == 0 && !again->text);
+        check(streq(again->path, "/etc/mdev-hooks/mdev-hooks.conf"));
+        config_free(again);
+
+        /* an empty file, and text that is not a whole string */
+        again = NULL;
+        check(config_parse_text(path, "", 0, &again) == 0);
+        check(!again->missing && again->n_types == 0 && again->text && again->text_len == 0);
+        config_free(again);
+        text = strdup("[hooks]\nlock_timeout = 5\n[devices]");
+        check(text);
+        again = NULL;
+        check(config_parse_text(path, text, strlen("[hooks]\nlock_timeout = 5\n"), &again) == 0);
+        check(again->lock_timeout == 5);
+        config_free(again);
+        free(text);
+
+        /* errors: the first, as config_load() says it */
+        again = NULL;
+        r = config_parse_text(path, "[hooks]\nbogus = 1\n", strlen("[hooks]\nbogus = 1\n"), &again);
+        check(r == -EINVAL && !again);
+        check(strstr(error_get(r), ":2: unknown key 'bogus' in [hooks]"));
+        error_clear();
+}
+
 int main(void) {
         check(mkdtemp(tmpdir));
         snprintf(path, sizeof path, "%s/mdev-hooks.conf", tmpdir);
@@ -747,6 +804,7 @@ int main(void) {
         test_errors_all_collected_sorted();
         test_error_permissions();
         test_read_whole();
+        test_parse_text_again();
 
         unlink(path);
         rmdir(tmpdir);
