@@ -69,18 +69,25 @@ void ahead_start(HookOp op, const char *guest, Ahead *ah) {
         ah->reading = pthread_create(&ah->thread, NULL, prefetch_run, &ah->pf) == 0;
 }
 
-void ahead_stop(Ahead *ah) {
+/* Waits for the thread that reads the candidates, once told to stop when
+ * stop is set (else it makes every read it was going to make). */
+static void ahead_join(Ahead *ah, bool stop) {
         if (!ah->reading)
                 return;
-        atomic_store(&ah->pf.stop, true);
+        if (stop)
+                atomic_store(&ah->pf.stop, true);
         pthread_join(ah->thread, NULL);
         ah->reading = false;
+}
+
+void ahead_stop(Ahead *ah) {
+        ahead_join(ah, true);
 }
 
 int ahead_setup(HookOp op, const char *guest, Ahead *ah) {
         if (!ah->set_up) {
                 ah->set_up = true;
-                ah->setup_r = setup(op, guest, &ah->su);
+                ah->setup_r = setup(op, guest, NULL, &ah->su);
                 return ah->setup_r;
         }
         if (ah->setup_r < 0)
@@ -133,10 +140,7 @@ int ahead_hand_over(Ahead *ah, int *ret_fd) {
 
         /* every read it was going to make, not stopped: the worker's
          * placement takes them as they are */
-        if (ah->reading) {
-                pthread_join(ah->thread, NULL);
-                ah->reading = false;
-        }
+        ahead_join(ah, false);
         if (ah->setup_r == 0) {
                 w.rootfd = ah->su.rootfd;
                 w.ledgerfd = ah->su.ledgerfd;
