@@ -276,6 +276,13 @@ int sysfs_bus_open(int rootfd, int *ret_fd) {
         return 0;
 }
 
+/* available_instances' path below the directory that holds parent. */
+static int available_path(const char *parent, const char *type, char *path, size_t size) {
+        int k = snprintf(path, size, "%s/mdev_supported_types/%s/available_instances", parent, type);
+
+        return k < 0 || (size_t) k >= size ? -ENAMETOOLONG : 0;
+}
+
 /* available_instances' text (buf), read from class/mdev_bus/<path>. */
 static int available_parse(const char *path, const char *buf, unsigned *ret) {
         unsigned u;
@@ -292,12 +299,11 @@ static int available_parse(const char *path, const char *buf, unsigned *ret) {
  * reloaded meanwhile) and gives the message. */
 int sysfs_type_available_at(int rootfd, int busfd, const char *parent, const char *type, unsigned *ret) {
         char path[PATH_MAX], buf[64];
-        int n, r;
+        int r;
 
         if (busfd < 0 || !name_is_valid(parent) || !name_is_valid(type))
                 return sysfs_type_available(rootfd, parent, type, ret);
-        n = snprintf(path, sizeof path, "%s/mdev_supported_types/%s/available_instances", parent, type);
-        if (n < 0 || (size_t) n >= sizeof path)
+        if (available_path(parent, type, path, sizeof path) < 0)
                 return -ENAMETOOLONG;
         r = read_small_at(busfd, path, buf, sizeof buf);
         if (r == -ENOENT)
@@ -417,8 +423,7 @@ int sysfs_type_available_dirs(int rootfd, int busfd, SysfsDevDirs *d, const char
 
         if (!d || busfd < 0 || !pci_address_is_valid(parent) || !name_is_valid(type))
                 return sysfs_type_available_at(rootfd, busfd, parent, type, ret);
-        k = snprintf(path, sizeof path, "%s/mdev_supported_types/%s/available_instances", parent, type);
-        if (k < 0 || (size_t) k >= sizeof path)
+        if (available_path(parent, type, path, sizeof path) < 0)
                 return -ENAMETOOLONG;
         guess = devdirs_guess(d, devdirs_count(d), parent);
         if (guess != SIZE_MAX && read_small_at(d->fd[guess], path, buf, sizeof buf) >= 0) {
@@ -431,6 +436,35 @@ int sysfs_type_available_dirs(int rootfd, int busfd, SysfsDevDirs *d, const char
                 return available_parse(path, buf, ret);
         }
         return sysfs_type_available_at(rootfd, busfd, parent, type, ret);
+}
+
+int sysfs_type_available_open(int busfd, const char *parent, const char *type, int *ret_fd) {
+        char path[PATH_MAX];
+        int fd;
+
+        if (busfd < 0 || !name_is_valid(parent) || !name_is_valid(type))
+                return -EINVAL;
+        if (available_path(parent, type, path, sizeof path) < 0)
+                return -ENAMETOOLONG;
+        fd = openat(busfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return -errno;
+        *ret_fd = fd;
+        return 0;
+}
+
+int sysfs_available_pread(int fd, unsigned *ret) {
+        char buf[64];
+        ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+
+        if (n < 0)
+                return -errno;
+        if ((size_t) n == sizeof buf - 1)
+                return -EFBIG;
+        buf[n] = '\0';
+        if (n > 0 && buf[n - 1] == '\n')
+                buf[n - 1] = '\0';
+        return safe_atou(buf, ret) < 0 ? -EBADMSG : 0;
 }
 
 int sysfs_type_count(int rootfd, const char *parent, const char *type, unsigned *ret) {
@@ -561,6 +595,14 @@ int sysfs_mdev_get(int rootfd, const char *uuid, SysfsMdev *ret) {
 
         *ret = m;
         return 0;
+}
+
+bool sysfs_mdev_exists(int rootfd, const char *uuid) {
+        char path[PATH_MAX];
+        struct stat st;
+
+        snprintf(path, sizeof path, MDEV_DEVICES "/%s", uuid);
+        return fstatat(rootfd, path, &st, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
 int sysfs_mdev_type_on(int rootfd, const char *parent, const char *uuid, char type[NAME_STRING_MAX]) {

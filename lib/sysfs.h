@@ -93,6 +93,14 @@ void sysfs_devdirs_done(SysfsDevDirs *d);
  * its results and messages; so is any read that fails. */
 int sysfs_type_available_dirs(int rootfd, int busfd, SysfsDevDirs *d, const char *parent, const char *type,
                               unsigned *ret);
+/* available_instances of parent's type, opened (O_RDONLY) from busfd
+ * (sysfs_bus_open()) to be read later with sysfs_available_pread(). -errno,
+ * and no message: it is only a head start (alloc_preopen()). */
+int sysfs_type_available_open(int busfd, const char *parent, const char *type, int *ret_fd);
+/* Reads a file opened so, from its start: kernfs shows the value anew for
+ * every read from offset 0, as for a new open. -errno (-ENODEV: its parent
+ * is gone), -EBADMSG when it holds no number; no message. */
+int sysfs_available_pread(int fd, unsigned *ret);
 /* How many mdevs of the type the parent holds (entries of the type's devices/). */
 int sysfs_type_count(int rootfd, const char *parent, const char *type, unsigned *ret);
 
@@ -100,6 +108,8 @@ int sysfs_type_count(int rootfd, const char *parent, const char *type, unsigned 
 int sysfs_mdev_list(int rootfd, SysfsMdev **ret, size_t *ret_n);
 /* One mdev by UUID (lower case). -ENOENT if it does not exist. */
 int sysfs_mdev_get(int rootfd, const char *uuid, SysfsMdev *ret);
+/* Whether sys/bus/mdev/devices/<uuid> is there (one stat; no message). */
+bool sysfs_mdev_exists(int rootfd, const char *uuid);
 /* The type of the mdev uuid under parent (class/mdev_bus/<parent>/<uuid>/
  * mdev_type): one link read that says both that the mdev exists on that
  * parent and its type. -ENOENT if it is not there. */
