@@ -37,7 +37,7 @@ static int run(HookOp op, const char *guest, Domxml *dom) {
 
         if (dom->n_mdevs == 0 && !vgpu_dom_may_have(dom) && op != HOOK_OP_RELEASE)
                 return 0; /* the front's scan over-reported */
-        r = setup(op, guest, &su);
+        r = setup(op, guest, dom, &su);
         if (r < 0)
                 return r;
         ctx = setup_context(&su, dom, guest);

@@ -19,12 +19,13 @@
 void setup_done(Setup *su) {
         config_free(su->config);
         closep(&su->lockfd); /* lets go of the lock */
+        alloc_opened_done(&su->opened);
         closep(&su->ledgerfd);
         closep(&su->rootfd);
         *su = (Setup) { .rootfd = -1, .ledgerfd = -1, .lockfd = -1 };
 }
 
-int setup(HookOp op, const char *guest, Setup *su) {
+int setup(HookOp op, const char *guest, const Domxml *dom, Setup *su) {
         char what[GUEST_NAME_MAX + 32];
         int r;
 
@@ -45,6 +46,8 @@ int setup(HookOp op, const char *guest, Setup *su) {
         r = ledger_open(su->rootfd, &su->ledgerfd);
         if (r < 0)
                 return r;
+        if (op == HOOK_OP_PREPARE && dom)
+                alloc_preopen(su->rootfd, su->config, dom->mdevs, dom->n_mdevs, &su->opened);
         snprintf(what, sizeof what, "%s %s", hook_op_to_string(op), guest);
         return lock_acquire(su->rootfd, su->config->lock_timeout, what, &su->lockfd);
 }
@@ -58,7 +61,7 @@ static void *prefetch_run(void *userdata) {
 
 void ahead_start(HookOp op, const char *guest, Ahead *ah) {
         ah->set_up = true;
-        ah->setup_r = setup(op, guest, &ah->su);
+        ah->setup_r = setup(op, guest, NULL, &ah->su);
         if (ah->setup_r < 0) {
                 error_save(&ah->setup_why);
                 error_clear();
@@ -244,6 +247,7 @@ HookContext setup_context(const Setup *su, Domxml *dom, const char *guest) {
                 .config = su->config,
                 .dom = dom,
                 .guest = guest,
+                .opened = &su->opened,
         };
 
         memcpy(ctx.boot_id, su->boot_id, sizeof ctx.boot_id);

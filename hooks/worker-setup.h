@@ -21,14 +21,17 @@ typedef struct Setup {
         int rootfd, ledgerfd, lockfd;
         Config *config;
         char boot_id[UUID_STRING_MAX];
+        AllocOpened opened; /* a prepare's candidates' files (alloc_preopen()) */
 } Setup;
 
 #define SETUP_INIT { .rootfd = -1, .ledgerfd = -1, .lockfd = -1 }
 
 /* Opens the root, loads the config (its warnings logged), reads the boot id,
- * opens the record and takes the lock for "OP GUEST". -errno with the
- * message set; su is then for setup_done() to clean up. */
-int setup(HookOp op, const char *guest, Setup *su);
+ * opens the record and takes the lock for "OP GUEST". For a prepare whose
+ * XML is read (dom; NULL: not yet), it opens the candidates' files before it
+ * takes the lock (alloc_preopen()): Setup.opened. -errno with the message
+ * set; su is then for setup_done() to clean up. */
+int setup(HookOp op, const char *guest, const Domxml *dom, Setup *su);
 /* Lets go of everything setup() took, the lock with it. */
 void setup_done(Setup *su);
 

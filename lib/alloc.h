@@ -119,6 +119,27 @@ unsigned alloc_max_left(unsigned max_instances, unsigned existing);
 /* Appends "<parent> has 0 of 16 left" and the like for one candidate. */
 int alloc_candidate_describe(const AllocCandidate *c, char *buf, size_t size);
 
+/* A prepare's candidates' available_instances, opened before it takes the
+ * host-wide lock (alloc_preopen()). Under the lock each is read with one
+ * pread() from its start, which kernfs answers anew as for a new open,
+ * instead of an open, a read and a close: the value is read under the lock
+ * as before, only the walk to the file is done ahead. A file that cannot
+ * be read so (its parent went meanwhile: ENODEV) is read as it was. */
+typedef struct AllocOpenedFile {
+        char parent[NAME_STRING_MAX];
+        char type[NAME_STRING_MAX];
+        int fd;
+} AllocOpenedFile;
+typedef struct AllocOpened {
+        AllocOpenedFile *files;
+        size_t n, allocated;
+        uint32_t *slots; /* ALLOC_OPENED_SLOTS, each a file's position + 1, 0: empty */
+} AllocOpened;
+/* At most this many files (and a quarter of RLIMIT_NOFILE), so that the
+ * index (twice as many slots) is never full. */
+#define ALLOC_OPENED_MAX 512
+#define ALLOC_OPENED_SLOTS (2 * ALLOC_OPENED_MAX)
+
 typedef struct AllocUndo {
         char uuid[UUID_STRING_MAX];
         bool created;       /* this call created the mdev: remove it */
@@ -157,6 +178,9 @@ typedef struct Alloc {
          * are then read from the directories that hold them. */
         bool dirs_on;
         SysfsDevDirs dirs;
+        /* Candidates' files opened before the lock (alloc_preopen()), or
+         * NULL; read from there first. */
+        const AllocOpened *opened;
         /* Set when the lock could not be taken back after that wait: nothing
          * may change any more, and alloc_rollback() leaves this call's work
          * to the guest's release (the same state a killed hook leaves). */
@@ -275,6 +299,13 @@ int alloc_run_plans(Alloc *a);
  * holds (hooks/mdev-hooks-qemu-worker.c). */
 int alloc_prefetch(int rootfd, const Config *config, const atomic_bool *stop,
                    AllocCandidate **ret, size_t *ret_n);
+/* Opens the available_instances of each candidate of each of the mdevs
+ * (their types as alloc_want_resolve() gives them), but not of an mdev that
+ * exists already: a prepare calls it before it takes the lock, and sets
+ * Alloc.opened to *o once it holds it. Best effort and no message: a file
+ * that cannot be opened is read under the lock as before. */
+void alloc_preopen(int rootfd, const Config *config, const DomxmlMdev *mdevs, size_t n, AllocOpened *o);
+void alloc_opened_done(AllocOpened *o);
 /* Takes what alloc_prefetch() read as what this call read (Alloc.probed),
  * and ownership of the array. */
 void alloc_adopt(Alloc *a, AllocCandidate *probed, size_t n);

@@ -36,6 +36,7 @@ static void hook_alloc_init(const HookContext *ctx, Alloc *a) {
         alloc_init(a, ctx->rootfd, ctx->ledgerfd, ctx->config, ctx->guest,
                    ctx->dom && ctx->dom->uuid[0] ? ctx->dom->uuid : NULL, ctx->boot_id);
         a->lockfd = ctx->lockfd;
+        a->opened = ctx->opened;
 }
 
 /* Makes the operation's record changes durable: one fsync of the record

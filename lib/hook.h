@@ -36,6 +36,9 @@ typedef struct HookContext {
          * alloc_adopt(); the operation takes it over (NULL: nothing). */
         AllocCandidate *probed;
         size_t n_probed;
+        /* prepare: its candidates' files, opened before the lock
+         * (alloc_preopen()), or NULL. */
+        const AllocOpened *opened;
 } HookContext;
 
 /* prepare begin: reuse or create every mdev of the guest, all or nothing.

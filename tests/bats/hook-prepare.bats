@@ -350,9 +350,11 @@ two_types_conf() {
         [ "$(awk '$2 != 1' <<< "$opens" | wc -l)" -eq 0 ]
 }
 
-# available_opens TYPE: "PATH OPENS" of every TYPE/available_instances opened.
-available_opens() {
-        sim_counters | awk -v t="$1" '$NF ~ "/" t "/available_instances$" && $1 > 0 { print $NF, $1 }'
+# available_reads TYPE: "PATH READS" of every TYPE/available_instances read.
+# Reads, not opens: a prepare opens its candidates' files before it takes
+# the lock (alloc_preopen()) and reads under it only those it needs.
+available_reads() {
+        sim_counters | awk -v t="$1" '$NF ~ "/" t "/available_instances$" && $2 > 0 { print $NF, $2 }'
 }
 
 @test "pack stops reading the candidates at the first parent with room and 1 left: none after it can be chosen" {
@@ -368,18 +370,18 @@ available_opens() {
         run prepare web1 "$U1,type=nvidia-45"
         [ "$status" -eq 0 ]
         [ "$(mdev_parent "$U1")" = "$P85" ]
-        local opens
-        opens=$(available_opens nvidia-45)
-        echo "$opens"
+        local reads
+        reads=$(available_reads nvidia-45)
+        echo "$reads"
         # P84 and P85 read once each; P86 and P87 not at all
-        [ "$(grep -c . <<< "$opens")" -eq 2 ]
-        grep -q "/$P84/mdev_supported_types/nvidia-45/available_instances 1$" <<< "$opens"
-        grep -q "/$P85/mdev_supported_types/nvidia-45/available_instances 1$" <<< "$opens"
+        [ "$(grep -c . <<< "$reads")" -eq 2 ]
+        grep -q "/$P84/mdev_supported_types/nvidia-45/available_instances 1$" <<< "$reads"
+        grep -q "/$P85/mdev_supported_types/nvidia-45/available_instances 1$" <<< "$reads"
 }
 
 @test "spread, and pack under max_instances, still read every candidate and choose as pack does above" {
         [[ " ${SIM_FLAGS:-} " != *" -c "* ]] || skip "the counters do not see what the kernel serves from its cache (-c)"
-        local conf opens
+        local conf reads
         sim_create "$P84" nvidia-45 aaaaaaaa-0000-4000-8000-000000000001
         for conf in "[hooks]
 placement = spread" "[mdev_nvidia-45]
@@ -393,9 +395,9 @@ $conf"
                 run prepare web1 "$U1,type=nvidia-45"
                 [ "$status" -eq 0 ]
                 [ "$(mdev_parent "$U1")" = "$P85" ]
-                opens=$(available_opens nvidia-45)
-                echo "$conf: $opens"
-                [ "$(grep -c . <<< "$opens")" -eq 4 ]
+                reads=$(available_reads nvidia-45)
+                echo "$conf: $reads"
+                [ "$(grep -c . <<< "$reads")" -eq 4 ]
                 run release web1
                 [ "$status" -eq 0 ]
                 mdev_absent "$U1"
@@ -470,7 +472,7 @@ big_reads_once() {
 # (the first by name of the untouched ones), as a full read would, each
 # candidate read once (counted without -c).
 pack_spread_as_full_read() {
-        local pack=$1 other=$2 conf opens
+        local pack=$1 other=$2 conf reads
         sim_create "${parents[$pack]}" nvidia-100 aaaaaaaa-0000-4000-8000-000000000001
         sim_create "${parents[$pack]}" nvidia-100 aaaaaaaa-0000-4000-8000-000000000002
         sim_create "${parents[$pack]}" nvidia-100 aaaaaaaa-0000-4000-8000-000000000003
@@ -486,9 +488,9 @@ placement = ${conf% *}"
                 [ "$status" -eq 0 ]
                 [ "$(mdev_parent "$U1")" = "${conf#* }" ]
                 if [[ " ${SIM_FLAGS:-} " != *" -c "* ]]; then
-                        opens=$(available_opens nvidia-100)
-                        [ "$(grep -c . <<< "$opens")" -eq "${#parents[@]}" ]
-                        [ "$(awk '$2 != 1' <<< "$opens" | wc -l)" -eq 0 ]
+                        reads=$(available_reads nvidia-100)
+                        [ "$(grep -c . <<< "$reads")" -eq "${#parents[@]}" ]
+                        [ "$(awk '$2 != 1' <<< "$reads" | wc -l)" -eq 0 ]
                 fi
                 run release web1
                 [ "$status" -eq 0 ]
