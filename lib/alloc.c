@@ -1606,34 +1606,52 @@ static size_t opened_max(void) {
         return rl.rlim_cur / 4 < ALLOC_OPENED_MAX ? (size_t) rl.rlim_cur / 4 : ALLOC_OPENED_MAX;
 }
 
+/* Whether w's candidates come from the config alone (device_addresses,
+ * or the pinned parent): not a listing of every registered parent. */
+static bool want_from_config(const Alloc *a, const AllocWant *w) {
+        if (w->parent[0])
+                return true;
+        for (size_t t = 0; w->types[t]; t++) {
+                const ConfigType *ct = config_find_type(a->config, w->types[t]);
+
+                if (ct && !(ct->addresses && ct->addresses[0]))
+                        return false;
+        }
+        return true;
+}
+
 /* The candidates of one mdev, as alloc_create() collects them; none when
- * they are ALLOC_SPLIT_MIN or more: those are read on two threads under the
- * lock, sooner than one thread opens them before it (bench/run's cand256:
- * 1.15 x the time with them opened here). */
-static void preopen_one(Alloc *a, const DomxmlMdev *m, size_t max, AllocOpened *o) {
+ * they are ALLOC_SPLIT_MIN or more, or every registered parent (a listing
+ * of them all, which the lock's holder makes again): those are read on two
+ * threads under the lock, sooner than one thread opens them before it
+ * (bench/run's cand256: 1.15 x the time with them opened here). */
+static void preopen_one(Alloc *a, const DomxmlMdev *m, size_t *max, AllocOpened *o) {
         AllocWant w;
         CandidateList l = { 0 };
         bool any;
 
-        if (alloc_want_resolve(a, m, NULL, &w) < 0)
+        if (!uuid_is_valid(m->uuid) || alloc_want_resolve(a, m, NULL, &w) < 0)
                 return;
-        if (candidates_collect(a, &w, &l, &any) >= 0 && l.n < ALLOC_SPLIT_MIN)
-                for (size_t i = 0; i < l.n && o->n < max; i++)
+        if (want_from_config(a, &w) && !sysfs_mdev_exists(a->rootfd, m->uuid) &&
+            candidates_collect(a, &w, &l, &any) >= 0 && l.n < ALLOC_SPLIT_MIN) {
+                if (*max == 0)
+                        *max = opened_max();
+                for (size_t i = 0; i < l.n && o->n < *max; i++)
                         if (l.c[i].verdict != ALLOC_OTHER_TYPE)
-                                opened_add(o, max, bus_fd(a), l.c[i].parent, l.c[i].type);
+                                opened_add(o, *max, bus_fd(a), l.c[i].parent, l.c[i].type);
+        }
         free(l.c);
         alloc_want_done(&w);
 }
 
 void alloc_preopen(int rootfd, const Config *config, const DomxmlMdev *mdevs, size_t n, AllocOpened *o) {
-        size_t max = opened_max();
+        size_t max = 0; /* opened_max(), asked once there is a file to open */
         Alloc a;
 
         *o = (AllocOpened) { .files = NULL };
         alloc_init(&a, rootfd, -1, config, "", NULL, "");
-        for (size_t i = 0; i < n && o->n < max; i++)
-                if (uuid_is_valid(mdevs[i].uuid) && !sysfs_mdev_exists(rootfd, mdevs[i].uuid))
-                        preopen_one(&a, &mdevs[i], max, o);
+        for (size_t i = 0; i < n && (max == 0 || o->n < max); i++)
+                preopen_one(&a, &mdevs[i], &max, o);
         alloc_done(&a);
         error_clear();
 }
