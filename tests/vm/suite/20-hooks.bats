@@ -105,6 +105,41 @@ take_ports() {
         [ "$(ls "$MTTY_TYPES/mtty-2/devices" | wc -l)" -eq 11 ]
 }
 
+@test "hooks: a prepare that waits for the lock reads the pool once it holds it: kernfs answers the file it opened before anew" {
+        local lock=/run/mdev-hooks/lock pid="" i waiter holder
+        vm_config mtty-1
+        take_ports 24        # the pool full, by hand
+        [ "$(vm_avail mtty-1)" -eq 0 ]
+        xml g1 "$G1" "$U1:mtty-1"
+        mkdir -p /run/mdev-hooks
+        sh -c 'exec 9>> "$1"; flock 9; : > "$2"; while [ ! -e "$3" ]; do sleep 0.05; done' \
+                sh "$lock" "$BATS_TEST_TMPDIR/held" "$BATS_TEST_TMPDIR/go" 3>&- &
+        holder=$!
+        for i in $(seq 200); do [ -e "$BATS_TEST_TMPDIR/held" ] && break; sleep 0.05; done
+        prepare g1 2> "$BATS_TEST_TMPDIR/g1.err" 3>&- &
+        waiter=$!
+        # the hook holds mtty-1's available_instances open (alloc_preopen())
+        # and waits in flock() for the lock
+        for i in $(seq 200); do
+                pid=$(pgrep -f -x "$HOOK g1 prepare begin -" | head -n 1)
+                [ -n "$pid" ] && ls -l "/proc/$pid/fd" 2>/dev/null | grep -q '/mtty-1/available_instances$' &&
+                        grep -qE "^[0-9]+: -> FLOCK .*:$(stat -c %i "$lock") " /proc/locks && break
+                sleep 0.05
+        done
+        [ -n "$pid" ]
+        # two ports freed while it waits
+        echo 1 > /sys/bus/mdev/devices/7a7a0000-0000-4000-8000-000000000001/remove
+        [ "$(vm_avail mtty-1)" -eq 2 ]
+        touch "$BATS_TEST_TMPDIR/go"
+        wait "$holder"
+        local rc=0
+        wait "$waiter" || rc=$?
+        cat "$BATS_TEST_TMPDIR/g1.err"
+        [ "$rc" -eq 0 ]
+        [ ! -s "$BATS_TEST_TMPDIR/g1.err" ]
+        [ "$(basename "$(readlink "/sys/bus/mdev/devices/$U1/mdev_type")")" = mtty-1 ]
+}
+
 @test "hooks: a guest whose second mdev does not fit leaves nothing behind (all or nothing)" {
         vm_config mtty-1
         take_ports 22
