@@ -69,64 +69,56 @@ guest_uuid() {
         [ -z "$(records)" ]
 }
 
-# wait_prepare_opened NAME: returns once NAME's prepare, started in the
-# background, holds its candidates' available_instances open (it opens them
-# before it waits for the lock: alloc_preopen()) and waits for the lock.
-# Prints its pid.
-wait_prepare_opened() {
-        local pid="" i
+# prepare_waiting TAKEN: with nvidia-35 on 0000:84:00.0 and 0000:85:00.0
+# and TAKEN instances of 84 taken by hand, starts w1's prepare while the
+# test holds the lock, and returns once w1 holds both candidates' files
+# open (it opens them before it waits: alloc_preopen()) and waits in
+# flock(). WAITER: its job; lock_let_go lets it go on.
+prepare_waiting() {
+        local lock="$MDEV_HOOKS_ROOT/run/mdev-hooks/lock" i pid=""
+        config_types nvidia-35 "$P84, $P85"
+        for i in $(seq 1 "$1"); do
+                sim_create "$P84" nvidia-35 "$(guest_uuid "$((200 + i))")"
+        done
+        lock_hold "$lock" "test holds the lock"
+        domxml w1 "$U1,type=nvidia-35" > "$BATS_TEST_TMPDIR/w1.xml"
+        hook w1 prepare begin - < "$BATS_TEST_TMPDIR/w1.xml" 2> "$BATS_TEST_TMPDIR/w1.err" 3>&- &
+        WAITER=$!
         for i in $(seq 200); do
-                pid=$(pgrep -f -x "$MH_QEMU_HOOK $1 prepare begin -" | head -n 1)
+                pid=$(pgrep -f -x "$MH_QEMU_HOOK w1 prepare begin -" | head -n 1)
                 [ -n "$pid" ] && [ "$(ls -l "/proc/$pid/fd" 2>/dev/null | grep -c '/available_instances$')" -eq 2 ] && break
                 pid=""
                 sleep 0.05
         done
-        [ -n "$pid" ] || { echo "the prepare of $1 never opened its two candidates' files" >&2; return 1; }
-        lock_waiter "$MDEV_HOOKS_ROOT/run/mdev-hooks/lock" >&2
-        echo "$pid"
+        [ -n "$pid" ] || { echo "w1's prepare never opened its two candidates' files"; return 1; }
+        lock_waiter "$lock"
+}
+
+# w1_placed PARENT: w1's prepare went on once the lock was let go, without
+# a word, and placed its mdev on PARENT.
+w1_placed() {
+        lock_let_go
+        wait "$WAITER"
+        [ "$(mdev_parent "$U1")" = "$1" ]
+        [ "$(record_get "$U1" guest)" = w1 ]
+        [ ! -s "$BATS_TEST_TMPDIR/w1.err" ]
 }
 
 @test "a prepare that waits for the lock reads its candidates once it holds it: an instance freed meanwhile is used" {
-        local lock="$MDEV_HOOKS_ROOT/run/mdev-hooks/lock" i waiter
-        config_types nvidia-35 "$P84, $P85"
         # 0000:84:00.0 full, by hand; 0000:85:00.0 empty
-        for i in $(seq 1 16); do
-                sim_create "$P84" nvidia-35 "$(guest_uuid "$((200 + i))")"
-        done
+        prepare_waiting 16
         [ "$(sim_available "$P84" nvidia-35)" -eq 0 ]
-        lock_hold "$lock" "test holds the lock"
-        domxml w1 "$U1,type=nvidia-35" > "$BATS_TEST_TMPDIR/w1.xml"
-        hook w1 prepare begin - < "$BATS_TEST_TMPDIR/w1.xml" 2> "$BATS_TEST_TMPDIR/w1.err" 3>&- &
-        waiter=$!
-        wait_prepare_opened w1 > /dev/null
         # It opened both files before the lock; one instance is freed now.
         sim_remove "$(guest_uuid 201)"
-        lock_let_go
-        wait "$waiter"
         # pack: 0000:84:00.0 with 1 left before 0000:85:00.0 with 16. What
         # was there before the lock (0 left) would have chosen 85.
-        [ "$(mdev_parent "$U1")" = "$P84" ]
-        [ "$(record_get "$U1" guest)" = w1 ]
-        [ ! -s "$BATS_TEST_TMPDIR/w1.err" ]
+        w1_placed "$P84"
 }
 
 @test "a prepare that waits for the lock leaves out a candidate that went meanwhile" {
-        local lock="$MDEV_HOOKS_ROOT/run/mdev-hooks/lock" i waiter
-        config_types nvidia-35 "$P84, $P85"
         # pack would choose 0000:84:00.0 (1 left)
-        for i in $(seq 1 15); do
-                sim_create "$P84" nvidia-35 "$(guest_uuid "$((200 + i))")"
-        done
-        lock_hold "$lock" "test holds the lock"
-        domxml w1 "$U1,type=nvidia-35" > "$BATS_TEST_TMPDIR/w1.xml"
-        hook w1 prepare begin - < "$BATS_TEST_TMPDIR/w1.xml" 2> "$BATS_TEST_TMPDIR/w1.err" 3>&- &
-        waiter=$!
-        wait_prepare_opened w1 > /dev/null
+        prepare_waiting 15
         # The file it holds open is gone with its parent (kernfs: ENODEV).
         sim_unregister "$P84"
-        lock_let_go
-        wait "$waiter"
-        [ "$(mdev_parent "$U1")" = "$P85" ]
-        [ "$(record_get "$U1" guest)" = w1 ]
-        [ ! -s "$BATS_TEST_TMPDIR/w1.err" ]
+        w1_placed "$P85"
 }
