@@ -25,7 +25,19 @@ void setup_done(Setup *su) {
         *su = (Setup) { .rootfd = -1, .ledgerfd = -1, .lockfd = -1 };
 }
 
+typedef struct PreopenArgs {
+        Setup *su;
+        const Domxml *dom;
+} PreopenArgs;
+
+static void preopen_while_waiting(void *userdata) {
+        PreopenArgs *p = userdata;
+
+        alloc_preopen(p->su->rootfd, p->su->config, p->dom->mdevs, p->dom->n_mdevs, &p->su->opened);
+}
+
 int setup(HookOp op, const char *guest, const Domxml *dom, Setup *su) {
+        PreopenArgs preopen = { .su = su, .dom = dom };
         char what[GUEST_NAME_MAX + 32];
         int r;
 
@@ -46,10 +58,10 @@ int setup(HookOp op, const char *guest, const Domxml *dom, Setup *su) {
         r = ledger_open(su->rootfd, &su->ledgerfd);
         if (r < 0)
                 return r;
-        if (op == HOOK_OP_PREPARE && dom)
-                alloc_preopen(su->rootfd, su->config, dom->mdevs, dom->n_mdevs, &su->opened);
         snprintf(what, sizeof what, "%s %s", hook_op_to_string(op), guest);
-        return lock_acquire(su->rootfd, su->config->lock_timeout, what, &su->lockfd);
+        return lock_acquire_waiting(su->rootfd, su->config->lock_timeout, what,
+                                    op == HOOK_OP_PREPARE && dom ? preopen_while_waiting : NULL, &preopen,
+                                    &su->lockfd);
 }
 
 static void *prefetch_run(void *userdata) {

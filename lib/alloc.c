@@ -29,7 +29,8 @@
  *
  * Reads stay small: for each candidate parent only the needed type's
  * available_instances and devices/ are read, opened from one descriptor of
- * sys/class/mdev_bus (or opened before the lock: alloc_preopen()); alloc_plan() with pack reads up to a choice no unread
+ * sys/class/mdev_bus (or while the call waited for the lock:
+ * alloc_preopen()); alloc_plan() with pack reads up to a choice no unread
  * candidate can change (alloc_pack_certain()), 64 candidates or more on two
  * threads (alloc_probe_split()). Every parent and every mdev are
  * listed only where the answer needs them: max_instances (count the type on
@@ -767,7 +768,7 @@ static void dirs_consider(Alloc *a, size_t read) {
                 a->dirs_on = true;
 }
 
-/* --- the candidates' files opened before the lock (AllocOpened) --------- */
+/* --- the candidates' files opened while waiting for the lock ------------ */
 
 /* The slot of (parent, type) in o: its file's, else the empty one where it
  * would go. */

@@ -36,7 +36,7 @@ typedef struct HookContext {
          * alloc_adopt(); the operation takes it over (NULL: nothing). */
         AllocCandidate *probed;
         size_t n_probed;
-        /* prepare: its candidates' files, opened before the lock
+        /* prepare: its candidates' files, opened while it waited for the lock
          * (alloc_preopen()), or NULL. */
         const AllocOpened *opened;
 } HookContext;

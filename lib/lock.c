@@ -63,15 +63,18 @@ int lock_wait_usec(int fd, unsigned long long usec) {
         return r;
 }
 
-/* Takes the lock on an open fd, waiting up to timeout_sec; on success says
- * who holds it, for a waiter that times out. */
-static int lock_take(int fd, unsigned timeout_sec, const char *what) {
+/* Takes the lock on an open fd, waiting up to timeout_sec (while_waiting
+ * first, when it must wait: lock_acquire_waiting()); on success says who
+ * holds it, for a waiter that times out. */
+static int lock_take(int fd, unsigned timeout_sec, const char *what, void (*while_waiting)(void *), void *userdata) {
         char holder[256];
         int r;
 
         if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
                 if (errno != EWOULDBLOCK)
                         return error_set(-errno, "cannot lock '/" LOCK_PATH "': %s", strerror(errno));
+                if (while_waiting)
+                        while_waiting(userdata);
                 r = timeout_sec > 0 ? lock_wait_usec(fd, timeout_sec * 1000000ULL) : -ETIMEDOUT;
                 if (r == -ETIMEDOUT) {
                         ssize_t n = pread(fd, holder, sizeof holder - 1, 0);
@@ -104,6 +107,11 @@ static int lock_take(int fd, unsigned timeout_sec, const char *what) {
 }
 
 int lock_acquire(int rootfd, unsigned timeout_sec, const char *what, int *ret_fd) {
+        return lock_acquire_waiting(rootfd, timeout_sec, what, NULL, NULL, ret_fd);
+}
+
+int lock_acquire_waiting(int rootfd, unsigned timeout_sec, const char *what, void (*while_waiting)(void *),
+                         void *userdata, int *ret_fd) {
         _cleanup_close_ int fd = -1;
         int r;
 
@@ -117,7 +125,7 @@ int lock_acquire(int rootfd, unsigned timeout_sec, const char *what, int *ret_fd
         }
         if (fd < 0)
                 return error_set(-errno, "cannot open the lock '/" LOCK_PATH "': %s", strerror(errno));
-        r = lock_take(fd, timeout_sec, what);
+        r = lock_take(fd, timeout_sec, what, while_waiting, userdata);
         if (r < 0)
                 return r;
         *ret_fd = steal_fd(&fd);
@@ -131,5 +139,5 @@ int lock_suspend(int fd) {
 }
 
 int lock_resume(int fd, unsigned timeout_sec, const char *what) {
-        return lock_take(fd, timeout_sec, what);
+        return lock_take(fd, timeout_sec, what, NULL, NULL);
 }

@@ -16,6 +16,12 @@
  * -ETIMEDOUT (message names the holder and the lock_timeout setting) or
  * -errno. */
 int lock_acquire(int rootfd, unsigned timeout_sec, const char *what, int *ret_fd);
+/* lock_acquire(), and when another holds the lock, first while_waiting
+ * (userdata): work that needs no lock, done in the time the caller would
+ * wait anyway, and not at all when the lock is free (a prepare opens its
+ * candidates' files then: alloc_preopen()). */
+int lock_acquire_waiting(int rootfd, unsigned timeout_sec, const char *what, void (*while_waiting)(void *),
+                         void *userdata, int *ret_fd);
 
 /* Blocks in flock(LOCK_EX) on an open lock fd for at most about usec (0: try
  * once): 0 with the lock taken, -ETIMEDOUT, or -errno; sets no message. The

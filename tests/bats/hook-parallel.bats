@@ -122,3 +122,21 @@ w1_placed() {
         sim_unregister "$P84"
         w1_placed "$P85"
 }
+
+@test "a prepare that finds the lock free opens nothing ahead: only what it reads, once" {
+        [[ " ${SIM_FLAGS:-} " != *" -c "* ]] || skip "the counters do not see what the kernel serves from its cache (-c)"
+        # nvidia-45, one per GPU, listed on four parents: 84 full by hand,
+        # so pack reads 84 and 85 (1 left, the first by name) and stops
+        config_types nvidia-45 "$P84, $P85, $P86, $P87"
+        sim_create "$P84" nvidia-45 "$(guest_uuid 201)"
+        sim_counters_reset
+        run prepare w1 "$U1,type=nvidia-45"
+        [ "$status" -eq 0 ]
+        [ "$(mdev_parent "$U1")" = "$P85" ]
+        # opens, reads: 84 and 85 once each, 86 and 87 not even opened
+        sim_counters | awk '$NF ~ /nvidia-45\/available_instances$/ && $1 + $2 > 0 { print $1, $2, $NF }' > "$BATS_TEST_TMPDIR/counts"
+        cat "$BATS_TEST_TMPDIR/counts"
+        [ "$(wc -l < "$BATS_TEST_TMPDIR/counts")" -eq 2 ]
+        grep -q "^1 1 .*/$P84/mdev_supported_types/nvidia-45/available_instances$" "$BATS_TEST_TMPDIR/counts"
+        grep -q "^1 1 .*/$P85/mdev_supported_types/nvidia-45/available_instances$" "$BATS_TEST_TMPDIR/counts"
+}

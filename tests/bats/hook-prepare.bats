@@ -351,8 +351,8 @@ two_types_conf() {
 }
 
 # available_reads TYPE: "PATH READS" of every TYPE/available_instances read.
-# Reads, not opens: a prepare opens its candidates' files before it takes
-# the lock (alloc_preopen()) and reads under it only those it needs.
+# Reads, not opens: a prepare that waits for the lock opens its candidates'
+# files meanwhile (alloc_preopen()) and reads under it only those it needs.
 available_reads() {
         sim_counters | awk -v t="$1" '$NF ~ "/" t "/available_instances$" && $2 > 0 { print $NF, $2 }'
 }
