@@ -38,8 +38,8 @@
  */
 #include <limits.h>
 #include <pthread.h>
-#include <sys/resource.h>
 #include <stdio.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "alloc.h"
@@ -808,10 +808,9 @@ static void opened_add(AllocOpened *o, size_t max, int busfd, const char *parent
                 o->allocated = k;
         }
         f = &o->files[o->n];
+        *f = (AllocOpenedFile) { .fd = -1 };
         if (sysfs_type_available_open(busfd, parent, type, &f->fd) < 0)
                 return;
-        memset(f->parent, 0, sizeof f->parent);
-        memset(f->type, 0, sizeof f->type);
         /* cut as AllocCandidate's are, which are looked up here */
         memcpy(f->parent, parent, strnlen(parent, sizeof f->parent - 1));
         memcpy(f->type, type, strnlen(type, sizeof f->type - 1));
