@@ -803,6 +803,21 @@ static int parent_changed(UeventContext *c, bool registered) {
 
 /* --- mdevs ------------------------------------------------------------------ */
 
+/* Whether uuid's record and its mdev agree as they stand, read without the
+ * lock: record_refresh() would change nothing. What changes them takes the
+ * lock, and has an event of its own. Anything else is decided under it. */
+static bool mdev_record_is_true(UeventContext *c, const char *uuid) {
+        LedgerEntry e;
+        int r;
+
+        r = ledger_read(c->ledgerfd, uuid, &e);
+        if (r >= 0)
+                r = record_refresh(c, &e, false, false);
+        if (r < 0)
+                error_clear(); /* said, if need be, under the lock */
+        return r == 0;
+}
+
 static int mdev_changed(UeventContext *c) {
         const char *uuid = c->ev->name;
         LedgerEntry e;
@@ -819,6 +834,12 @@ static int mdev_changed(UeventContext *c) {
         r = boot_id_read(c->rootfd, c->boot_id);
         if (r < 0)
                 return r;
+        /* The mdev a hook has just created, its record written before the
+         * create: true as it stands, nothing to change, and no need to wait
+         * behind every hook that holds the lock (guests starting at once
+         * each raise this event). */
+        if (mdev_record_is_true(c, uuid))
+                return 0;
         /* A hook that removes or creates this mdev holds the lock until its
          * record is changed: decide only after it is done. */
         r = context_lock(c);

@@ -343,6 +343,27 @@ EOF
         [ ! -s "$BATS_TEST_TMPDIR/helper.out" ]
 }
 
+@test "the add event of an mdev a hook created, its record true, does not wait for the lock" {
+        sim_mount nvidia-timesliced
+        config_write "$(printf '%s\n' '[devices]' 'enabled_mdev_types = nvidia-35' '[hooks]' 'lock_timeout = 1')"
+        # A prepare has written the record and created the mdev; it (or the
+        # next guest's) still holds the lock when the add event comes.
+        record_write "$U1" 0000:84:00.0 nvidia-35 assigned created web1 boot_id="$(boot_id)"
+        sim_create 0000:84:00.0 nvidia-35 "$U1"
+        local before lockfd
+        before=$(cat "$MDEV_HOOKS_ROOT/var/lib/mdev-hooks/$U1")
+        mkdir -p "$MDEV_HOOKS_ROOT/run/mdev-hooks"
+        exec {lockfd}>"$MDEV_HOOKS_ROOT/run/mdev-hooks/lock"
+        flock "$lockfd"
+        # Waiting for the lock would time out after 1 s and say so.
+        mdev_event add 0000:84:00.0 "$U1"
+        exec {lockfd}>&-
+        echo "$output"
+        [ "$status" -eq 0 ]
+        [ -z "$output" ]
+        [ "$(cat "$MDEV_HOOKS_ROOT/var/lib/mdev-hooks/$U1")" = "$before" ]
+}
+
 @test "an mdev mdev-hooks never recorded stays unrecorded when it comes and goes" {
         sim_mount nvidia-timesliced
         sim_create 0000:84:00.0 nvidia-35 "$U1"
