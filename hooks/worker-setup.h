@@ -30,8 +30,8 @@ typedef struct Setup {
  * opens the record and takes the lock for "OP GUEST". For a prepare whose
  * XML is read (dom; NULL: not yet), it opens the candidates' files while it
  * waits for the lock, when another holds it (alloc_preopen()):
- * Setup.opened. -errno with the message
- * set; su is then for setup_done() to clean up. */
+ * Setup.opened. -errno with the message set; su is then for setup_done()
+ * to clean up. */
 int setup(HookOp op, const char *guest, const Domxml *dom, Setup *su);
 /* Lets go of everything setup() took, the lock with it. */
 void setup_done(Setup *su);

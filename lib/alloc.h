@@ -120,11 +120,12 @@ unsigned alloc_max_left(unsigned max_instances, unsigned existing);
 int alloc_candidate_describe(const AllocCandidate *c, char *buf, size_t size);
 
 /* A prepare's candidates' available_instances, opened while it waits for
- * the host-wide lock that another holds (alloc_preopen()). Under the lock each is read with one
- * pread() from its start, which kernfs answers anew as for a new open,
- * instead of an open, a read and a close: the value is read under the lock
- * as before, only the walk to the file is done ahead. A file that cannot
- * be read so (its parent went meanwhile: ENODEV) is read as it was. */
+ * the host-wide lock that another holds (alloc_preopen()). Under the lock
+ * each is read with one pread() from its start, which kernfs answers anew
+ * as for a new open, instead of an open, a read and a close: the value is
+ * read under the lock as before, only the walk to the file is done ahead.
+ * A file that cannot be read so (its parent went meanwhile: ENODEV) is
+ * read as it was. */
 typedef struct AllocOpenedFile {
         char parent[NAME_STRING_MAX];
         char type[NAME_STRING_MAX];
@@ -178,8 +179,8 @@ typedef struct Alloc {
          * are then read from the directories that hold them. */
         bool dirs_on;
         SysfsDevDirs dirs;
-        /* Candidates' files opened while waiting for the lock (alloc_preopen()), or
-         * NULL; read from there first. */
+        /* Candidates' files opened while waiting for the lock
+         * (alloc_preopen()), or NULL; read from there first. */
         const AllocOpened *opened;
         /* Set when the lock could not be taken back after that wait: nothing
          * may change any more, and alloc_rollback() leaves this call's work
@@ -302,8 +303,9 @@ int alloc_prefetch(int rootfd, const Config *config, const atomic_bool *stop,
 /* Opens the available_instances of each candidate of each of the mdevs
  * (their types as alloc_want_resolve() gives them), but not of an mdev that
  * exists already: a prepare calls it while it waits for the lock
- * (lock_acquire_waiting()), and sets Alloc.opened to *o once it holds it. Best effort and no message: a file
- * that cannot be opened is read under the lock as before. */
+ * (lock_acquire_waiting()), and sets Alloc.opened to *o once it holds it.
+ * Best effort and no message: a file that cannot be opened is read under
+ * the lock as before. */
 void alloc_preopen(int rootfd, const Config *config, const DomxmlMdev *mdevs, size_t n, AllocOpened *o);
 void alloc_opened_done(AllocOpened *o);
 /* Takes what alloc_prefetch() read as what this call read (Alloc.probed),
