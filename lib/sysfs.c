@@ -552,6 +552,14 @@ static int link_type(const char *path, const char *target, char type[NAME_STRING
         return 0;
 }
 
+bool sysfs_mdev_exists(int rootfd, const char *uuid) {
+        char path[PATH_MAX];
+        struct stat st;
+
+        snprintf(path, sizeof path, MDEV_DEVICES "/%s", uuid);
+        return fstatat(rootfd, path, &st, AT_SYMLINK_NOFOLLOW) == 0; /* errno kept */
+}
+
 int sysfs_mdev_get(int rootfd, const char *uuid, SysfsMdev *ret) {
         char path[PATH_MAX], target[PATH_MAX];
         const char *last, *before;
@@ -581,11 +589,9 @@ int sysfs_mdev_get(int rootfd, const char *uuid, SysfsMdev *ret) {
         r = link_read(rootfd, path, target);
         if (r == -ENOENT) {
                 /* Either the mdev went away between the two reads, or its type link is missing. */
-                struct stat st;
-                snprintf(path, sizeof path, MDEV_DEVICES "/%s", m.uuid);
-                if (fstatat(rootfd, path, &st, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT)
+                if (!sysfs_mdev_exists(rootfd, m.uuid) && errno == ENOENT)
                         return -ENOENT;
-                return error_set(-EBADMSG, "'/%s/mdev_type' is missing", path);
+                return error_set(-EBADMSG, "'/" MDEV_DEVICES "/%s/mdev_type' is missing", m.uuid);
         }
         if (r < 0)
                 return r;
@@ -595,14 +601,6 @@ int sysfs_mdev_get(int rootfd, const char *uuid, SysfsMdev *ret) {
 
         *ret = m;
         return 0;
-}
-
-bool sysfs_mdev_exists(int rootfd, const char *uuid) {
-        char path[PATH_MAX];
-        struct stat st;
-
-        snprintf(path, sizeof path, MDEV_DEVICES "/%s", uuid);
-        return fstatat(rootfd, path, &st, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
 int sysfs_mdev_type_on(int rootfd, const char *parent, const char *uuid, char type[NAME_STRING_MAX]) {

@@ -108,7 +108,8 @@ int sysfs_type_count(int rootfd, const char *parent, const char *type, unsigned 
 int sysfs_mdev_list(int rootfd, SysfsMdev **ret, size_t *ret_n);
 /* One mdev by UUID (lower case). -ENOENT if it does not exist. */
 int sysfs_mdev_get(int rootfd, const char *uuid, SysfsMdev *ret);
-/* Whether sys/bus/mdev/devices/<uuid> is there (one stat; no message). */
+/* Whether sys/bus/mdev/devices/<uuid> is there (one stat; no message;
+ * when not, errno says why). */
 bool sysfs_mdev_exists(int rootfd, const char *uuid);
 /* The type of the mdev uuid under parent (class/mdev_bus/<parent>/<uuid>/
  * mdev_type): one link read that says both that the mdev exists on that
