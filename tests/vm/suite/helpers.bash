@@ -65,7 +65,8 @@ vm_remove_all_mdevs() {
 # does not drain is an error, not something to race.
 vm_udev_settle() {
         udevadm settle -t 120 && return 0
-        echo "udev's queue did not drain within 120 s" >&2
+        echo "udev's queue did not drain within 120 s; udevd and what it runs:" >&2
+        ps -eo pid,stat,etime,args | grep -E '[u]dev|[m]dev-hooks' >&2 || true
         return 1
 }
 
