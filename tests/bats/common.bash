@@ -182,14 +182,16 @@ EOF
 # state (bounded), never for time.
 
 # lock_hold LOCKFILE LINE: starts a process that takes LOCKFILE (flock), writes
-# "<pid> LINE" into it as a hook does, and holds it until lock_let_go. Returns
-# once it holds the lock; LOCK_HOLDER is its pid.
+# "<pid> LINE" into it as a hook does, and holds it until lock_let_go, or
+# until the test's own process is gone (bats killed it: no teardown ran).
+# Returns once it holds the lock; LOCK_HOLDER is its pid.
 lock_hold() {
         local lock="$1" line="$2" i
         mkdir -p "$(dirname "$lock")"
         rm -f "$BATS_TEST_TMPDIR/lock-let-go"
-        sh -c 'exec 9>> "$1"; flock 9; echo "$$ $2" > "$1"; while [ ! -e "$3" ]; do sleep 0.05; done' \
-                sh "$lock" "$line" "$BATS_TEST_TMPDIR/lock-let-go" 3>&- &
+        sh -c 'exec 9>> "$1"; flock 9; echo "$$ $2" > "$1"
+               while [ ! -e "$3" ] && kill -0 "$4" 2> /dev/null; do sleep 0.05; done' \
+                sh "$lock" "$line" "$BATS_TEST_TMPDIR/lock-let-go" "$BASHPID" 3>&- &
         LOCK_HOLDER=$!
         for i in $(seq 200); do
                 grep -qs "$line" "$lock" && return 0
@@ -203,6 +205,24 @@ lock_hold() {
 lock_let_go() {
         touch "$BATS_TEST_TMPDIR/lock-let-go"
         wait "$LOCK_HOLDER" || true
+        LOCK_HOLDER=""
+}
+
+# stop_started: what a test started in the background and did not stop, as
+# a test that failed half way leaves it: the lock holder of lock_hold lets
+# go, then the jobs still running (a hook that waited for that lock goes on
+# and ends) are waited for, at most 10 s, and killed after that. For the
+# teardown.
+stop_started() {
+        local i
+        [ -z "${LOCK_HOLDER:-}" ] || lock_let_go
+        for i in $(seq 200); do
+                [ -n "$(jobs -pr)" ] || return 0
+                sleep 0.05
+        done
+        echo "teardown: killing what the test left running: $(jobs -r)" >&2
+        kill $(jobs -pr) 2> /dev/null || true
+        wait || true
 }
 
 # lock_waiter LOCKFILE: returns once some process waits in flock() for

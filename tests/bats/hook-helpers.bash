@@ -8,6 +8,13 @@ bats_require_minimum_version 1.5.0
 load common
 load ../sim/sim
 
+# The hook tests' teardown: what the test left running (stop_started), then
+# the simulator's mount.
+teardown() {
+        stop_started
+        sim_umount
+}
+
 U1=b1ae8bf6-38b0-4c81-9d44-78ce2e5d2b01
 U2=b1ae8bf6-38b0-4c81-9d44-78ce2e5d2b02
 U3=b1ae8bf6-38b0-4c81-9d44-78ce2e5d2b03
