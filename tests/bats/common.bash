@@ -23,6 +23,27 @@ MH_DATA="$MH_SOURCE_DIR/tests/data"
 MH_GUESTS="$MH_FIXTURES/libvirt/guests"
 export MH_CLI MH_QEMU_HOOK MH_UDEV MH_SIM MH_FIXTURES MH_DATA MH_GUESTS
 
+# A test tool that is not installed: bash runs this in place of the command
+# it did not find, so that the test fails saying which package to install
+# (scripts/setup test installs them all), not only "command not found".
+command_not_found_handle() {
+        local pkg
+        case "$1" in
+        jq | strace | valgrind | mandoc | curl) pkg=$1 ;;
+        pgrep | pkill) pkg=procps ;;
+        promtool) pkg=prometheus ;;
+        udevadm) pkg=udev ;;
+        virsh) pkg=libvirt-clients ;;
+        placement-api | placement-manage) pkg=placement-api ;;
+        *)
+                echo "bash: $1: command not found" >&2
+                return 127
+                ;;
+        esac
+        echo "$1 is not installed: apt-get install $pkg (or scripts/setup test, which installs every test tool)" >&2
+        return 127
+}
+
 # Golden files: MH_REGENERATE=1 rewrites them instead of comparing.
 # usage: assert_golden <expected-file> <actual-text>
 assert_golden() {
