@@ -11,16 +11,7 @@ load hook-helpers
 
 setup() {
         hook_setup nvidia-timesliced
-        config_write <<-EOF
-	[devices]
-	enabled_mdev_types = nvidia-35, nvidia-36
-
-	[mdev_nvidia-35]
-	device_addresses = $P84, $P85
-
-	[mdev_nvidia-36]
-	device_addresses = $P86
-	EOF
+        two_types_conf
         CORPUS="$MH_SOURCE_DIR/tests/data/foreign-xml"
 }
 

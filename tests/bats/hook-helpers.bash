@@ -104,6 +104,21 @@ assert_record_matches_sysfs() {
         done
 }
 
+# two_types_conf: nvidia-35 on 84 and 85, nvidia-36 on 86, no default
+# type: an mdev without a metadata entry naming its type has none.
+two_types_conf() {
+        config_write <<-EOF
+	[devices]
+	enabled_mdev_types = nvidia-35, nvidia-36
+
+	[mdev_nvidia-35]
+	device_addresses = $P84, $P85
+
+	[mdev_nvidia-36]
+	device_addresses = $P86
+	EOF
+}
+
 # hook_setup TOPOLOGY: a simulator root for this test.
 hook_setup() {
         sim_mount "$1"

@@ -8,19 +8,6 @@ setup() {
         hook_setup nvidia-timesliced
 }
 
-two_types_conf() {
-        config_write <<-EOF
-	[devices]
-	enabled_mdev_types = nvidia-35, nvidia-36
-
-	[mdev_nvidia-35]
-	device_addresses = $P84, $P85
-
-	[mdev_nvidia-36]
-	device_addresses = $P86
-	EOF
-}
-
 @test "prepare creates the default type's mdev with the UUID from the XML" {
         config_write <<-EOF
 	[devices]
