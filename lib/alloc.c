@@ -38,6 +38,7 @@
  */
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <sys/resource.h>
 #include <time.h>

@@ -38,11 +38,11 @@
 #include <sys/random.h>
 
 #include "alloc.h"
+#include "domxml.h"
 #include "enumtable.h"
 #include "hook.h"
 #include "ledger.h"
 #include "log.h"
-#include "domxml.h"
 #include "sysfs.h"
 #include "vgpu.h"
 
