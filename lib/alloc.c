@@ -38,6 +38,7 @@
  */
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <sys/resource.h>
 #include <time.h>
@@ -1547,55 +1548,6 @@ out:
         return r;
 }
 
-/* --- reading ahead ------------------------------------------------------ */
-
-int alloc_prefetch(int rootfd, const Config *config, const atomic_bool *stop,
-                   AllocCandidate **ret, size_t *ret_n) {
-        _cleanup_free_ AllocCandidate *out = NULL;
-        size_t n = 0, allocated = 0;
-        Alloc a;
-
-        alloc_init(&a, rootfd, -1, config, "", NULL, "");
-        for (size_t t = 0; t < config->n_types && !atomic_load(stop); t++) {
-                _cleanup_free_ AllocCandidate *cand = NULL;
-                char *types[] = { config->types[t].name, NULL };
-                AllocWant w = { .types = types };
-                CandidateList l = { 0 };
-                bool any;
-                int r;
-
-                r = candidates_collect(&a, &w, &l, &any);
-                cand = l.c;
-                if (r < 0) {
-                        error_clear();
-                        continue;
-                }
-                dirs_consider(&a, n + l.n);
-                for (size_t i = 0; i < l.n && !atomic_load(stop); i++) {
-                        if (l.c[i].verdict == ALLOC_OTHER_TYPE)
-                                continue;
-                        if (candidate_probe(&a, &l.c[i]) < 0) {
-                                error_clear();
-                                continue;
-                        }
-                        if (n == allocated) {
-                                size_t k = allocated ? 2 * allocated : 64;
-                                AllocCandidate *x = reallocarray(out, k, sizeof *x);
-                                if (!x)
-                                        goto done;
-                                out = x;
-                                allocated = k;
-                        }
-                        out[n++] = l.c[i];
-                }
-        }
-done:
-        alloc_done(&a);
-        *ret = steal_pointer(&out);
-        *ret_n = n;
-        return 0;
-}
-
 /* How many files alloc_preopen() may open: ALLOC_OPENED_MAX, and a quarter
  * of what this process may have open. */
 static size_t opened_max(void) {
@@ -1654,29 +1606,4 @@ void alloc_preopen(int rootfd, const Config *config, const DomxmlMdev *mdevs, si
                 preopen_one(&a, &mdevs[i], &max, o);
         alloc_done(&a);
         error_clear();
-}
-
-/* The index let go of: an empty cache needs none, and the first entry
- * appended builds one (probe_index_add()). */
-static void probe_index_drop(Alloc *a) {
-        free(a->probed_slots);
-        a->probed_slots = NULL;
-        a->n_probed_slots = 0;
-}
-
-void alloc_adopt(Alloc *a, AllocCandidate *probed, size_t n) {
-        free(a->probed);
-        a->probed = probed;
-        a->n_probed = a->probed_allocated = n;
-        if (n > 0)
-                probe_index_rebuild(a);
-        else
-                probe_index_drop(a);
-}
-
-void alloc_yield(Alloc *a, AllocCandidate **ret, size_t *ret_n) {
-        *ret = steal_pointer(&a->probed);
-        *ret_n = a->n_probed;
-        a->n_probed = a->probed_allocated = 0;
-        probe_index_drop(a);
 }

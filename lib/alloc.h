@@ -35,7 +35,6 @@
  */
 #pragma once
 
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -292,14 +291,6 @@ int alloc_create(Alloc *a, const AllocWant *w, const char *uuid, LedgerState sta
 int alloc_plan(Alloc *a, const AllocWant *w, const char *uuid, LedgerState state, LedgerEntry *ret);
 int alloc_run_plans(Alloc *a);
 
-/* Reads the available_instances of every candidate of every enabled type
- * (what alloc_create() and alloc_plan() read for a type, once per call),
- * in the config's order, until *stop becomes true. Best effort: a candidate
- * that cannot be read is left out. For alloc_adopt(). A migrate runs it on a
- * second thread while libxml2 checks the XML, under the lock it already
- * holds (hooks/mdev-hooks-qemu-worker.c). */
-int alloc_prefetch(int rootfd, const Config *config, const atomic_bool *stop,
-                   AllocCandidate **ret, size_t *ret_n);
 /* Opens the available_instances of each candidate of each of the mdevs
  * (their types as alloc_want_resolve() gives them), but not of an mdev that
  * exists already: a prepare calls it while it waits for the lock
@@ -308,12 +299,6 @@ int alloc_prefetch(int rootfd, const Config *config, const atomic_bool *stop,
  * the lock as before. */
 void alloc_preopen(int rootfd, const Config *config, const DomxmlMdev *mdevs, size_t n, AllocOpened *o);
 void alloc_opened_done(AllocOpened *o);
-/* Takes what alloc_prefetch() read as what this call read (Alloc.probed),
- * and ownership of the array. */
-void alloc_adopt(Alloc *a, AllocCandidate *probed, size_t n);
-/* alloc_adopt()'s reverse: gives up what this call read, to a caller that
- * hands the call on with nothing changed (the lock still held). */
-void alloc_yield(Alloc *a, AllocCandidate **ret, size_t *ret_n);
 
 /* Undoes this call's work, newest first: removes the mdevs it created (a busy
  * remove is retried briefly, then left marked remove_pending) and restores

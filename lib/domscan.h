@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * A quick, libc-only look at the domain XML for the hook's front end
+ * A quick, libc-only look at the domain XML for the hook's program
  * (hooks/mdev-hooks-qemu.c), which must cost about what /bin/true costs for a
- * guest without mdevs and therefore cannot link libxml2.
+ * guest without mdevs and therefore loads libxml2 only when this says yes.
  *
  * It answers one question: could this document hold an mdev hostdev? It may
  * say yes wrongly (the worker then parses the XML with libxml2 and finds
@@ -35,7 +35,7 @@ bool domscan_has_mdev(const char *buf, size_t len);
  * buf need not be NUL-terminated. */
 bool domscan_has_vgpu(const char *buf, size_t len);
 
-/* The front end's read of stdin: all of fd, whatever its size, so that a
+/* The hook's read of stdin: all of fd, whatever its size, so that a
  * document is never refused for its size alone. 0 when fd holds at most max
  * bytes: all of them in a fresh NUL-terminated *ret_buf. -EFBIG when it
  * holds more: fd was still read to its end (in a bounded window), *ret_buf

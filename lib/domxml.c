@@ -32,6 +32,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdint.h>
+#include <strings.h>
 #include <sys/uio.h>
 
 #include <libxml/SAX2.h>
@@ -438,11 +439,27 @@ static int add_mdev(Domxml *d, size_t *allocated, xmlNode *hostdev) {
         return 0;
 }
 
-/* One PCI address part (domxml_pci_part()). */
+/* One part of a PCI hostdev's source address (<address domain= bus= slot=
+ * function=>) as libvirt reads it: hex with 0x, or decimal, at most max; a
+ * missing domain is 0. -EINVAL when it is no such number. */
 static int pci_part(const xmlNode *address, const char *name, unsigned long max, unsigned long *ret) {
         _cleanup_xmlfree_ xmlChar *v = attr_get(address, name);
+        unsigned long x;
+        char *end;
 
-        return domxml_pci_part((const char *) v, streq(name, "domain"), max, ret);
+        if (!v) {
+                if (streq(name, "domain")) {
+                        *ret = 0;
+                        return 0;
+                }
+                return -EINVAL;
+        }
+        errno = 0;
+        x = strtoul((const char *) v, &end, 0);
+        if (errno || end == (const char *) v || *end || x > max || v[0] == '-')
+                return -EINVAL;
+        *ret = x;
+        return 0;
 }
 
 static int add_vgpu(Domxml *d, size_t *allocated, xmlNode *hostdev) {
@@ -751,6 +768,25 @@ void domxml_free(Domxml *d) {
         free(p->src_uuid);
         free(p->orphan_meta);
         free(p);
+}
+
+int domxml_find_mdev(const Domxml *d, const char *uuid) {
+        char u[UUID_STRING_MAX];
+
+        if (!uuid_is_valid(uuid))
+                return -ENOENT;
+        uuid_normalize(uuid, u);
+        for (size_t i = 0; i < d->n_mdevs; i++)
+                if (streq(d->mdevs[i].uuid, u))
+                        return (int) i;
+        return -ENOENT;
+}
+
+int domxml_find_vgpu(const Domxml *d, const char *pci) {
+        for (size_t i = 0; i < d->n_vgpus; i++)
+                if (strcasecmp(d->vgpus[i].pci, pci) == 0)
+                        return (int) i;
+        return -ENOENT;
 }
 
 /* Sets the four source address attributes of a PCI hostdev, as libvirt

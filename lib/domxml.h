@@ -22,8 +22,58 @@
 #include <libxml/tree.h>
 #include <libxml/xmlsave.h>
 
-#include "domdata.h"
 #include "util.h"
+
+#define DOMXML_NAMESPACE "http://mdev-hooks.org/xmlns/domain/1.0"
+/* Real domain XMLs are a few KiB; a migration XML with many devices well
+ * under 1 MiB. Anything over this is refused before parsing. */
+#define DOMXML_MAX_SIZE (8u * 1024u * 1024u)
+
+typedef struct DomxmlMdev {
+        char uuid[UUID_STRING_MAX];       /* source/address/@uuid, lower case */
+        char type[NAME_STRING_MAX];       /* metadata type=, "" when absent */
+        char mdev_class[MDEV_CLASS_MAX + 1]; /* metadata class=, "" when absent */
+        char parent[NAME_STRING_MAX];     /* metadata parent=, "" when absent */
+        xmlNode *address;                 /* the <address> element holding uuid= */
+        xmlNode *meta;                    /* the <mh:mdev> element, or NULL */
+        bool has_meta;                    /* a metadata entry names it */
+} DomxmlMdev;
+
+/* A PCI hostdev (<hostdev mode='subsystem' type='pci'>): perhaps a VF of
+ * NVIDIA's vendor-specific VFIO framework carrying a vGPU (vfio.h), with its
+ * metadata entry <mh:vgpu pci="0000:41:00.4" type="nvidia-1150"/> (or
+ * class=) in the same <mh:mdevs>. Whether the device is such a VF is for
+ * the caller to find out (sysfs); an ordinary passthrough device is one too. */
+typedef struct DomxmlVgpu {
+        char pci[16];                     /* source address, "dddd:bb:ss.f" lower case */
+        char orig_pci[16];                /* as parsed (domxml_set_vgpu_pci() changes pci) */
+        char type[NAME_STRING_MAX];       /* metadata type=, "" when absent */
+        char mdev_class[NAME_STRING_MAX]; /* metadata class=, "" when absent */
+        bool managed;                     /* managed='yes' (libvirt's default) */
+        xmlNode *address;                 /* <source><address domain= bus= slot= function=> */
+        xmlNode *meta;                    /* the <mh:vgpu> element, or NULL */
+        bool has_meta;                    /* a metadata entry names it */
+} DomxmlVgpu;
+
+typedef struct Domxml {
+        /* Only what is read here: <name>, <uuid>, every <devices>/<hostdev>
+         * and this project's metadata entries (the rest of the document is
+         * checked by libxml2 but not kept). domxml_format() writes the whole
+         * document. */
+        xmlDoc *doc;
+        char name[GUEST_NAME_MAX];
+        char uuid[UUID_STRING_MAX];       /* "" when the XML has none */
+        DomxmlMdev *mdevs;
+        size_t n_mdevs;
+        /* Every PCI hostdev (see DomxmlVgpu), in document order. */
+        DomxmlVgpu *vgpus;
+        size_t n_vgpus;
+} Domxml;
+
+/* Index of the mdev hostdev with this UUID, or -ENOENT. */
+int domxml_find_mdev(const Domxml *d, const char *uuid);
+/* Index of the PCI hostdev with this source address, or -ENOENT. */
+int domxml_find_vgpu(const Domxml *d, const char *pci);
 
 /* Parses and validates; buf is not copied and must stay as it is until
  * domxml_free(). -EINVAL / -EBADMSG with a message for: malformed XML,

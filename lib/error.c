@@ -4,8 +4,8 @@
 
 #include "error.h"
 
-/* Per thread: a migrate reads sysfs on a second thread while libxml2 checks
- * the XML (alloc_prefetch()). */
+/* Per thread: a placement reads many candidates on two threads
+ * (alloc.c). */
 static _Thread_local char error_buf[ERROR_MESSAGE_MAX];
 static _Thread_local bool error_is_set;
 

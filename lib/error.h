@@ -17,7 +17,7 @@
  * A rollback may set messages of its own; error_save() before it and
  * error_restore() after it give the caller back the reason it failed for.
  *
- * libc only: the hook's front end links it (lib/meson.build, base_sources).
+ * libc only: the hook's program links it (lib/meson.build, base_sources).
  */
 #pragma once
 

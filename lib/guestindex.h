@@ -2,7 +2,7 @@
 /*
  * The record's guest index: var/lib/mdev-hooks.by-guest/<hash>/ holds one
  * empty file per mdev UUID recorded for a guest whose name has that hash.
- * ledger-index.c keeps it; the hook's front end (hooks/mdev-hooks-qemu.c) looks
+ * ledger-index.c keeps it; the hook's program (hooks/mdev-hooks-qemu.c) looks
  * for a guest's directory on release, so that a guest whose XML no longer
  * names an mdev it still holds (hot-unplugged while running) is released
  * too. Both take the hash and the path from here.

@@ -27,7 +27,7 @@
 #include "sysfs.h"
 #include "vgpu.h"
 
-_Static_assert(DOMSCAN_MAX_SIZE == DOMXML_MAX_SIZE, "the front and the worker must agree on the size limit");
+_Static_assert(DOMSCAN_MAX_SIZE == DOMXML_MAX_SIZE, "the hook's scan and its parser must agree on the size limit");
 
 /* How long release retries a busy remove before leaving it for later. */
 #define RELEASE_REMOVE_MSEC 3000
@@ -200,10 +200,6 @@ int hook_prepare(HookContext *ctx) {
                 return -ENOMEM;
         }
         hook_alloc_init(ctx, &a);
-        /* What the worker read ahead while libxml2 checked a large XML. */
-        alloc_adopt(&a, ctx->probed, ctx->n_probed);
-        ctx->probed = NULL;
-        ctx->n_probed = 0;
 
         for (size_t i = 0; i < dom->n_mdevs; i++) {
                 r = prepare_check_one(ctx, &a, &dom->mdevs[i], &items[i], &wants[i]);

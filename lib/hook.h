@@ -32,10 +32,6 @@ typedef struct HookContext {
         /* migrate/restore: the XML changed (domxml_set_mdev_uuid()) and is
          * to be printed (domxml_write()). */
         bool rewritten;
-        /* migrate/restore: what alloc_prefetch() read under this lock, for
-         * alloc_adopt(); the operation takes it over (NULL: nothing). */
-        AllocCandidate *probed;
-        size_t n_probed;
         /* prepare: its candidates' files, opened while it waited for the lock
          * (alloc_preopen()), or NULL. */
         const AllocOpened *opened;
@@ -70,9 +66,3 @@ int hook_reconnect(HookContext *ctx);
 /* migrate begin / restore begin (migrate.c): find or create local mdevs of the
  * same types, claim them as incoming, and set ctx->rewritten when the XML changed. */
 int migrate_run(HookContext *ctx, HookOp op);
-/* migrate_run() for a domain read by domlite_parse() (domlite.h), which
- * cannot be rewritten: does the same, and prints nothing, when every
- * hostdev is certain to keep its incoming UUID and the domain has no PCI
- * hostdev; otherwise returns 1 having changed nothing, and the caller runs
- * migrate_run() on libxml2's document instead. */
-int migrate_run_lite(HookContext *ctx, HookOp op);

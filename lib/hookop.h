@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The libvirt qemu hook's operations, table-driven like libvirt's
- * virHookQemuOp. libc only: the hook's front end (hooks/mdev-hooks-qemu.c)
- * and its worker share this one table.
+ * virHookQemuOp. libc only: the hook's program (hooks/mdev-hooks-qemu.c)
+ * and its worker module share this one table.
  *
  * An unknown operation maps to _HOOK_OP_INVALID and is a no-op with exit 0,
  * because libvirt adds operations over time.

@@ -36,7 +36,7 @@ static void guest_hash(const char *guest, char out[GUEST_INDEX_HASH_MAX]) {
 /* An entry is a name, not a file of its own: a hard link to one empty file,
  * <root>/INDEX_ANCHOR. A link costs a directory entry; a new file costs an
  * inode, which ext4 can be slow to find (it skips recently deleted ones;
- * BENCHMARKS.md, "Where the time goes"), three per record written. '@' is
+ * BENCHMARKS.md, "Decisions, and why"), three per record written. '@' is
  * in no parent's name (name_is_valid()) and in no guest's hash, so the
  * anchor is never taken for a key. */
 #define INDEX_ANCHOR "@entry"

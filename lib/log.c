@@ -135,12 +135,3 @@ void log_release(void) {
         log_n_held = 0;
         errno = saved;
 }
-
-void log_discard(void) {
-        log_holding = false;
-        for (size_t i = 0; i < log_n_held; i++)
-                free(log_held[i].text);
-        free(log_held);
-        log_held = NULL;
-        log_n_held = 0;
-}

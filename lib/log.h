@@ -40,10 +40,6 @@ void log_msg(int level, const char *fmt, ...) _printf_(2, 3);
  * is written at once rather than lost. */
 void log_hold(void);
 void log_release(void);
-/* Ends the hold and drops what it kept, unwritten: for a caller that
- * hands the whole call over to another path which says it all again (the
- * hook's domlite migrate falling back to the worker). */
-void log_discard(void);
 
 #define log_error(...) log_msg(LOG_ERR, __VA_ARGS__)
 #define log_warning(...) log_msg(LOG_WARNING, __VA_ARGS__)

@@ -38,11 +38,11 @@
 #include <sys/random.h>
 
 #include "alloc.h"
+#include "domxml.h"
 #include "enumtable.h"
 #include "hook.h"
 #include "ledger.h"
 #include "log.h"
-#include "migrate.h"
 #include "sysfs.h"
 #include "vgpu.h"
 
@@ -152,9 +152,9 @@ static int same_uuid_usable(const Alloc *a, const MigrateItem *it) {
 /* Whether a UUID is one of the guest's incoming UUIDs other than item i's,
  * already chosen for another item, or named by a metadata entry that no
  * hostdev uses (the rewrite would give the XML two entries for it). */
-static bool uuid_taken_in_call(const MigrateEdit *ed, const Domxml *dom, const MigrateItem *items, size_t i,
+static bool uuid_taken_in_call(const Domxml *dom, const MigrateItem *items, size_t i,
                                const char *uuid) {
-        if (ed->has_orphan_meta(dom, uuid))
+        if (domxml_has_orphan_meta(dom, uuid))
                 return true;
         for (size_t j = 0; j < dom->n_mdevs; j++) {
                 if (j == i)
@@ -209,7 +209,7 @@ static int uuid_random(char ret[UUID_STRING_MAX]) {
 /* A fresh UUID for item i: the kernel's proc/sys/kernel/random/uuid under
  * the root (so that a test root can make it predictable), else getrandom().
  * Never one that this host or this guest already uses. */
-static int uuid_new(const HookContext *ctx, const MigrateEdit *ed, const MigrateItem *items, size_t i,
+static int uuid_new(const HookContext *ctx, const MigrateItem *items, size_t i,
                     char ret[UUID_STRING_MAX]) {
         char buf[64];
         int r;
@@ -225,7 +225,7 @@ static int uuid_new(const HookContext *ctx, const MigrateEdit *ed, const Migrate
                         if (r < 0)
                                 return error_set(r, "cannot get random bytes for a new mdev UUID: %s", strerror(-r));
                 }
-                if (uuid_taken_in_call(ed, ctx->dom, items, i, u))
+                if (uuid_taken_in_call(ctx->dom, items, i, u))
                         continue;
                 r = uuid_unused_here(ctx, u);
                 if (r < 0)
@@ -260,7 +260,7 @@ static bool kept_usable(const Alloc *a, const LedgerEntry *e, const AllocWant *w
  * with that type. UUIDs that another hostdev of the guest brings along are
  * skipped: the rewrite would give two hostdevs one UUID. Returns 1 and the
  * mdev, 0 if there is none. */
-static int kept_find(const HookContext *ctx, const MigrateEdit *ed, const Alloc *a, KeptList *k,
+static int kept_find(const HookContext *ctx, const Alloc *a, KeptList *k,
                      const MigrateItem *items, size_t i, SysfsMdev *ret) {
         const AllocWant *w = &items[i].want;
         int r;
@@ -284,7 +284,7 @@ static int kept_find(const HookContext *ctx, const MigrateEdit *ed, const Alloc 
 
                         if (e->state != (pass == 0 ? LEDGER_INCOMING : LEDGER_FREE))
                                 continue;
-                        if (!kept_usable(a, e, w) || uuid_taken_in_call(ed, ctx->dom, items, i, e->uuid))
+                        if (!kept_usable(a, e, w) || uuid_taken_in_call(ctx->dom, items, i, e->uuid))
                                 continue;
                         if (sysfs_mdev_get(ctx->rootfd, e->uuid, &m) < 0 || !streq(m.type, e->type))
                                 continue;
@@ -297,13 +297,13 @@ static int kept_find(const HookContext *ctx, const MigrateEdit *ed, const Alloc 
 }
 
 /* Choices 2 and 3 for one item. */
-static int place_one(HookContext *ctx, const MigrateEdit *ed, Alloc *a, KeptList *k, MigrateItem *items, size_t i) {
+static int place_one(HookContext *ctx, Alloc *a, KeptList *k, MigrateItem *items, size_t i) {
         MigrateItem *it = &items[i];
         const char *incoming = ctx->dom->mdevs[i].uuid;
         SysfsMdev kept;
         int r;
 
-        r = kept_find(ctx, ed, a, k, items, i, &kept);
+        r = kept_find(ctx, a, k, items, i, &kept);
         if (r < 0)
                 return r;
         if (r > 0) {
@@ -324,10 +324,10 @@ static int place_one(HookContext *ctx, const MigrateEdit *ed, Alloc *a, KeptList
                         return r;
                 r = r == 0;
         }
-        if (r > 0 && !uuid_taken_in_call(ed, ctx->dom, items, i, incoming))
+        if (r > 0 && !uuid_taken_in_call(ctx->dom, items, i, incoming))
                 memcpy(it->uuid, incoming, sizeof it->uuid);
         else {
-                r = uuid_new(ctx, ed, items, i, it->uuid);
+                r = uuid_new(ctx, items, i, it->uuid);
                 if (r < 0)
                         return r;
         }
@@ -351,14 +351,14 @@ static int place_one(HookContext *ctx, const MigrateEdit *ed, Alloc *a, KeptList
 
 /* Rewrites the XML where a local UUID differs; sets ctx->rewritten if it
  * did (the worker prints it once the call succeeded). */
-static int rewrite(HookContext *ctx, const MigrateEdit *ed, const MigrateItem *items) {
+static int rewrite(HookContext *ctx, const MigrateItem *items) {
         Domxml *dom = ctx->dom;
         int r;
 
         for (size_t i = 0; i < dom->n_mdevs; i++) {
                 if (streq(dom->mdevs[i].uuid, items[i].uuid))
                         continue;
-                r = ed->set_mdev_uuid(dom, i, items[i].uuid);
+                r = domxml_set_mdev_uuid(dom, i, items[i].uuid);
                 if (r < 0)
                         return r;
                 ctx->rewritten = true;
@@ -386,7 +386,7 @@ static int resolve_all(HookContext *ctx, const Alloc *a, MigrateItem *items) {
 
 /* Choice 1 for every hostdev, then 2 or 3 for the rest, and the planned
  * creations made. */
-static int choose_all(HookContext *ctx, const MigrateEdit *ed, Alloc *a, KeptList *kept, MigrateItem *items) {
+static int choose_all(HookContext *ctx, Alloc *a, KeptList *kept, MigrateItem *items) {
         const Domxml *dom = ctx->dom;
         int r;
 
@@ -405,7 +405,7 @@ static int choose_all(HookContext *ctx, const MigrateEdit *ed, Alloc *a, KeptLis
         for (size_t i = 0; i < dom->n_mdevs; i++) {
                 if (items[i].choice != MIGRATE_UNDECIDED)
                         continue;
-                r = place_one(ctx, ed, a, kept, items, i);
+                r = place_one(ctx, a, kept, items, i);
                 if (r < 0)
                         return r;
         }
@@ -428,62 +428,7 @@ static int rollback(HookContext *ctx, Alloc *a, VgpuPlan *vplan, int r) {
         return error_restore(r, &why);
 }
 
-/* Whether kept_find() could find a kept mdev for item i in these lists
- * (own: the guest's records, free: those of no guest), by the record
- * alone: more than it would find, never less. */
-static bool kept_may_find(const Alloc *a, const KeptList *k, const MigrateItem *it) {
-        for (size_t j = 0; j < k->n_own; j++)
-                if (k->own[j].state == LEDGER_INCOMING && kept_usable(a, &k->own[j], &it->want))
-                        return true;
-        for (size_t j = 0; j < k->n_free; j++)
-                if (k->free[j].state == LEDGER_FREE && kept_usable(a, &k->free[j], &it->want))
-                        return true;
-        return false;
-}
-
-/* For a domain that cannot be rewritten (MigrateEdit.lite): whether
- * choose_all() is certain to give every hostdev its incoming UUID. Read
- * only, after resolve_all(). Certain when each hostdev either takes the
- * mdev with its UUID (choice 1), or has no mdev here, its UUID is held by
- * no other guest, no other hostdev brings the same UUID, and no kept mdev
- * could be chosen (choice 2), so that one is created with its UUID (choice
- * 3). The kept lists are read here before choice 1's claims; those claims
- * change only records of other hostdevs' UUIDs, which choice 2 skips for
- * this one. 1 certain; 0 not, or a read failed (the full path then meets
- * it again and says so). */
-static int keeps_every_uuid(const HookContext *ctx, const Alloc *a, const MigrateItem *items) {
-        const Domxml *dom = ctx->dom;
-        KeptList k = { .loaded = false };
-        int r = 1;
-
-        for (size_t i = 0; i < dom->n_mdevs && r > 0; i++) {
-                int u = same_uuid_usable(a, &items[i]);
-
-                if (u > 0)
-                        continue;
-                if (u < 0 || items[i].exists || alloc_held_by_other(a, dom->mdevs[i].uuid, NULL) != 0) {
-                        r = 0;
-                        break;
-                }
-                for (size_t j = 0; j < dom->n_mdevs; j++)
-                        if (j != i && streq(dom->mdevs[j].uuid, dom->mdevs[i].uuid))
-                                r = 0;
-                if (!k.loaded) {
-                        if (ledger_list_guest(ctx->ledgerfd, a->guest, &k.own, &k.n_own) < 0 ||
-                            ledger_list_free(ctx->ledgerfd, &k.free, &k.n_free) < 0)
-                                r = 0;
-                        k.loaded = true;
-                }
-                if (r > 0 && kept_may_find(a, &k, &items[i]))
-                        r = 0;
-        }
-        free(k.own);
-        free(k.free);
-        error_clear();
-        return r;
-}
-
-int migrate_core(HookContext *ctx, HookOp op, const MigrateEdit *ed) {
+int migrate_run(HookContext *ctx, HookOp op) {
         const Domxml *dom = ctx->dom;
         _cleanup_free_ char (*incoming)[UUID_STRING_MAX] = NULL;
         MigrateItem *items = NULL;
@@ -507,30 +452,19 @@ int migrate_core(HookContext *ctx, HookOp op, const MigrateEdit *ed) {
         alloc_init(&a, ctx->rootfd, ctx->ledgerfd, ctx->config, ctx->guest,
                    dom->uuid[0] ? dom->uuid : NULL, ctx->boot_id);
         a.crashpoint_create = "migrate-after-create";
-        alloc_adopt(&a, ctx->probed, ctx->n_probed);
-        ctx->probed = NULL;
-        ctx->n_probed = 0;
 
         for (size_t i = 0; i < dom->n_mdevs; i++)
                 memcpy(incoming[i], dom->mdevs[i].uuid, UUID_STRING_MAX);
         r = resolve_all(ctx, &a, items);
         if (r < 0)
                 goto out;
-        if (ed->lite && keeps_every_uuid(ctx, &a, items) <= 0) {
-                /* nothing changed: the caller takes the full path, and
-                 * what was read stays true under the lock it still holds */
-                alloc_yield(&a, &ctx->probed, &ctx->n_probed);
-                r = 1;
-                goto out;
-        }
-
         written = true;
-        r = choose_all(ctx, ed, &a, &kept, items);
+        r = choose_all(ctx, &a, &kept, items);
         if (r >= 0)
-                r = rewrite(ctx, ed, items);
+                r = rewrite(ctx, items);
         /* vGPUs of NVIDIA's VFIO framework (vgpu.h): undoes its own on failure */
-        if (r >= 0 && ed->vgpu)
-                r = ed->vgpu(ctx, &vplan);
+        if (r >= 0)
+                r = vgpu_migrate(ctx, &vplan);
         /* Durable before the commit: a sync that fails rolls it back too. */
         if (r >= 0)
                 r = ledger_sync(ctx->ledgerfd);
@@ -557,30 +491,4 @@ out:
                         log_warning("%s", error_get(k));
         }
         return r;
-}
-
-/* domlite's document (domlite.h) holds no orphan list: asked only about
- * the hostdevs' own UUIDs (keeps_every_uuid()), which no orphan is. */
-static bool lite_has_orphan_meta(const Domxml *d, const char *uuid) {
-        return domxml_find_mdev(d, uuid) < 0;
-}
-
-static int lite_set_mdev_uuid(Domxml *d, size_t i, const char *uuid) {
-        (void) d;
-        (void) i;
-        return error_set(-EOPNOTSUPP, "internal error: mdev %s would need the domain XML rewritten, which was read without libxml2",
-                         uuid);
-}
-
-int migrate_run_lite(HookContext *ctx, HookOp op) {
-        static const MigrateEdit lite = {
-                .has_orphan_meta = lite_has_orphan_meta,
-                .set_mdev_uuid = lite_set_mdev_uuid,
-                .vgpu = NULL,
-                .lite = true,
-        };
-
-        if (ctx->dom->n_vgpus > 0) /* vgpu_migrate() may rewrite them */
-                return 1;
-        return migrate_core(ctx, op, &lite);
 }

@@ -2,7 +2,6 @@
 #include <dlfcn.h>
 #include <poll.h>
 #include <stdlib.h>
-#include <sys/auxv.h>
 
 #include "log.h"
 #include "parentwait.h"
@@ -38,14 +37,6 @@ void parent_wait_open(ParentWait *w) {
         *w = (ParentWait) { .lib = NULL };
         if (root && *root)
                 return;
-        /* No dynamic loader in this process: a static program (the hook's
-         * front end, hooks/meson.build) cannot load libudev safely, as it
-         * would bring a second libc. It polls. (The linker's warning about
-         * dlopen() in a static program is about this call.) */
-        if (getauxval(AT_BASE) == 0) {
-                log_debug("no udev monitor in a static program, polling alone");
-                return;
-        }
         w->lib = dlopen(LIBUDEV_SONAME, RTLD_LAZY | RTLD_LOCAL);
         if (!w->lib) {
                 log_debug("no udev monitor, polling alone: %s", dlerror());

@@ -9,8 +9,7 @@
  * linked: every other run of the hook then maps one library less
  * (BENCHMARKS.md). Without it (not installed, no udevd, a container) or when
  * MDEV_HOOKS_ROOT points at a test tree, whose parents send no uevents, the
- * wait polls alone; so does a static program (the hook's front end), which
- * cannot load a library: it sees a parent that registers within
+ * wait polls alone: it sees a parent that registers within
  * PARENT_WAIT_STEP_USEC, not at once.
  */
 #pragma once

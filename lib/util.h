@@ -5,7 +5,7 @@
  * here for every caller.
  *
  * This file must stay free of libxml2, libudev, inih and json-c: the hook's
- * libc-only front end (hooks/mdev-hooks-qemu.c) links it.
+ * program (hooks/mdev-hooks-qemu.c), which links libc alone, links it.
  */
 #pragma once
 

@@ -89,7 +89,7 @@ refused() {
         [ -z "$(sim_mdevs)" ]
 }
 
-@test "the front end finds an mdev hostdev whatever the quoting, spacing and attribute order" {
+@test "the hook finds an mdev hostdev whatever the quoting, spacing and attribute order" {
         local variant i=0
         for variant in \
                 "<hostdev type=\"mdev\" mode=\"subsystem\">" \
@@ -107,71 +107,6 @@ refused() {
                 run -0 hook "v$i" release end - < "$BATS_TEST_TMPDIR/v$i.xml"
                 mdev_absent "$U1"
         done
-}
-
-# The front end loads hooks/no-icu/libicuuc.so.N, a stand-in that says "no
-# such converter", before the worker: libxml2 then binds to it and needs
-# neither ICU nor libstdc++, and converts every encoding through iconv.
-@test "the hook loads libxml2 with the ICU stand-in, without ICU or libstdc++" {
-        [ -n "${MH_ICU_STAND_IN:-}" ] || skip "built without the ICU stand-in (-Dicu_stand_in)"
-        [ -f "$(dirname "$MH_QEMU_HOOK")/$MH_ICU_STAND_IN" ]
-        # a comment: the front end's strict reader declines it, so that
-        # this prepare goes through the worker and libxml2
-        domxml g "$U1" | sed 's|<metadata>|<metadata><!-- read by libxml2 -->|' > "$BATS_TEST_TMPDIR/g.xml"
-        LD_DEBUG=libs hook g prepare begin - < "$BATS_TEST_TMPDIR/g.xml" 2> "$BATS_TEST_TMPDIR/ld.log"
-        # What came with the worker module: what was loaded after the last
-        # program started, the worker's, which loads it (a sanitizer's
-        # runtime, loaded before, brings libstdc++; a dynamic front end
-        # started first)
-        awk '/transferring control/ { n = 0; delete l; next } { l[++n] = $0 } END { for (i = 1; i <= n; i++) print l[i] }' \
-                "$BATS_TEST_TMPDIR/ld.log" > "$BATS_TEST_TMPDIR/worker.log"
-        grep 'calling init: .*/libxml2\.so' "$BATS_TEST_TMPDIR/worker.log"
-        run -0 grep 'calling init: .*libicuuc' "$BATS_TEST_TMPDIR/worker.log"
-        echo "$output"
-        [ "${#lines[@]}" -eq 1 ]
-        [[ "$output" == *"/$MH_ICU_STAND_IN" ]]
-        run -1 grep -E 'calling init: .*(libstdc\+\+|libicudata)' "$BATS_TEST_TMPDIR/worker.log"
-        mdev_exists "$U1"
-        run -0 hook g release end - < "$BATS_TEST_TMPDIR/g.xml"
-        mdev_absent "$U1"
-}
-
-@test "without the ICU stand-in the hook loads the real ICU and works" {
-        [ -n "${MH_ICU_STAND_IN:-}" ] ||
-                skip "libxml2 here is built without ICU (Debian 13): no stand-in is built, and no ICU to load"
-        local bin="$BATS_TEST_TMPDIR/bin"
-        mkdir "$bin"
-        cp "$MH_QEMU_HOOK" "$(dirname "$MH_QEMU_HOOK")"/mdev-hooks-qemu-worker{,.so} "$bin/"
-        # a comment: the front end's strict reader declines it, so that
-        # this prepare goes through the worker and libxml2
-        domxml g "$U1" | sed 's|<metadata>|<metadata><!-- read by libxml2 -->|' > "$BATS_TEST_TMPDIR/g.xml"
-        LD_DEBUG=libs "$bin/mdev-hooks-qemu" g prepare begin - < "$BATS_TEST_TMPDIR/g.xml" 2> "$BATS_TEST_TMPDIR/ld.log"
-        grep 'calling init: /.*/libicuuc\.so' "$BATS_TEST_TMPDIR/ld.log"
-        run -1 grep 'no-icu' "$BATS_TEST_TMPDIR/ld.log"
-        mdev_exists "$U1"
-        [ "$(record_get "$U1" guest)" = g ]
-        run -0 "$bin/mdev-hooks-qemu" g release end - < "$BATS_TEST_TMPDIR/g.xml"
-        mdev_absent "$U1"
-}
-
-@test "with a libxml2 built without ICU the hook loads neither ICU nor libstdc++ and works" {
-        [ -z "${MH_ICU_STAND_IN:-}" ] ||
-                skip "libxml2 here is built with ICU (Debian 12): the stand-in's tests cover it"
-        # a comment: the front end's strict reader declines it, so that
-        # this prepare goes through the worker and libxml2
-        domxml g "$U1" | sed 's|<metadata>|<metadata><!-- read by libxml2 -->|' > "$BATS_TEST_TMPDIR/g.xml"
-        LD_DEBUG=libs "$MH_QEMU_HOOK" g prepare begin - < "$BATS_TEST_TMPDIR/g.xml" 2> "$BATS_TEST_TMPDIR/ld.log"
-        grep 'calling init: /.*/libxml2\.so' "$BATS_TEST_TMPDIR/ld.log"
-        run -1 grep -E 'calling init: /.*/libicu' "$BATS_TEST_TMPDIR/ld.log"
-        # ASan's runtime brings libstdc++ itself: only a plain build says
-        # whether libxml2 does.
-        if ! grep -q 'calling init: /.*/libasan\.so' "$BATS_TEST_TMPDIR/ld.log"; then
-                run -1 grep -E 'calling init: /.*/libstdc\+\+\.so' "$BATS_TEST_TMPDIR/ld.log"
-        fi
-        mdev_exists "$U1"
-        [ "$(record_get "$U1" guest)" = g ]
-        run -0 hook g release end - < "$BATS_TEST_TMPDIR/g.xml"
-        mdev_absent "$U1"
 }
 
 @test "a domain XML in Latin-1 or EUC-JP is converted (iconv) and prepared" {
@@ -231,9 +166,9 @@ plain_root() {
         [[ "$stderr" == "mdev-hooks: evil: cannot look up mdev $U1: '/sys/bus/mdev/devices/$U1' points to '../../../devices/bogus/not-an-mdev', not to <parent>/$U1" ]]
 }
 
-# Defect: the front end's quick filter said "no mdev" to type="&#109;dev",
+# Defect: the hook's quick filter said "no mdev" to type="&#109;dev",
 # which libxml2 reads as mdev: the guest started without its mdev.
-@test "the front end hands an mdev hostdev spelled with character references to the worker" {
+@test "the hook prepares an mdev hostdev spelled with character references" {
         local variant i=0
         for variant in \
                 "<hostdev mode='subsystem' type='&#109;dev'>" \
@@ -252,7 +187,7 @@ plain_root() {
         done
 }
 
-@test "the front end hands a UTF-16 domain XML to the worker" {
+@test "the hook prepares a guest whose domain XML is UTF-16" {
         domxml u16 "$U1" | iconv -f UTF-8 -t UTF-16 > "$BATS_TEST_TMPDIR/u16.xml"
         run hook u16 prepare begin - < "$BATS_TEST_TMPDIR/u16.xml"
         echo "$output"
@@ -314,37 +249,3 @@ big_xml() {
         [ -z "$(records)" ]
 }
 
-# The worker's program is run by the front end alone (hooks/worker.h); run
-# by hand, or handed what is not its front end's, it says so and changes
-# nothing.
-@test "the worker's program run by hand refuses what is not its front end's, and changes nothing" {
-        local worker xml="$BATS_TEST_TMPDIR/g.xml" bad="$BATS_TEST_TMPDIR/bad"
-        worker="$(dirname "$MH_QEMU_HOOK")/mdev-hooks-qemu-worker"
-        domxml g "$U1" > "$xml"
-        run "$worker" g prepare begin - < "$xml"
-        [ "$status" -eq 2 ]
-        [[ "$output" == "usage: mdev-hooks-qemu-worker --ahead=FD|none "*"(run by mdev-hooks-qemu, not by hand)" ]]
-        # the XML from a pipe, not the front end's memfd with its '\0'
-        run "$worker" --ahead=none g prepare begin - < <(cat "$xml")
-        [ "$status" -eq 1 ]
-        [ "$output" = "mdev-hooks: g: stdin is not the domain XML that mdev-hooks-qemu hands its worker" ]
-        # a regular file without the '\0' after the XML
-        run "$worker" --ahead=none g prepare begin - < "$xml"
-        [ "$status" -eq 1 ]
-        [ "$output" = "mdev-hooks: g: stdin is not the domain XML that mdev-hooks-qemu hands its worker" ]
-        # with it, but a hand-over that is not one
-        printf '\0' >> "$xml"
-        head -c 300 /dev/urandom > "$bad"
-        run "$worker" --ahead=7 g prepare begin - < "$xml" 7< "$bad"
-        [ "$status" -eq 1 ]
-        [ "$output" = "mdev-hooks: g: cannot take over the front end's work: what it handed over is not from this build (is mdev-hooks installed whole?)" ]
-        run "$worker" --ahead=seven g prepare begin - < "$xml"
-        [ "$status" -eq 2 ]
-        [ -z "$(sim_mdevs)" ]
-        [ -z "$(records)" ]
-        # as the front end hands it (none set up ahead), it works
-        run -0 "$worker" --ahead=none g prepare begin - < "$xml"
-        [ -z "$output" ]
-        mdev_exists "$U1"
-        [ "$(record_get "$U1" guest)" = g ]
-}

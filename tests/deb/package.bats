@@ -48,7 +48,7 @@ sys_unchanged() {
         meson install -C "$build" --no-rebuild --destdir "$BATS_TEST_TMPDIR/dest" > /dev/null
         (cd "$BATS_TEST_TMPDIR/dest" && find . ! -type d | sed 's|^\./||' | sort) > "$BATS_TEST_TMPDIR/meson.files"
         # the package's files, without Debian's own (copyright, changelog,
-        # lintian overrides) and
+        # lintian overrides, if any) and
         # with man pages and docs compressed by dh_compress named as meson
         # names them
         dpkg-deb -c "$MH_DEB" | awk '$1 !~ /^d/ { print $6 }' | sed 's|^\./||' |
@@ -68,10 +68,11 @@ sys_unchanged() {
         [[ "$output" == *libjson-c5* ]]
         [[ "$output" == *libudev1* ]]
         [[ "$output" == *libvirt0* ]]
-        # and the ICU stand-in is offered to nobody: no shlibs, no ldconfig trigger
+        # and the hook's private module is offered to nobody: no shlibs, no ldconfig trigger
         ! dpkg-deb --ctrl-tarfile "$MH_DEB" | tar -t | grep -qE '(shlibs|triggers|symbols)$'
+        # no library of its own stands in for a system one
         run dpkg-deb -c "$MH_DEB"
-        ! grep -E 'libicuuc' <<< "$output" | grep -v ' \./usr/libexec/mdev-hooks/no-icu/' || false
+        ! grep -q 'libicuuc' <<< "$output" || false
 }
 
 @test "install: the hook, its link, the CLI; the record directory is made 0700" {

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The hook front end's quick filter (lib/domscan.c) against the full parser
+ * The hook's quick filter (lib/domscan.c) against the full parser
  * (lib/domxml.c): whenever domxml_parse() accepts a document and finds an
- * mdev hostdev in it, domscan_has_mdev() must say yes, or the front end
+ * mdev hostdev in it, domscan_has_mdev() must say yes, or the hook
  * exits 0 and the guest starts without its mdev being prepared.
  *
  * Besides the input itself, the harness checks a respelling of it that XML
@@ -10,7 +10,7 @@
  * of each <hostdev ...> start tag written as character references (&#109;,
  * &#x6d;), chosen by a hash of the input. Random mutation rarely finds such
  * a spelling on its own, and one (type="&#109;dev") did hide an mdev from
- * the front end before its filter (doc/design.md §4.2) handed such tags to
+ * the hook before its filter (doc/design.md §4.2) handed such tags to
  * the worker.
  */
 #include <stdint.h>
@@ -30,7 +30,7 @@ static void check(const char *buf, size_t size, const char *what) {
         if (domxml_parse(buf, size, &d) < 0)
                 return;
         FUZZ_CHECK(filter || d->n_mdevs == 0,
-                   "the front end's filter says no mdev, the parser finds %zu (first %s) in %s:\n%.*s",
+                   "the hook's filter says no mdev, the parser finds %zu (first %s) in %s:\n%.*s",
                    d->n_mdevs, d->mdevs[0].uuid, what, (int) size, buf);
 }
 

@@ -19,7 +19,7 @@
  *     metadata type/class/parent;
  *   - domxml_find_mdev() finds each new UUID at its index, none of the
  *     replaced ones;
- *   - the front end's filter (domscan_has_mdev()) still sees an mdev;
+ *   - the hook's filter (domscan_has_mdev()) still sees an mdev;
  *   - domxml_write() writes the same bytes as domxml_format().
  */
 #include <errno.h>
@@ -160,7 +160,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
                            "metadata of hostdev %zu changed: type '%s'->'%s' class '%s'->'%s' parent '%s'->'%s'",
                            i, a->type, b->type, a->mdev_class, b->mdev_class, a->parent, b->parent);
         }
-        FUZZ_CHECK(domscan_has_mdev(out, out_len), "the front end's filter sees no mdev in the rewritten XML");
+        FUZZ_CHECK(domscan_has_mdev(out, out_len), "the hook's filter sees no mdev in the rewritten XML");
         free(want);
         return 0;
 }

@@ -195,7 +195,7 @@ static void test_size_limit(void) {
         check(strstr(error_get(r), "larger than"));
         check(domxml_parse(big, DOMXML_MAX_SIZE, &d) == 0);
 
-        /* reading stdin (the hook's front end) stops right after the limit */
+        /* reading stdin (the hook's program) stops right after the limit */
         fd = mkostemp(path, O_CLOEXEC);
         check(fd >= 0);
         if (fd < 0)
@@ -776,7 +776,7 @@ static void test_rewrites_parse(void) {
         }
 }
 
-/* --- the front end's filter against the parser ------------------------ */
+/* --- the hook's filter against the parser ------------------------ */
 
 /* A small domain whose one hostdev start tag is `tag`, in UTF-8 after an
  * optional XML declaration `decl`. */
@@ -797,7 +797,7 @@ static bool check_filter_agrees(const char *what, const char *buf, size_t len) {
         parsed = domxml_parse(buf, len, &d) == 0 && d->n_mdevs > 0;
         error_clear();
         if (parsed && !domscan_has_mdev(buf, len)) {
-                fprintf(stderr, "%s: the parser finds an mdev hostdev, the front end's filter says none\n", what);
+                fprintf(stderr, "%s: the parser finds an mdev hostdev, the hook's filter says none\n", what);
                 abort();
         }
         return parsed;

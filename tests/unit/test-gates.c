@@ -218,7 +218,7 @@ static void test_uevent_classify(void) {
         check(classify("add", "usb", "/devices/usb1", NULL, "usb1", 0).kind == UEVENT_IGNORE);
 }
 
-/* The front end's scan may say yes wrongly, never no to an mdev hostdev. */
+/* The hook's scan may say yes wrongly, never no to an mdev hostdev. */
 static void test_domscan_has_mdev(void) {
         static const struct {
                 const char *xml;

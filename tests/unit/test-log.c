@@ -2,8 +2,7 @@
 /*
  * log.c's hold mode: messages logged between log_hold() and log_release()
  * are written only at the release, in order and at their own levels, and
- * a message below the level is dropped then as it would be at once;
- * log_discard() drops them instead.
+ * a message below the level is dropped then as it would be at once.
  */
 #include <fcntl.h>
 #include <unistd.h>
@@ -57,24 +56,6 @@ int main(void) {
         log_notice("after");
         stderr_take(buf, sizeof buf);
         check_streq(buf, "mdev-hooks: 0000:41:00.0: after\n");
-
-        /* log_discard() drops what is held, ends the hold, and a
-         * log_close() after it writes nothing more. */
-        log_hold();
-        log_warning("dropped");
-        log_discard();
-        stderr_take(buf, sizeof buf);
-        check_streq(buf, "");
-        log_notice("after the discard");
-        stderr_take(buf, sizeof buf);
-        check_streq(buf, "mdev-hooks: 0000:41:00.0: after the discard\n");
-        log_hold();
-        log_warning("dropped too");
-        log_discard();
-        log_close();
-        log_open("test-log", LOG_TARGET_STDERR);
-        stderr_take(buf, sizeof buf);
-        check_streq(buf, "");
 
         /* log_close() writes what is still held. */
         log_hold();

@@ -3,7 +3,7 @@
  * NVIDIA's VFIO framework: the creatable_vgpu_types parser in
  * both of the driver's forms, type names, PCI addresses, record keys, the
  * domain XML's PCI hostdevs and <mh:vgpu> entries and their rewrite, and the
- * hook front end's quick filter.
+ * hook's quick filter.
  */
 #include <libxml/parser.h>
 
