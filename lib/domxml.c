@@ -282,6 +282,27 @@ static void sax_reference(void *userdata, const xmlChar *name) {
                 xmlSAX2Reference(ctxt, name);
 }
 
+/* libxml2 reads the caller's buffer through these, a few KiB at a time,
+ * rather than from a copy of the whole document (xmlCtxtReadMemory makes
+ * one): a megabyte of XML is then not copied and faulted in a second time. */
+typedef struct MemReader {
+        const char *buf;
+        size_t len, off;
+} MemReader;
+
+static int mem_read(void *userdata, char *out, int len) {
+        MemReader *m = userdata;
+        size_t n = m->len - m->off < (size_t) len ? m->len - m->off : (size_t) len;
+
+        memcpy(out, m->buf + m->off, n);
+        m->off += n;
+        return (int) n;
+}
+
+static int mem_close(void *userdata) {
+        return 0;
+}
+
 /* Parses buf with the hardening above; partial: build only what is read
  * here and note where uuid= values lie. */
 static int parse_doc(const char *buf, size_t len, bool partial, ParseState *st, xmlDoc **ret) {
@@ -307,7 +328,8 @@ static int parse_doc(const char *buf, size_t len, bool partial, ParseState *st, 
                 ctxt->sax->processingInstruction = sax_pi;
                 ctxt->sax->reference = sax_reference;
         }
-        doc = xmlCtxtReadMemory(ctxt, buf, (int) len, "domain.xml", NULL, PARSE_OPTIONS);
+        doc = xmlCtxtReadIO(ctxt, mem_read, mem_close, &(MemReader) { .buf = buf, .len = len },
+                            "domain.xml", NULL, PARSE_OPTIONS);
 
         if (st->oom)
                 return -ENOMEM;
