@@ -17,10 +17,8 @@
  */
 #include <time.h>
 
-#include <libvirt/libvirt.h>
-#include <libvirt/virterror.h>
-
 #include "cli.h"
+#include "cli-libvirt.h"
 #include "config.h"
 #include "domxml.h"
 #include "ledger.h"
@@ -34,26 +32,6 @@
 #define RECONCILE_DEFAULT_URI "qemu:///system"
 
 /* --- libvirt ----------------------------------------------------------- */
-
-/* libvirt prints every error to stderr unless told otherwise; we report its
- * message ourselves, once. */
-static void libvirt_error_silent(void *userdata, virErrorPtr err) {
-}
-
-static void virDomainFreep(virDomainPtr *d) {
-        if (*d)
-                virDomainFree(*d);
-}
-
-static void virConnectClosep(virConnectPtr *c) {
-        if (*c)
-                virConnectClose(*c);
-}
-
-static const char *libvirt_message(void) {
-        const char *m = virGetLastErrorMessage();
-        return m ? m : "unknown libvirt error";
-}
 
 /* The sorted mdev UUIDs of one domain XML. */
 static int guest_mdevs_from_xml(const char *xml, char ***ret) {
