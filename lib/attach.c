@@ -324,10 +324,6 @@ static bool is_element(const xmlNode *n, const char *name) {
         return n->type == XML_ELEMENT_NODE && xmlStrEqual(n->name, BAD_CAST name);
 }
 
-static bool is_ours(const xmlNode *n, const char *name) {
-        return is_element(n, name) && n->ns && xmlStrEqual(n->ns->href, BAD_CAST DOMXML_NAMESPACE);
-}
-
 static xmlNode *child_element(xmlNode *parent, const char *name) {
         for (xmlNode *n = parent ? parent->children : NULL; n; n = n->next)
                 if (is_element(n, name))
@@ -375,8 +371,10 @@ static void blanks_drop(xmlNode *e) {
         }
 }
 
-/* This project's element as libvirt gives it, read inside a <domain> of its
- * own with domxml_parse(): *ret_mdevs is the element, or NULL. */
+/* This project's element as libvirt's metadata API gives and takes it:
+ * without a namespace (libvirt puts it and everything under it in this
+ * project's namespace itself), read inside a <domain> of its own with
+ * domxml_parse(). *ret_mdevs is the element, made when there is none. */
 static int metadata_read(const char *element, char **ret_buf, Domxml **ret_dom, xmlNode **ret_mdevs) {
         _cleanup_free_ char *buf = NULL;
         _cleanup_domxml_free_ Domxml *d = NULL;
@@ -386,18 +384,13 @@ static int metadata_read(const char *element, char **ret_buf, Domxml **ret_dom, 
         buf = strdup_printf("<domain><name>metadata</name><metadata>%s</metadata></domain>", strempty(element));
         if (!buf)
                 return -ENOMEM;
-        r = domxml_parse(buf, strlen(buf), &d);
+        r = domxml_parse_full(buf, strlen(buf), &d);
         if (r < 0)
                 return error_prefix(r, "cannot read the guest's mdev-hooks metadata");
         metadata = child_element(xmlDocGetRootElement(d->doc), "metadata");
-        *ret_mdevs = NULL;
-        for (xmlNode *n = metadata ? metadata->children : NULL; n; n = n->next)
-                if (is_ours(n, "mdevs")) {
-                        *ret_mdevs = n;
-                        break;
-                }
+        *ret_mdevs = child_element(metadata, "mdevs");
         if (!*ret_mdevs) {
-                *ret_mdevs = mdevs_new(metadata);
+                *ret_mdevs = xmlNewChild(metadata, NULL, BAD_CAST "mdevs", NULL);
                 if (!*ret_mdevs)
                         return -ENOMEM;
         }
@@ -428,13 +421,13 @@ static bool entry_names(xmlNode *e, const AttachDevice *d) {
         char a[UUID_STRING_MAX], b[UUID_STRING_MAX];
 
         if (d->kind == ATTACH_MDEV) {
-                if (!is_ours(e, "mdev") || !(v = xmlGetProp(e, BAD_CAST "uuid")) || !uuid_is_valid((const char *) v))
+                if (!is_element(e, "mdev") || !(v = xmlGetProp(e, BAD_CAST "uuid")) || !uuid_is_valid((const char *) v))
                         return false;
                 uuid_normalize((const char *) v, a);
                 uuid_normalize(d->key, b);
                 return streq(a, b);
         }
-        if (!is_ours(e, "vgpu") || !(v = xmlGetProp(e, BAD_CAST "pci")))
+        if (!is_element(e, "vgpu") || !(v = xmlGetProp(e, BAD_CAST "pci")))
                 return false;
         return vfio_pci_address_parse((const char *) v, a) && streq(a, d->key);
 }
@@ -491,7 +484,7 @@ int attach_define_add(const char *xml, const AttachDevice *d, size_t n, char **r
         xmlNode *root, *devices;
         int r;
 
-        r = domxml_parse(xml, strlen(xml), &dom);
+        r = domxml_parse_full(xml, strlen(xml), &dom);
         if (r < 0)
                 return error_prefix(r, "cannot read the guest's definition");
         root = xmlDocGetRootElement(dom->doc);
@@ -533,7 +526,7 @@ int attach_define_remove(const char *xml, const AttachDevice *d, size_t n, char 
         _cleanup_domxml_free_ Domxml *dom = NULL;
         int r;
 
-        r = domxml_parse(xml, strlen(xml), &dom);
+        r = domxml_parse_full(xml, strlen(xml), &dom);
         if (r < 0)
                 return error_prefix(r, "cannot read the guest's definition");
         for (size_t i = 0; i < n; i++) {
@@ -562,7 +555,10 @@ static void device_from_mdev(AttachDevice *d, const DomxmlMdev *m) {
         snprintf(d->type, sizeof d->type, "%s", m->type);
         snprintf(d->mdev_class, sizeof d->mdev_class, "%s", m->mdev_class);
         snprintf(d->parent, sizeof d->parent, "%s", m->parent);
-        snprintf(d->what, sizeof d->what, "%s", m->type[0] ? m->type : m->mdev_class[0] ? m->mdev_class : "mdev");
+        if (m->type[0] || !m->mdev_class[0])
+                snprintf(d->what, sizeof d->what, "%s", m->type[0] ? m->type : "type not given");
+        else
+                snprintf(d->what, sizeof d->what, "class %s", m->mdev_class);
 }
 
 static void device_from_vgpu(AttachDevice *d, const DomxmlVgpu *v) {
@@ -570,7 +566,10 @@ static void device_from_vgpu(AttachDevice *d, const DomxmlVgpu *v) {
         snprintf(d->key, sizeof d->key, "%s", v->pci);
         snprintf(d->type, sizeof d->type, "%s", v->type);
         snprintf(d->mdev_class, sizeof d->mdev_class, "%s", v->mdev_class);
-        snprintf(d->what, sizeof d->what, "%s", v->type[0] ? v->type : v->mdev_class[0] ? v->mdev_class : "vGPU");
+        if (v->type[0] || !v->mdev_class[0])
+                snprintf(d->what, sizeof d->what, "%s", v->type[0] ? v->type : "type not given");
+        else
+                snprintf(d->what, sizeof d->what, "class %s", v->mdev_class);
 }
 
 /* 1 when PCI hostdev v is a vGPU of mdev-hooks: it has an <mh:vgpu> entry, or

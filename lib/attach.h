@@ -60,9 +60,10 @@ int attach_choose(int rootfd, const Config *c, const char *guest, const Domxml *
 /* The <hostdev> of one device, as libvirt's device XML. */
 int attach_hostdev_xml(const AttachDevice *d, char **ret);
 
-/* This project's metadata element (<mh:mdevs>, as virDomainGetMetadata()
- * gives it; NULL or "" when the guest has none) with entries for the devices
- * added. *ret is the new element's XML, for virDomainSetMetadata(). */
+/* This project's metadata element as libvirt's metadata API gives it
+ * (virDomainGetMetadata(): <mdevs><mdev uuid=.../></mdevs>, without a
+ * namespace; NULL or "" when the guest has none) with entries for the
+ * devices added. *ret is the new element, for virDomainSetMetadata(). */
 int attach_metadata_add(const char *element, const AttachDevice *d, size_t n, char **ret);
 /* The same element without the entries for the devices. *ret is NULL when
  * no entry is left (the element is to be removed). */
