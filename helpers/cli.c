@@ -62,7 +62,11 @@ int cli_parse_options_own(int argc, char *argv[], unsigned accepted, const CliOp
                         }
                 switch (c) {
                 case 'c':
-                        o->config_path = optarg;
+                        /* virsh's -c: the libvirt URI, for the commands that take one */
+                        if (accepted & CLI_OPT_SHORT_C_CONNECT)
+                                o->connect = optarg;
+                        else
+                                o->config_path = optarg;
                         break;
                 case 'j':
                         o->json = true;

@@ -504,6 +504,21 @@ finish:
         return status;
 }
 
+/* The commands that need libvirt's API: reconcile, and attach and detach
+ * (cli-attach.c), as the CLI runs them: PROGRAM [--config FILE] COMMAND ... */
 int main(int argc, char *argv[]) {
+        static const struct {
+                const char *name;
+                CliMain fn;
+        } commands[] = {
+                { "attach",    cli_attach_main },
+                { "detach",    cli_detach_main },
+                { "reconcile", reconcile_main },
+        };
+        int i = argc > 2 && streq(argv[1], "--config") ? 3 : 1;
+
+        for (size_t k = 0; k < ELEMENTSOF(commands) && i < argc; k++)
+                if (streq(argv[i], commands[k].name))
+                        return cli_libexec_main(argc, argv, "mdev-hooks-reconcile", commands[k].name, commands[k].fn);
         return cli_libexec_main(argc, argv, "mdev-hooks-reconcile", "reconcile", reconcile_main);
 }
