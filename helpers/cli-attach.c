@@ -238,7 +238,7 @@ static const char attach_help[] =
         "                     libvirt's default)\n"
         "  --help             show this help\n"
         "Exit status: 0 added, 1 refused or failed (nothing changed unless said),\n"
-        "2 bad usage or config. See mdev-hooks(1).\n";
+        "2 bad usage or config. See mdev-hooks(8).\n";
 
 typedef struct AttachOptions {
         CliOptions o;
@@ -435,7 +435,7 @@ static const char detach_help[] =
         "                     libvirt's default)\n"
         "  --help             show this help\n"
         "Exit status: 0 removed, 1 refused or failed, 2 bad usage or config.\n"
-        "See mdev-hooks(1).\n";
+        "See mdev-hooks(8).\n";
 
 /* What the device-removed callback learns. */
 typedef struct Removal {
