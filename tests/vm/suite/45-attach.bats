@@ -41,7 +41,7 @@ live_hostdev() {
 # io_read PORT: a 32-bit read of an I/O port of g5's QEMU, as a number.
 io_read() {
         local v
-        v=$(virsh qemu-monitor-command g5 --hmp "i /l $1" | sed -n 's/.*= *\(0x[0-9a-fA-F]*\).*/\1/p')
+        v=$(virsh qemu-monitor-command g5 --hmp "i /w $1" | sed -n 's/.*= *\(0x[0-9a-fA-F]*\).*/\1/p')
         echo $((v))
 }
 
@@ -101,7 +101,7 @@ io_read() {
                 sleep 0.5
         done
         [ $(( $(io_read 0xae04) & (1 << slot) )) -ne 0 ]
-        virsh qemu-monitor-command g5 --hmp "o /l 0xae08 $((1 << slot))"
+        virsh qemu-monitor-command g5 --hmp "o /w 0xae08 $((1 << slot))"
         rc=0
         wait "$pid" || rc=$?
         cat "$BATS_TEST_TMPDIR/detach.out"
