@@ -276,6 +276,8 @@ static int attach_live(Guest *g, int rootfd, const Config *c, const AttachDevice
         r = attach_claim(rootfd, c, g->name, g->uuid, d, n);
         if (r < 0) {
                 log_error("%s", error_get(r));
+                (void) metadata_update(g, VIR_DOMAIN_AFFECT_LIVE, d, n, false);
+                *ret_plugged = 0;
                 return r;
         }
         CRASHPOINT("attach-after-claim");
