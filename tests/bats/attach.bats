@@ -220,6 +220,21 @@ refused_attach() {
         [ "$(grep -c '^(none)$' <<< "$output")" -eq 2 ]
 }
 
+@test "attach --live that cannot take the hooks' lock says who holds it, and takes its metadata entry back" {
+        config_timesliced '[hooks]' 'lock_timeout = 1'
+        lock_hold "$MDEV_HOOKS_ROOT/run/mdev-hooks/lock" "prepare db1"
+        guest web1
+        sim_counters_reset
+        vs define "$BATS_TEST_TMPDIR/web1.xml" \; start web1 \; mdev-hooks attach web1 nvidia-35 --live \; \
+                metadata web1 "$NS" --live
+        lock_let_go
+        [[ "$output" == *"[exit 1]"* ]]
+        [ "$(grep -c '^mdev-hooks: web1: .*prepare db1' <<< "$output")" -eq 1 ]
+        [ "$(grep -c '^(none)$' <<< "$output")" -eq 1 ]
+        [ "$(sim_counter_total writes)" -eq 0 ]
+        [ -z "$(records)" ]
+}
+
 @test "attach --live refuses in one line when the host has no room, and makes nothing" {
         config_types nvidia-45 "$P86"
         sim_create $P86 nvidia-45 "$U1"
