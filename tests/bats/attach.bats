@@ -248,6 +248,7 @@ refused_attach() {
 }
 
 @test "killed after its claim, attach --live leaves a claim on the running guest that reconcile --apply removes" {
+        needs_crashpoints
         guest plain
         MDEV_HOOKS_CRASH_AT=attach-after-claim vs define "$BATS_TEST_TMPDIR/plain.xml" \; start plain \; \
                 mdev-hooks attach plain nvidia-35 --live
@@ -268,6 +269,7 @@ refused_attach() {
 }
 
 @test "killed after the metadata, attach leaves an entry without a hostdev, which prepare ignores" {
+        needs_crashpoints
         guest web1
         MDEV_HOOKS_CRASH_AT=attach-after-metadata vs define "$BATS_TEST_TMPDIR/web1.xml" \; \
                 mdev-hooks attach web1 nvidia-35
