@@ -1,7 +1,7 @@
 # `mdev-hooks attach` and `detach` with the real libvirtd, QEMU and mtty:
 # a plain defined guest is given an mdev and started (the hook creates it),
 # a second mdev is hot-plugged into it and unplugged again, and nothing
-# leaks. The guest sits in its firmware, which does not answer an ACPI
+# leaks; a hot-plug QEMU refuses (a guest without ACPI) undoes the claim. The guest sits in its firmware, which does not answer an ACPI
 # unplug request: the test answers it as a guest's ACPI handler does, by
 # writing the slot to the PIIX4's eject register (0xae08) through QEMU's
 # monitor, once QEMU has raised the request (the slot's bit in 0xae04).
@@ -9,6 +9,7 @@
 load helpers
 
 G5=5a5a0000-0000-4000-8000-0000000000c5
+G6=5a5a0000-0000-4000-8000-0000000000c6
 
 setup_file() {
         vm_mtty_load
@@ -20,8 +21,11 @@ setup_file() {
 }
 
 teardown_file() {
-        virsh -q destroy g5 > /dev/null 2>&1 || true
-        virsh -q undefine g5 > /dev/null 2>&1 || true
+        local d
+        for d in g5 g6; do
+                virsh -q destroy "$d" > /dev/null 2>&1 || true
+                virsh -q undefine "$d" > /dev/null 2>&1 || true
+        done
 }
 
 virsh() {
@@ -45,8 +49,29 @@ io_read() {
         echo $((v))
 }
 
+@test "attach --live on a guest whose bus cannot hot-plug: libvirt refuses, the claim is undone, nothing is left" {
+        # without ACPI the PIIX4 has no PCI hotplug: QEMU refuses device_add
+        vm_domxml g6 "$G6" > "$BATS_TEST_TMPDIR/g6.xml"
+        virsh -q define "$BATS_TEST_TMPDIR/g6.xml"
+        run virsh start g6
+        [ "$status" -eq 0 ]
+        avail=$(vm_avail mtty-1)
+        run mdev-hooks attach g6 mtty-1 --live
+        echo "$output"
+        [ "$status" -eq 1 ]
+        [ "${#lines[@]}" -eq 1 ]
+        [[ "$output" == "mdev-hooks: g6: libvirt refused to hot-plug mdev "*"(mtty-1): "*"; its claim is undone" ]]
+        [ -z "$(ls "$MDEV_DEVS")" ]
+        [ -z "$(ls "$LEDGER" 2>/dev/null)" ]
+        [ "$(vm_avail mtty-1)" -eq "$avail" ]
+        [[ "$(virsh dumpxml g6)" != *"mh:mdev "* ]]
+        run virsh destroy g6
+        [ "$status" -eq 0 ]
+}
+
 @test "attach: a plain defined guest gets an mdev in its definition, and virsh start creates it" {
-        vm_domxml g5 "$G5" > "$BATS_TEST_TMPDIR/g5.xml"
+        # ACPI: the PIIX4's PCI hotplug, which --live needs
+        vm_domxml g5 "$G5" | sed 's#</os>#</os><features><acpi/></features>#' > "$BATS_TEST_TMPDIR/g5.xml"
         virsh -q define "$BATS_TEST_TMPDIR/g5.xml"
         run mdev-hooks attach g5 mtty-1
         echo "$output"
