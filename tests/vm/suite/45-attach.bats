@@ -60,6 +60,7 @@ io_read() {
         echo "$output"
         [ "$status" -eq 1 ]
         [ "${#lines[@]}" -eq 1 ]
+        vm_udev_settle
         [[ "$output" == "mdev-hooks: g6: libvirt refused to hot-plug mdev "*"(mtty-1): "*"; its claim is undone" ]]
         [ -z "$(ls "$MDEV_DEVS")" ]
         [ -z "$(ls "$LEDGER" 2>/dev/null)" ]
@@ -131,6 +132,7 @@ io_read() {
         wait "$pid" || rc=$?
         cat "$BATS_TEST_TMPDIR/detach.out"
         [ "$rc" -eq 0 ]
+        vm_udev_settle
         grep -q "^removed mdev $u2 (mtty-1) from 'g5': the running guest$" "$BATS_TEST_TMPDIR/detach.out"
         [ -z "$(live_hostdev "$u2")" ]
         [[ "$(virsh dumpxml g5)" != *"$u2"* ]]
@@ -163,6 +165,7 @@ io_read() {
         u3=$(cat "$BATS_FILE_TMPDIR/u3")
         run virsh destroy g5
         [ "$status" -eq 0 ]
+        vm_udev_settle
         vm_mdev_gone "$u1"
         vm_mdev_gone "$u3"
         [ -z "$(ls "$LEDGER" 2>/dev/null)" ]
