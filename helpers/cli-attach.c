@@ -81,7 +81,8 @@ static int guest_open(const char *uri, const char *which, Guest *g) {
 }
 
 /* The guest's XML: flags 0 the running guest's, VIR_DOMAIN_XML_INACTIVE
- * its definition (with its secrets: it is defined again from it). Logs. */
+ * its definition (with its secrets: it is defined again from it). -errno
+ * with the message set. */
 static int guest_xml(Guest *g, unsigned flags, char **ret_xml, Domxml **ret_dom) {
         _cleanup_free_ char *xml = NULL;
         int r;
@@ -89,17 +90,13 @@ static int guest_xml(Guest *g, unsigned flags, char **ret_xml, Domxml **ret_dom)
         if (flags & VIR_DOMAIN_XML_INACTIVE)
                 flags |= VIR_DOMAIN_XML_SECURE;
         xml = virDomainGetXMLDesc(g->dom, flags);
-        if (!xml) {
-                log_error("cannot read the guest's XML: %s", libvirt_message());
-                return -EIO;
-        }
+        if (!xml)
+                return error_set(-EIO, "cannot read the guest's XML: %s", libvirt_message());
         if (ret_dom) {
                 error_clear();
                 r = domxml_parse(xml, strlen(xml), ret_dom);
-                if (r < 0) {
-                        log_error("cannot read the guest's XML: %s", error_get(r));
-                        return r;
-                }
+                if (r < 0)
+                        return error_prefix(r, "cannot read the guest's XML");
         }
         *ret_xml = steal_pointer(&xml);
         return 0;
@@ -179,27 +176,23 @@ static int metadata_update(Guest *g, unsigned scope, const AttachDevice *d, size
 }
 
 /* Defines the guest again with its definition's <hostdev>s for the devices
- * added (add) or taken out. Logs. */
+ * added (add) or taken out. -errno with the message set. */
 static int definition_update(Guest *g, const AttachDevice *d, size_t n, bool add) {
         _cleanup_free_ char *xml = NULL, *new = NULL;
         virDomainPtr defined;
         int r;
 
+        error_clear();
         r = guest_xml(g, VIR_DOMAIN_XML_INACTIVE, &xml, NULL);
         if (r < 0)
                 return r;
-        error_clear();
         r = add ? attach_define_add(xml, d, n, &new) : attach_define_remove(xml, d, n, &new);
-        if (r < 0) {
-                log_error("%s", error_get(r));
+        if (r < 0)
                 return r;
-        }
         defined = virDomainDefineXML(g->conn, new);
-        if (!defined) {
-                log_error("libvirt refused the definition with the %s: %s", add ? "new hostdevs" : "hostdevs removed",
-                          libvirt_message());
-                return -EIO;
-        }
+        if (!defined)
+                return error_set(-EIO, "libvirt refused the definition with the %s: %s",
+                                 add ? "new hostdevs" : "hostdevs removed", libvirt_message());
         virDomainFree(defined);
         return 0;
 }
@@ -363,8 +356,15 @@ int cli_attach_main(int argc, char *argv[], const char *config_path) {
                 log_error("the guest is transient: it has no definition to add to; use --live alone");
                 return CLI_EXIT_FAILED;
         }
-        if ((config_too && guest_xml(&g, VIR_DOMAIN_XML_INACTIVE, &def_xml, &def) < 0) ||
-            (g.active && guest_xml(&g, 0, &live_xml, &live) < 0) || others_vfs(&g, &avoid) < 0)
+        error_clear();
+        r = config_too ? guest_xml(&g, VIR_DOMAIN_XML_INACTIVE, &def_xml, &def) : 0;
+        if (r >= 0 && g.active)
+                r = guest_xml(&g, 0, &live_xml, &live);
+        if (r < 0) {
+                log_error("%s", error_get(r));
+                return CLI_EXIT_FAILED;
+        }
+        if (others_vfs(&g, &avoid) < 0)
                 return CLI_EXIT_FAILED;
 
         /* Every refusal is here, before anything changes. */
@@ -398,13 +398,15 @@ int cli_attach_main(int argc, char *argv[], const char *config_path) {
                 return CLI_EXIT_FAILED;
         }
         CRASHPOINT("attach-after-hotplug");
-        if (config_too && definition_update(&g, d, plugged, true) < 0) {
+        r = config_too ? definition_update(&g, d, plugged, true) : 0;
+        if (r < 0) {
                 if (!a.live)
-                        (void) metadata_update(&g, VIR_DOMAIN_AFFECT_CONFIG, d, n, false);
+                        log_error("%s", error_get(r));
                 else
-                        log_error("the %s added to the running guest %s not in its definition; "
-                                  "run 'mdev-hooks attach' again without --live to add %s there",
-                                  plugged > 1 ? "vGPUs" : "vGPU", plugged > 1 ? "are" : "is", plugged > 1 ? "them" : "it");
+                        log_error("%s; the running guest has the %s but its next start will not: "
+                                  "give its definition one with 'mdev-hooks attach %s %s'",
+                                  error_get(r), plugged > 1 ? "vGPUs" : "vGPU", g.name, d[0].what);
+                (void) metadata_update(&g, VIR_DOMAIN_AFFECT_CONFIG, d, n, false);
                 return CLI_EXIT_FAILED;
         }
         if (config_too && plugged < n)
@@ -460,9 +462,14 @@ static void removal_timeout(int timer, void *opaque) {
 static int still_plugged(Guest *g, const AttachDevice *d) {
         _cleanup_free_ char *xml = NULL;
         _cleanup_domxml_free_ Domxml *dom = NULL;
+        int r;
 
-        if (guest_xml(g, 0, &xml, &dom) < 0)
-                return -EIO;
+        error_clear();
+        r = guest_xml(g, 0, &xml, &dom);
+        if (r < 0) {
+                log_error("%s", error_get(r));
+                return r;
+        }
         return (d->kind == ATTACH_MDEV ? domxml_find_mdev(dom, d->key) : domxml_find_vgpu(dom, d->key)) >= 0;
 }
 
@@ -574,10 +581,10 @@ int cli_detach_main(int argc, char *argv[], const char *config_path) {
                 return CLI_EXIT_FAILED;
         }
         /* What is named: in the running guest with --live, else in the definition. */
-        if (guest_xml(&g, a.live ? 0 : VIR_DOMAIN_XML_INACTIVE, &xml, &dom) < 0)
-                return CLI_EXIT_FAILED;
         error_clear();
-        r = attach_find(rootfd, dom, a.all ? NULL : a.o.args[1], &d, &n);
+        r = guest_xml(&g, a.live ? 0 : VIR_DOMAIN_XML_INACTIVE, &xml, &dom);
+        if (r >= 0)
+                r = attach_find(rootfd, dom, a.all ? NULL : a.o.args[1], &d, &n);
         if (r < 0) {
                 log_error("%s", error_get(r));
                 return CLI_EXIT_FAILED;
@@ -598,8 +605,11 @@ int cli_detach_main(int argc, char *argv[], const char *config_path) {
                         if (r < 0)
                                 log_warning("%s", error_get(r)); /* left for later, as by release */
                 }
-                if (config_too && definition_update(&g, &d[i], 1, false) < 0)
+                r = config_too ? definition_update(&g, &d[i], 1, false) : 0;
+                if (r < 0) {
+                        log_error("%s", error_get(r));
                         return CLI_EXIT_FAILED;
+                }
                 CRASHPOINT("detach-before-metadata");
                 if ((a.live && metadata_update(&g, VIR_DOMAIN_AFFECT_LIVE, &d[i], 1, false) < 0) ||
                     (config_too && metadata_update(&g, VIR_DOMAIN_AFFECT_CONFIG, &d[i], 1, false) < 0))
