@@ -441,24 +441,21 @@ static const char detach_help[] =
         "Exit status: 0 removed, 1 refused or failed, 2 bad usage or config.\n"
         "See mdev-hooks(8).\n";
 
-/* What the device-removed callback learns. */
+/* What the device-removed callback and the timer learn. */
 typedef struct Removal {
-        const char *alias;
-        bool removed, timed_out;
+        bool event, timed_out;
 } Removal;
 
+/* Any device of the guest removed: the caller looks whether it was ours. */
 static void removal_event(virConnectPtr conn, virDomainPtr dom, const char *alias, void *opaque) {
-        Removal *w = opaque;
-
-        if (alias && streq(alias, w->alias))
-                w->removed = true;
+        ((Removal *) opaque)->event = true;
 }
 
 static void removal_timeout(int timer, void *opaque) {
         ((Removal *) opaque)->timed_out = true;
 }
 
-/* Whether the running guest still has the device. */
+/* Whether the running guest still has the device. Logs. */
 static int still_plugged(Guest *g, const AttachDevice *d) {
         _cleanup_free_ char *xml = NULL;
         _cleanup_domxml_free_ Domxml *dom = NULL;
@@ -474,14 +471,13 @@ static int still_plugged(Guest *g, const AttachDevice *d) {
 }
 
 /* Asks libvirt to unplug the device and waits for the guest to give it back,
- * up to timeout seconds. Logs. */
-static int detach_unplug(Guest *g, const Domxml *live, const AttachDevice *d, unsigned timeout) {
+ * up to timeout seconds: for libvirt's device-removed event, after which
+ * the running guest's XML says whether it was this device. Logs. */
+static int detach_unplug(Guest *g, const AttachDevice *d, unsigned timeout) {
         _cleanup_free_ char *xml = NULL;
-        char alias[NAME_STRING_MAX];
-        Removal w = { .alias = alias };
-        int cb, timer, r = 0;
+        Removal w = { 0 };
+        int cb, timer, r;
 
-        attach_alias(live, d, alias, sizeof alias);
         if (attach_hostdev_xml(d, &xml) < 0)
                 return cli_oom(), -ENOMEM;
         cb = virConnectDomainEventRegisterAny(g->conn, g->dom, VIR_DOMAIN_EVENT_ID_DEVICE_REMOVED,
@@ -498,15 +494,20 @@ static int detach_unplug(Guest *g, const Domxml *live, const AttachDevice *d, un
         /* libvirt waits a few seconds itself: the guest may have answered */
         r = still_plugged(g, d);
         timer = r > 0 ? virEventAddTimeout((int) timeout * 1000, removal_timeout, &w, NULL) : -1;
-        while (r > 0 && !w.removed && !w.timed_out && timer >= 0)
+        while (r > 0 && !w.timed_out && timer >= 0) {
                 if (virEventRunDefaultImpl() < 0)
                         break;
+                if (w.event) {
+                        w.event = false;
+                        r = still_plugged(g, d);
+                }
+        }
         if (timer >= 0)
                 virEventRemoveTimeout(timer);
         virConnectDomainEventDeregisterAny(g->conn, cb);
         if (r < 0)
                 return r;
-        if (r > 0 && !w.removed) {
+        if (r > 0) {
                 log_error("the guest has not given back %s %s within %u s, so it stays attached and held; "
                           "check that the guest handles PCI hot-unplug, then run this again with a longer --timeout, "
                           "or shut the guest down ('virsh shutdown %s'): its release frees it",
@@ -596,7 +597,7 @@ int cli_detach_main(int argc, char *argv[], const char *config_path) {
 
         for (size_t i = 0; i < n; i++) {
                 if (a.live) {
-                        r = detach_unplug(&g, dom, &d[i], a.timeout);
+                        r = detach_unplug(&g, &d[i], a.timeout);
                         if (r < 0)
                                 return CLI_EXIT_FAILED;
                         CRASHPOINT("detach-after-unplug");

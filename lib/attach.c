@@ -616,14 +616,6 @@ int attach_find(int rootfd, const Domxml *dom, const char *key, AttachDevice **r
         return 0;
 }
 
-int attach_alias(const Domxml *dom, const AttachDevice *d, char *buf, size_t size) {
-        xmlNode *h = hostdev_find(dom, d), *alias = child_element(h, "alias");
-        _cleanup_xmlfree_ xmlChar *name = alias ? xmlGetProp(alias, BAD_CAST "name") : NULL;
-
-        snprintf(buf, size, "%s", name ? (const char *) name : "");
-        return 0;
-}
-
 /* --- --live: the hook's prepare and release ------------------------------ */
 
 /* A domain XML holding only the devices, with their entries: what the hook's

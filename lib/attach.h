@@ -81,9 +81,6 @@ int attach_define_remove(const char *xml, const AttachDevice *d, size_t n, char 
  * 0 devices). Each with its metadata as the XML has it. -ENOENT (or
  * -EINVAL: a PCI device that is not a vGPU) with a one-line reason. */
 int attach_find(int rootfd, const Domxml *dom, const char *key, AttachDevice **ret, size_t *ret_n);
-/* The <alias name=> libvirt gave the device's hostdev in a running guest's
- * XML (what its device-removed event names), or "" when it has none. */
-int attach_alias(const Domxml *dom, const AttachDevice *d, char *buf, size_t size);
 
 /* --live: claims and creates (or programs) the devices for the guest under
  * the host-wide lock, as the hook's prepare does, all or nothing. -errno
