@@ -120,6 +120,16 @@ xml_after() {
         [ "$(grep -c "^added mdev .* to 'web1': its definition" <<< "$output")" -eq 2 ]
 }
 
+@test "after attach, --config FILE is the config and -c the URI" {
+        guest web1
+        printf '[devices]\nenabled_mdev_types = nvidia-36\n' > "$BATS_TEST_TMPDIR/other.conf"
+        unset LIBVIRT_DEFAULT_URI
+        vs define "$BATS_TEST_TMPDIR/web1.xml" \; mdev-hooks attach web1 nvidia-35 -c test:///default \
+                --config "$BATS_TEST_TMPDIR/other.conf"
+        [[ "$output" == *"[exit 1]"* ]]
+        [ "$(grep -c '^mdev-hooks: web1: type nvidia-35 is not enabled in the config (enabled: nvidia-36)' <<< "$output")" -eq 1 ]
+}
+
 # refused_attach ARGS...: attach ARGS... on a fresh web1 must exit 1 with one
 # line "mdev-hooks: web1: ...", and change neither the definition, nor the
 # record, nor sysfs.
