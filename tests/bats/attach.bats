@@ -356,3 +356,28 @@ vfio_setup() {
         [[ "$after" != *"mh:mdevs"* ]]
         [[ "$after" == *"bus='0x03'"* ]]
 }
+
+@test "attach --live programs a VF as prepare does and plugs it in; a refused unplug changes nothing" {
+        vfio_setup
+        guest web1
+        vs define "$BATS_TEST_TMPDIR/web1.xml" \; start web1 \; mdev-hooks attach web1 "nvidia-$Q4" --live \; \
+                dumpxml web1 \; metadata web1 "$NS" --live \; mdev-hooks detach web1 "$VF1" --live
+        if [[ "$output" == *"hot-plug vGPU"*"not supported by the connection driver"* ]]; then
+                # the claim was undone all the same
+                [ "$(sim_vf_type "$VF1")" = 0 ]
+                [ -z "$(records)" ]
+                skip "libvirt's test driver here has no hot-plug (libvirt 11's has it for PCI hostdevs)"
+        fi
+        [[ "$output" == *"added vGPU $VF1 (nvidia-$Q4) to 'web1': the running guest"* ]]
+        [ "$(sim_vf_type "$VF1")" = "$Q4" ]
+        [ "$(record_get "$VF1" guest)" = web1 ]
+        [ "$(record_get "$VF1" state)" = assigned ]
+        [ "$(record_get "$VF1" origin)" = created ]
+        live="$(xml_after)"
+        [[ "$live" == *"<address domain='0x0000' bus='0x41' slot='0x00' function='0x4'/>"* ]]
+        [[ "$output" == *"<vgpu pci=\"$VF1\" type=\"nvidia-$Q4\"/>"* ]]
+        # the test driver cannot unplug: refused, in one line, nothing changed
+        [ "$(grep -c "^mdev-hooks: web1: libvirt refused to unplug vGPU $VF1: .*; nothing was changed$" <<< "$output")" -eq 1 ]
+        [ "$(sim_vf_type "$VF1")" = "$Q4" ]
+        [ "$(record_get "$VF1" state)" = assigned ]
+}
