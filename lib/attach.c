@@ -131,9 +131,8 @@ static int parent_vfs(int rootfd, const char *parent, char ***ret) {
         return error_set(-ENODEV, "--parent %s is neither a GPU (PF) nor a VF of NVIDIA's VFIO framework here", pci);
 }
 
-static int taken_add(char (*taken)[PCI_ADDRESS_MAX], size_t *n, const char *pci) {
+static void taken_add(char (*taken)[PCI_ADDRESS_MAX], size_t *n, const char *pci) {
         snprintf(taken[(*n)++], PCI_ADDRESS_MAX, "%.12s", pci);
-        return 0;
 }
 
 static int vgpus_choose(int rootfd, int ledgerfd, const Config *c, const char *boot_id, const Domxml *def,
