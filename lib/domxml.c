@@ -1003,6 +1003,34 @@ static int format_tree(xmlDoc *doc, char **ret_buf, size_t *ret_len) {
         return 0;
 }
 
+int domxml_parse_full(const char *buf, size_t len, Domxml **ret) {
+        _cleanup_domxml_free_ Domxml *d = NULL;
+        DomxmlPrivate *p;
+        ParseState st;
+        int r;
+
+        if (len > DOMXML_MAX_SIZE)
+                return error_set(-EFBIG, "domain XML is larger than %u bytes, refusing it", DOMXML_MAX_SIZE);
+        if (len == 0)
+                return error_set(-EBADMSG, "domain XML is empty");
+        p = calloc(1, sizeof *p);
+        if (!p)
+                return -ENOMEM;
+        d = &p->pub;
+        memset(&st, 0, sizeof st);
+        r = parse_doc(buf, len, false, &st, &d->doc);
+        free(st.pos);
+        if (r < 0)
+                return r;
+        r = parse_tree(d);
+        if (r < 0)
+                return r;
+        p->src = buf;
+        p->src_len = len;
+        *ret = steal_pointer(&d);
+        return 0;
+}
+
 /* The slow way: the whole document as a tree, the same UUIDs set, and
  * libxml2's serialiser. */
 static int format_full(const DomxmlPrivate *p, char **ret_buf, size_t *ret_len) {
