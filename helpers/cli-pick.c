@@ -30,14 +30,14 @@ static const char help[] =
         "  --help     show this help\n";
 
 static int print_xml(const VgpuChoice *ch) {
-        unsigned dom, bus, slot, fn;
+        PciAddress a;
         char v[16];
         xmlNode *hostdev, *source, *address, *mdevs, *vgpu;
         xmlNs *ns;
         xmlBuffer *b;
         int r = 0;
 
-        if (sscanf(ch->vf, "%4x:%2x:%2x.%1x", &dom, &bus, &slot, &fn) != 4)
+        if (pci_address_split(ch->vf, &a) < 0)
                 return -EINVAL;
         hostdev = xmlNewNode(NULL, BAD_CAST "hostdev");
         mdevs = xmlNewNode(NULL, BAD_CAST "mdevs");
@@ -55,13 +55,13 @@ static int print_xml(const VgpuChoice *ch) {
                 r = -ENOMEM;
                 goto out;
         }
-        snprintf(v, sizeof v, "0x%04x", dom);
+        snprintf(v, sizeof v, "0x%04x", a.domain);
         xmlNewProp(address, BAD_CAST "domain", BAD_CAST v);
-        snprintf(v, sizeof v, "0x%02x", bus);
+        snprintf(v, sizeof v, "0x%02x", a.bus);
         xmlNewProp(address, BAD_CAST "bus", BAD_CAST v);
-        snprintf(v, sizeof v, "0x%02x", slot);
+        snprintf(v, sizeof v, "0x%02x", a.slot);
         xmlNewProp(address, BAD_CAST "slot", BAD_CAST v);
-        snprintf(v, sizeof v, "0x%x", fn);
+        snprintf(v, sizeof v, "0x%x", a.function);
         xmlNewProp(address, BAD_CAST "function", BAD_CAST v);
 
         ns = xmlNewNs(mdevs, BAD_CAST DOMXML_NAMESPACE, BAD_CAST "mh");

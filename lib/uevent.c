@@ -84,9 +84,8 @@ int uevent_classify(const char *action, const char *subsystem, const char *devpa
                 uuid_normalize(name, ev.name);
                 break;
         case UEVENT_PCI:
-                if (!name_is_valid(name) || !pci_address_is_valid(name))
+                if (!name_is_valid(name) || !pci_address_normalize(name, ev.name))
                         return error_set(-EINVAL, "'%s' is not a PCI address", name);
-                snprintf(ev.name, sizeof ev.name, "%s", name);
                 break;
         default:
                 if (!name_is_valid(name))

@@ -28,25 +28,8 @@ int vfio_type_id(const char *type, unsigned *ret) {
         return 0;
 }
 
-bool vfio_pci_address_parse(const char *s, char out[PCI_ADDRESS_MAX]) {
-        if (!s || strlen(s) != PCI_ADDRESS_MAX - 1)
-                return false;
-        for (int i = 0; i < PCI_ADDRESS_MAX - 1; i++) {
-                char c = s[i];
-                if (i == 4 || i == 7) {
-                        if (c != ':')
-                                return false;
-                } else if (i == 10) {
-                        if (c != '.')
-                                return false;
-                } else if (!isxdigit((unsigned char) c))
-                        return false;
-                if (i == 11 && (c < '0' || c > '7'))
-                        return false;
-                out[i] = (char) tolower((unsigned char) c);
-        }
-        out[PCI_ADDRESS_MAX - 1] = '\0';
-        return true;
+bool vfio_pci_address_parse(const char *s, char out[PCI_ADDRESS_STRING_MAX]) {
+        return pci_address_normalize(s, out);
 }
 
 static bool line_is_header(const char *l) {
@@ -108,9 +91,9 @@ int vfio_creatable_parse(const char *text, VfioType **ret, size_t *ret_n) {
 }
 
 static int vf_path(const char *vf, const char *file, char *buf, size_t size) {
-        char a[PCI_ADDRESS_MAX];
+        char a[PCI_ADDRESS_STRING_MAX];
 
-        if (!vfio_pci_address_parse(vf, a))
+        if (!pci_address_normalize(vf, a))
                 return -EINVAL;
         snprintf(buf, size, PCI_DEVICES "/%s/%s", a, file);
         return 0;
@@ -126,7 +109,7 @@ int vfio_is_vf(int rootfd, const char *vf) {
         return errno == ENOENT || errno == ENOTDIR ? 0 : -errno;
 }
 
-static int link_base(int rootfd, const char *path, char out[PCI_ADDRESS_MAX]) {
+static int link_base(int rootfd, const char *path, char out[PCI_ADDRESS_STRING_MAX]) {
         char target[PATH_MAX];
         const char *base;
         ssize_t n;
@@ -137,12 +120,12 @@ static int link_base(int rootfd, const char *path, char out[PCI_ADDRESS_MAX]) {
         target[n] = '\0';
         base = strrchr(target, '/');
         base = base ? base + 1 : target;
-        if (!vfio_pci_address_parse(base, out))
+        if (!pci_address_normalize(base, out))
                 return -EBADMSG;
         return 0;
 }
 
-int vfio_vf_pf(int rootfd, const char *vf, char pf[PCI_ADDRESS_MAX]) {
+int vfio_vf_pf(int rootfd, const char *vf, char pf[PCI_ADDRESS_STRING_MAX]) {
         char path[PATH_MAX];
         int r;
 
@@ -162,7 +145,7 @@ int vfio_pf_vfs(int rootfd, const char *pf, char ***ret) {
         int r;
 
         for (unsigned i = 0;; i++) {
-                char vf[PCI_ADDRESS_MAX], name[32];
+                char vf[PCI_ADDRESS_STRING_MAX], name[32];
 
                 snprintf(name, sizeof name, "virtfn%u", i);
                 r = vf_path(pf, name, path, sizeof path);
@@ -184,7 +167,7 @@ int vfio_pf_vfs(int rootfd, const char *pf, char ***ret) {
 }
 
 int vfio_is_pf(int rootfd, const char *pf) {
-        char path[PATH_MAX], vf[PCI_ADDRESS_MAX];
+        char path[PATH_MAX], vf[PCI_ADDRESS_STRING_MAX];
 
         if (vf_path(pf, "virtfn0", path, sizeof path) < 0)
                 return 0;

@@ -23,11 +23,12 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "pciaddr.h"
 #include "util.h"
 
 #define VFIO_TYPE_PREFIX "nvidia-"
-/* PCI address "dddd:bb:ss.f" plus NUL. */
-#define PCI_ADDRESS_MAX 13
+/* The old name of PCI_ADDRESS_STRING_MAX (pciaddr.h). */
+#define PCI_ADDRESS_MAX PCI_ADDRESS_STRING_MAX
 
 typedef struct VfioType {
         unsigned id;                  /* the driver's vGPU type ID */
@@ -37,8 +38,8 @@ typedef struct VfioType {
 
 /* "nvidia-1150" -> 1150. -EINVAL for anything else. */
 int vfio_type_id(const char *type, unsigned *ret);
-/* A PCI address, either case, normalised to lower case into out. */
-bool vfio_pci_address_parse(const char *s, char out[PCI_ADDRESS_MAX]);
+/* pci_address_normalize() under its old name. */
+bool vfio_pci_address_parse(const char *s, char out[PCI_ADDRESS_STRING_MAX]);
 
 /* Parses creatable_vgpu_types: with or without the header line; blank lines
  * are skipped; any other line that is not "ID : NAME" is -EBADMSG. */
@@ -48,7 +49,7 @@ int vfio_creatable_parse(const char *text, VfioType **ret, size_t *ret_n);
  * current_vgpu_type), 0 if not (or no such device), <0 on error. */
 int vfio_is_vf(int rootfd, const char *vf);
 /* The VF's PF (its physfn link). */
-int vfio_vf_pf(int rootfd, const char *vf, char pf[PCI_ADDRESS_MAX]);
+int vfio_vf_pf(int rootfd, const char *vf, char pf[PCI_ADDRESS_STRING_MAX]);
 /* The PF's VFs (virtfn0, virtfn1, ... in that order). -ENOENT: not a PF or
  * its VFs are not enabled (an empty list is returned as -ENOENT too). */
 int vfio_pf_vfs(int rootfd, const char *pf, char ***ret);

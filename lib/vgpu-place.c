@@ -12,17 +12,17 @@
 #include "vgpu.h"
 
 typedef struct PfStat {
-        char pf[PCI_ADDRESS_MAX];
+        char pf[PCI_ADDRESS_STRING_MAX];
         const char *type;            /* the type it is a candidate for */
         unsigned order;              /* of that type in the wanted list */
         unsigned of_type;            /* VFs carrying the type */
         unsigned other;              /* VFs carrying another type */
         unsigned nvfs;
-        char free_vf[PCI_ADDRESS_MAX]; /* first unprogrammed VF nobody holds, "" none */
+        char free_vf[PCI_ADDRESS_STRING_MAX]; /* first unprogrammed VF nobody holds, "" none */
         char why[160];               /* when it cannot take one */
 } PfStat;
 
-static bool taken_has(char (*taken)[PCI_ADDRESS_MAX], size_t n, const char *vf) {
+static bool taken_has(char (*taken)[PCI_ADDRESS_STRING_MAX], size_t n, const char *vf) {
         for (size_t i = 0; i < n; i++)
                 if (streq(taken[i], vf))
                         return true;
@@ -155,7 +155,7 @@ static void sort_stats(PfStat *s, size_t n, ConfigPlacement placement) {
 }
 
 int vgpu_choose(int rootfd, int ledgerfd, const Config *c, const char *boot_id, const char *guest,
-                char *const *types, const char *prefer, char (*taken)[PCI_ADDRESS_MAX], size_t n_taken,
+                char *const *types, const char *prefer, char (*taken)[PCI_ADDRESS_STRING_MAX], size_t n_taken,
                 VgpuChoice *ret) {
         _cleanup_free_ PfStat *st = NULL;
         size_t n_st = 0, allocated = 0;
@@ -275,7 +275,7 @@ int vgpu_choose(int rootfd, int ledgerfd, const Config *c, const char *boot_id, 
 
 int vgpu_migrate(HookContext *ctx, VgpuPlan *p) {
         Domxml *dom = ctx->dom;
-        _cleanup_free_ char (*taken)[PCI_ADDRESS_MAX] = NULL;
+        _cleanup_free_ char (*taken)[PCI_ADDRESS_STRING_MAX] = NULL;
         int r;
 
         p->items = calloc(dom->n_vgpus + 1, sizeof *p->items);
@@ -288,7 +288,7 @@ int vgpu_migrate(HookContext *ctx, VgpuPlan *p) {
                 _cleanup_strv_free_ char **types = NULL;
                 VgpuItem *it = &p->items[p->n];
                 VgpuChoice ch = { .kept = false };
-                char pf[PCI_ADDRESS_MAX] = "";
+                char pf[PCI_ADDRESS_STRING_MAX] = "";
                 unsigned current = 0;
                 int is_vf;
 

@@ -35,8 +35,8 @@
 
 typedef struct VgpuItem {
         size_t index;                 /* in dom->vgpus */
-        char vf[PCI_ADDRESS_MAX];
-        char pf[PCI_ADDRESS_MAX];
+        char vf[PCI_ADDRESS_STRING_MAX];
+        char pf[PCI_ADDRESS_STRING_MAX];
         char type[NAME_STRING_MAX];   /* the type it gets or carries */
         unsigned id;
         bool program;                 /* 1: write id; 0: it carries the type already */
@@ -95,8 +95,8 @@ int vgpu_want_types(const Config *c, const DomxmlVgpu *v, const char *pf, unsign
 /* --- placement (vgpu-place.c): migrate/restore and `mdev-hooks pick` ---- */
 
 typedef struct VgpuChoice {
-        char vf[PCI_ADDRESS_MAX];
-        char pf[PCI_ADDRESS_MAX];
+        char vf[PCI_ADDRESS_STRING_MAX];
+        char pf[PCI_ADDRESS_STRING_MAX];
         char type[NAME_STRING_MAX];
         unsigned id;
         bool program;  /* the VF has no vGPU: write id; else it carries the type */
@@ -114,7 +114,7 @@ typedef struct VgpuChoice {
  * guest: whose claims count as its own (may be NULL). -ENOSPC with a message
  * naming every PF and why when nothing fits. */
 int vgpu_choose(int rootfd, int ledgerfd, const Config *c, const char *boot_id, const char *guest,
-                char *const *types, const char *prefer, char (*taken)[PCI_ADDRESS_MAX], size_t n_taken,
+                char *const *types, const char *prefer, char (*taken)[PCI_ADDRESS_STRING_MAX], size_t n_taken,
                 VgpuChoice *ret);
 
 /* migrate begin / restore begin for the domain's vGPUs: for each, a VF here
