@@ -48,6 +48,7 @@
 #include "inventory.h"
 #include "lock.h"
 #include "log.h"
+#include "owner.h"
 #include "parentwait.h"
 
 #define ROLLBACK_REMOVE_MSEC 2000
@@ -573,21 +574,15 @@ int alloc_want_resolve(const Alloc *a, const DomxmlMdev *m, const SysfsMdev *exi
         return 0;
 }
 
-static bool entry_is_held(const Alloc *a, const LedgerEntry *e) {
-        return (e->state == LEDGER_ASSIGNED || e->state == LEDGER_INCOMING) &&
-               streq(e->boot_id, a->boot_id);
-}
-
 int alloc_held_by_other(const Alloc *a, const char *uuid, LedgerEntry *ret_holder) {
+        OwnerState s;
         LedgerEntry e;
         int r;
 
-        r = ledger_read(a->ledgerfd, uuid, &e);
-        if (r == -ENOENT)
-                return 0;
+        r = owner_read(a->ledgerfd, uuid, a->boot_id, a->guest, &s, &e);
         if (r < 0)
                 return r;
-        if (!entry_is_held(a, &e) || streq(e.guest, a->guest))
+        if (s != OWNER_OTHER)
                 return 0;
         if (ret_holder)
                 *ret_holder = e;
@@ -610,7 +605,7 @@ int alloc_claim(Alloc *a, const AllocWant *w, const SysfsMdev *m, LedgerState st
         if (r < 0 && r != -ENOENT)
                 return r;
         if (r >= 0) {
-                if (entry_is_held(a, &prev) && !streq(prev.guest, a->guest))
+                if (!owner_may_give(owner_of(&prev, a->boot_id, a->guest), OWNER_NAMED))
                         return error_set(-EBUSY, "mdev %s is held by guest '%s' (%s); give this guest another UUID",
                                          m->uuid, prev.guest, ledger_state_to_string(prev.state));
                 /* Ours if we created it in this boot; an mdev of an earlier

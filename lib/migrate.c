@@ -43,6 +43,7 @@
 #include "hook.h"
 #include "ledger.h"
 #include "log.h"
+#include "owner.h"
 #include "sysfs.h"
 #include "vgpu.h"
 
@@ -131,22 +132,17 @@ static int resolve_want(const HookContext *ctx, const Alloc *a, const DomxmlMdev
  * the type (on the pinned parent), held by no other guest, and not one that
  * a failed remove left to be removed (something still has it open). */
 static int same_uuid_usable(const Alloc *a, const MigrateItem *it) {
-        LedgerEntry e;
+        OwnerState s;
         int r;
 
         if (!it->exists || !strv_contains(it->want.types, it->mdev.type))
                 return 0;
         if (it->want.parent[0] && !streq(it->want.parent, it->mdev.parent))
                 return 0;
-        r = alloc_held_by_other(a, it->mdev.uuid, NULL);
-        if (r != 0)
-                return r < 0 ? r : 0;
-        r = ledger_read(a->ledgerfd, it->mdev.uuid, &e);
-        if (r == -ENOENT)
-                return 1;
+        r = owner_read(a->ledgerfd, it->mdev.uuid, a->boot_id, a->guest, &s, NULL);
         if (r < 0)
                 return r;
-        return !(e.remove_pending && streq(e.boot_id, a->boot_id));
+        return owner_may_give(s, OWNER_OFFERED);
 }
 
 /* Whether a UUID is one of the guest's incoming UUIDs other than item i's,
@@ -248,7 +244,8 @@ typedef struct KeptList {
 } KeptList;
 
 static bool kept_usable(const Alloc *a, const LedgerEntry *e, const AllocWant *w) {
-        return e->origin == LEDGER_CREATED && !e->remove_pending && streq(e->boot_id, a->boot_id) &&
+        return e->origin == LEDGER_CREATED && streq(e->boot_id, a->boot_id) &&
+               owner_may_give(owner_of(e, a->boot_id, a->guest), OWNER_OFFERED) &&
                strv_contains(w->types, e->type) && (!w->parent[0] || streq(w->parent, e->parent));
 }
 

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "owner.h"
 #include "vgpu.h"
 
 typedef struct PfStat {
@@ -29,30 +30,16 @@ static bool taken_has(char (*taken)[PCI_ADDRESS_STRING_MAX], size_t n, const cha
         return false;
 }
 
-/* 1 when a record says another guest holds the VF in this boot (or a clear
- * is pending on it), 0 when free for guest. */
+/* 1 when the VF may not be offered to guest (owner.h: another guest holds
+ * it, or a clear is pending on it), 0 when it may. */
 static int vf_held(int ledgerfd, const char *boot_id, const char *guest, const char *vf, LedgerEntry *ret) {
-        LedgerEntry e;
+        OwnerState s;
         int r;
 
-        if (ledgerfd < 0)
-                return 0;
-        r = ledger_read(ledgerfd, vf, &e);
-        if (r == -ENOENT) {
-                error_clear();
-                return 0;
-        }
+        r = owner_read(ledgerfd, vf, boot_id, guest, &s, ret);
         if (r < 0)
                 return r;
-        if (ret)
-                *ret = e;
-        if (!streq(e.boot_id, boot_id))
-                return 0;
-        if (e.remove_pending)
-                return 1;
-        if ((e.state == LEDGER_ASSIGNED || e.state == LEDGER_INCOMING) && !(guest && streq(e.guest, guest)))
-                return 1;
-        return 0;
+        return !owner_may_give(s, OWNER_OFFERED);
 }
 
 static bool types_have_id(char *const *types, unsigned id, const char **ret) {

@@ -7,6 +7,7 @@
 
 #include "crash.h"
 #include "log.h"
+#include "owner.h"
 #include "vgpu.h"
 
 void vgpu_plan_done(VgpuPlan *p) {
@@ -71,11 +72,6 @@ int vgpu_want_types(const Config *c, const DomxmlVgpu *v, const char *pf, unsign
         return 0;
 }
 
-static bool entry_held_by_other(const HookContext *ctx, const LedgerEntry *e) {
-        return (e->state == LEDGER_ASSIGNED || e->state == LEDGER_INCOMING) && streq(e->boot_id, ctx->boot_id) &&
-               !streq(e->guest, ctx->guest);
-}
-
 int vgpu_prepare_check(HookContext *ctx, VgpuPlan *p, LedgerState state) {
         const Domxml *dom = ctx->dom;
         int r;
@@ -112,7 +108,7 @@ int vgpu_prepare_check(HookContext *ctx, VgpuPlan *p, LedgerState state) {
                 r = ledger_read(ctx->ledgerfd, it->vf, &e);
                 if (r < 0 && r != -ENOENT)
                         return r;
-                if (r >= 0 && entry_held_by_other(ctx, &e))
+                if (r >= 0 && !owner_may_give(owner_of(&e, ctx->boot_id, ctx->guest), OWNER_NAMED))
                         return error_set(-EBUSY, "vGPU %s is held by guest '%s' (%s); give this guest another VF (mdev-hooks pick %s) or stop '%s'",
                                          it->vf, e.guest, ledger_state_to_string(e.state), types[0], e.guest);
                 if (current) {
