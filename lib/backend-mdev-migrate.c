@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * migrate begin / restore begin (doc/design.md §1): libvirt runs the
+ * migrate begin / restore begin for a guest's mdevs (the mdev backend,
+ * backend-mdev.h; migrate.c runs every backend's). libvirt runs the
  * destination's hook with the incoming domain XML on stdin, and whatever the
  * hook prints replaces it. The UUIDs in that XML are the source host's; here
  * each mdev hostdev gets a local mdev of the same type, claimed for the guest
@@ -35,9 +36,12 @@
  * migration fails, which frees the incoming claims like any other.
  */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/random.h>
 
 #include "alloc.h"
+#include "backend-mdev.h"
 #include "domxml.h"
 #include "enumtable.h"
 #include "hook.h"
@@ -45,7 +49,6 @@
 #include "log.h"
 #include "owner.h"
 #include "sysfs.h"
-#include "vgpu.h"
 
 typedef enum MigrateChoice {
         MIGRATE_UNDECIDED,
@@ -409,83 +412,71 @@ static int choose_all(HookContext *ctx, Alloc *a, KeptList *kept, MigrateItem *i
         return alloc_run_plans(a);
 }
 
-/* Undoes this call's vGPUs, claims and creations; keeps the reason r. */
-static int rollback(HookContext *ctx, Alloc *a, VgpuPlan *vplan, int r) {
-        ErrorSaved why; /* the rollback may set messages of its own */
-        int k;
-
-        error_save(&why);
-        ctx->rewritten = false;
-        k = vgpu_rollback(ctx, vplan);
-        if (k < 0)
-                log_warning("rollback left something behind: %s", error_get(k));
-        k = alloc_rollback(a);
-        if (k < 0)
-                log_warning("rollback left something behind: %s", error_get(k));
-        return error_restore(r, &why);
-}
-
-int migrate_run(HookContext *ctx, HookOp op) {
-        const Domxml *dom = ctx->dom;
-        _cleanup_free_ char (*incoming)[UUID_STRING_MAX] = NULL;
-        MigrateItem *items = NULL;
-        KeptList kept = { .loaded = false };
-        VgpuPlan vplan = { 0 };
-        bool written = false;
+/* One migrate's (or restore's) work on the guest's mdevs (backend-mdev.h). */
+struct MdevMigrate {
+        HookContext *ctx;
+        HookOp op;
         Alloc a;
-        int r = 0;
+        MigrateItem *items;
+        char (*incoming)[UUID_STRING_MAX];
+        KeptList kept;
+};
 
-        if (op != HOOK_OP_MIGRATE && op != HOOK_OP_RESTORE)
-                return -EINVAL;
-        if (dom->n_mdevs == 0 && !vgpu_dom_may_have(dom))
-                return 0;
+int mdev_migrate_new(HookContext *ctx, HookOp op, MdevMigrate **ret) {
+        const Domxml *dom = ctx->dom;
+        MdevMigrate *m = calloc(1, sizeof *m);
 
-        items = calloc(dom->n_mdevs + 1, sizeof *items);
-        incoming = calloc(dom->n_mdevs + 1, sizeof *incoming);
-        if (!items || !incoming) {
-                free(items);
+        if (!m)
+                return -ENOMEM;
+        m->items = calloc(dom->n_mdevs + 1, sizeof *m->items);
+        m->incoming = calloc(dom->n_mdevs + 1, sizeof *m->incoming);
+        if (!m->items || !m->incoming) {
+                free(m->items);
+                free(m->incoming);
+                free(m);
                 return -ENOMEM;
         }
-        alloc_init(&a, ctx->rootfd, ctx->ledgerfd, ctx->config, ctx->guest,
+        m->ctx = ctx;
+        m->op = op;
+        alloc_init(&m->a, ctx->rootfd, ctx->ledgerfd, ctx->config, ctx->guest,
                    dom->uuid[0] ? dom->uuid : NULL, ctx->boot_id);
-        a.crashpoint_create = "migrate-after-create";
+        m->a.crashpoint_create = "migrate-after-create";
+        for (size_t i = 0; i < dom->n_mdevs; i++)
+                memcpy(m->incoming[i], dom->mdevs[i].uuid, UUID_STRING_MAX);
+        *ret = m;
+        return 0;
+}
 
+int mdev_migrate_check(MdevMigrate *m) {
+        return resolve_all(m->ctx, &m->a, m->items);
+}
+
+int mdev_migrate_apply(MdevMigrate *m) {
+        int r = choose_all(m->ctx, &m->a, &m->kept, m->items);
+
+        return r < 0 ? r : rewrite(m->ctx, m->items);
+}
+
+int mdev_migrate_rollback(MdevMigrate *m) {
+        return alloc_rollback(&m->a);
+}
+
+void mdev_migrate_commit(MdevMigrate *m) {
+        const Domxml *dom = m->ctx->dom;
+
+        alloc_commit(&m->a);
         for (size_t i = 0; i < dom->n_mdevs; i++)
-                memcpy(incoming[i], dom->mdevs[i].uuid, UUID_STRING_MAX);
-        r = resolve_all(ctx, &a, items);
-        if (r < 0)
-                goto out;
-        written = true;
-        r = choose_all(ctx, &a, &kept, items);
-        if (r >= 0)
-                r = rewrite(ctx, items);
-        /* vGPUs of NVIDIA's VFIO framework (vgpu.h): undoes its own on failure */
-        if (r >= 0)
-                r = vgpu_migrate(ctx, &vplan);
-        /* Durable before the commit: a sync that fails rolls it back too. */
-        if (r >= 0)
-                r = ledger_sync(ctx->ledgerfd);
-        if (r < 0) {
-                r = rollback(ctx, &a, &vplan, r);
-                goto out;
-        }
-        written = false;
-        alloc_commit(&a);
-        for (size_t i = 0; i < dom->n_mdevs; i++)
-                log_info("%s: mdev %s -> %s (%s on %s, %s)", hook_op_to_string(op), incoming[i], items[i].uuid,
-                         items[i].entry.type, items[i].entry.parent, migrate_choice_to_string(items[i].choice));
-        r = 0;
-out:
-        vgpu_plan_done(&vplan);
-        free(kept.own);
-        free(kept.free);
-        alloc_done(&a);
-        items_free(items, dom->n_mdevs);
-        if (written) {
-                /* What the rollback wrote. */
-                int k = ledger_sync(ctx->ledgerfd);
-                if (k < 0)
-                        log_warning("%s", error_get(k));
-        }
-        return r;
+                log_info("%s: mdev %s -> %s (%s on %s, %s)", hook_op_to_string(m->op), m->incoming[i], m->items[i].uuid,
+                         m->items[i].entry.type, m->items[i].entry.parent, migrate_choice_to_string(m->items[i].choice));
+}
+
+void mdev_migrate_free(MdevMigrate *m) {
+        if (!m)
+                return;
+        free(m->kept.own);
+        free(m->kept.free);
+        alloc_done(&m->a);
+        items_free(m->items, m->ctx->dom->n_mdevs);
+        free(m->incoming);
+        free(m);
 }

@@ -306,11 +306,12 @@ int vgpu_reconnect(HookContext *ctx) {
         return r;
 }
 
+const HookReleaseKind vgpu_release_kind = {
+        .noun = "vGPU", .kept = "programmed and free", .verb = "clear", .verb_noun = "clearing",
+        .done = "cleared", .crashpoint = "release-after-clear", .remove = vgpu_clear,
+};
+
 int vgpu_release_one(HookContext *ctx, LedgerEntry *e, unsigned timeout_msec) {
-        static const HookReleaseKind vgpu = {
-                .noun = "vGPU", .kept = "programmed and free", .verb = "clear", .verb_noun = "clearing",
-                .done = "cleared", .crashpoint = "release-after-clear", .remove = vgpu_clear,
-        };
         unsigned current = 0;
         char type[NAME_STRING_MAX] = "";
         int r;
@@ -322,5 +323,5 @@ int vgpu_release_one(HookContext *ctx, LedgerEntry *e, unsigned timeout_msec) {
                 snprintf(type, sizeof type, VFIO_TYPE_PREFIX "%u", current);
         if (r >= 0 && (current == 0 || !streq(type, e->type)))
                 r = -ENOENT;
-        return hook_release_record(ctx, e, &vgpu, r, timeout_msec);
+        return hook_release_record(ctx, e, &vgpu_release_kind, r, timeout_msec);
 }

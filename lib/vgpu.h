@@ -83,6 +83,8 @@ int vgpu_reconnect(HookContext *ctx);
  * release = keep it stays programmed and free; else the VF is cleared (a
  * busy clear is retried a little, then marked remove_pending). */
 int vgpu_release_one(HookContext *ctx, LedgerEntry *e, unsigned timeout_msec);
+/* How release words and clears a VF (hook_release_record()). */
+extern const HookReleaseKind vgpu_release_kind;
 /* Clears a VF that mdev-hooks programmed, retrying EPERM/EBUSY (a guest
  * still closing it) for up to timeout_msec. 0 when cleared or already clear. */
 int vgpu_clear(int rootfd, const char *vf, unsigned timeout_msec);

@@ -1,0 +1,139 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+#include "error.h"
+#include "log.h"
+
+/* One line per backend. */
+const Backend *const backends[] = {
+        &backend_mdev,
+        &backend_nvidia_vfio,
+        NULL,
+};
+
+_Static_assert(sizeof backends / sizeof backends[0] <= BACKENDS_MAX + 1, "raise BACKENDS_MAX");
+
+const Backend *backend_of_key(const char *key) {
+        const Backend *b;
+
+        BACKEND_FOREACH(b)
+                if (b->key_is_mine(key))
+                        return b;
+        return NULL;
+}
+
+const Backend *backend_of_device(int rootfd, const char *name) {
+        const Backend *b;
+
+        BACKEND_FOREACH(b)
+                if (b->device_is(rootfd, name) > 0)
+                        return b;
+        return NULL;
+}
+
+bool backend_dom_has_any(const Domxml *d) {
+        const Backend *b;
+
+        BACKEND_FOREACH(b)
+                if (b->dom_has(d))
+                        return true;
+        return false;
+}
+
+int backend_device_list(int rootfd, SysfsMdev **ret, size_t *ret_n) {
+        SysfsMdev *l = NULL;
+        size_t n = 0;
+        const Backend *b;
+
+        BACKEND_FOREACH(b) {
+                int r = b->device_append(rootfd, &l, &n);
+                if (r < 0) {
+                        free(l);
+                        return r;
+                }
+        }
+        *ret = l;
+        *ret_n = n;
+        return 0;
+}
+
+int backend_device_get(int rootfd, const char *key, SysfsMdev *ret) {
+        const Backend *b = backend_of_key(key);
+
+        if (!b)
+                return error_set(-EINVAL, "'%s' names no device (neither a UUID nor a PCI address)", key);
+        return b->device_get(rootfd, key, ret);
+}
+
+int backend_device_remove(int rootfd, const char *key, unsigned timeout_msec) {
+        const Backend *b = backend_of_key(key);
+        int r;
+
+        if (!b)
+                return error_set(-EINVAL, "'%s' names no device (neither a UUID nor a PCI address)", key);
+        r = b->release->remove(rootfd, key, timeout_msec);
+        if (r == -EPERM && b->eperm_is_busy)
+                r = -EBUSY;
+        return r;
+}
+
+int backend_run_check(BackendRun *run, HookContext *ctx, HookOp op) {
+        size_t i = 0;
+        const Backend *b;
+
+        BACKEND_FOREACH(b) {
+                int r = b->txn_new(ctx, op, &run->txn[i]);
+                if (r >= 0)
+                        r = b->txn_check(run->txn[i]);
+                if (r < 0)
+                        return r;
+                i++;
+        }
+        return 0;
+}
+
+int backend_run_apply(BackendRun *run) {
+        size_t i = 0;
+        const Backend *b;
+
+        BACKEND_FOREACH(b) {
+                int r = b->txn_apply(run->txn[i++]);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+void backend_run_rollback(BackendRun *run) {
+        size_t n = 0;
+
+        while (backends[n])
+                n++;
+        while (n-- > 0) {
+                int r;
+
+                if (!run->txn[n])
+                        continue;
+                error_clear();
+                r = backends[n]->txn_rollback(run->txn[n]);
+                if (r < 0)
+                        log_warning("rollback left something behind: %s", error_get(r));
+        }
+}
+
+void backend_run_commit(BackendRun *run) {
+        for (size_t i = 0; backends[i]; i++)
+                if (run->txn[i])
+                        backends[i]->txn_commit(run->txn[i]);
+}
+
+void backend_run_done(BackendRun *run) {
+        for (size_t i = 0; backends[i]; i++)
+                if (run->txn[i]) {
+                        backends[i]->txn_free(run->txn[i]);
+                        run->txn[i] = NULL;
+                }
+}
