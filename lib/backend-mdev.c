@@ -47,6 +47,32 @@ static int mdev_parent_offer(int rootfd, const char *parent, const char *type, B
         return 0;
 }
 
+static int mdev_parent_types(int rootfd, const char *parent, SysfsType **ret, size_t *ret_n) {
+        _cleanup_strv_free_ char **types = NULL;
+        SysfsType *l;
+        int r, status = 0;
+
+        r = sysfs_parent_types(rootfd, parent, &types);
+        if (r < 0)
+                return r;
+        l = calloc(strv_length(types) + 1, sizeof *l);
+        if (!l)
+                return -ENOMEM;
+        *ret = l;
+        *ret_n = 0;
+        for (char **t = types; *t; t++) {
+                error_clear();
+                r = sysfs_type_read(rootfd, parent, *t, &l[*ret_n]);
+                if (r < 0) {
+                        log_error("%s", error_get(r));
+                        status = 1;
+                        continue;
+                }
+                (*ret_n)++;
+        }
+        return status;
+}
+
 static int mdev_cmp(const void *a, const void *b) {
         return strcmp(((const SysfsMdev *) a)->uuid, ((const SysfsMdev *) b)->uuid);
 }
@@ -207,12 +233,16 @@ const Backend backend_mdev = {
         .parent_list = sysfs_parent_list,
         .parent_is = sysfs_parent_is_registered,
         .parent_offer = mdev_parent_offer,
+        .parent_types = mdev_parent_types,
+        .parent_check = NULL, /* check-config's own mdev checks */
         .device_append = mdev_device_append,
         .device_get = sysfs_mdev_get,
         .device_is = mdev_device_is,
         .release = &mdev_release_kind,
         .eperm_is_busy = false,
         .device_make = sysfs_mdev_create,
+        .type_is_mine = NULL, /* any name: mdev types are the drivers' */
+        .pick = NULL,
         .dom_has = mdev_dom_has,
         .xml_names_key = mdev_xml_names_key,
         .txn_new = mdev_txn_new,

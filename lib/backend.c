@@ -16,13 +16,54 @@ const Backend *const backends[] = {
 
 _Static_assert(sizeof backends / sizeof backends[0] <= BACKENDS_MAX + 1, "raise BACKENDS_MAX");
 
-const Backend *backend_of_key(const char *key) {
+int backend_parent_list(int rootfd, char ***ret) {
+        _cleanup_strv_free_ char **all = NULL;
         const Backend *b;
 
-        BACKEND_FOREACH(b)
-                if (b->key_is_mine(key))
-                        return b;
+        BACKEND_FOREACH(b) {
+                _cleanup_strv_free_ char **l = NULL;
+                int r = b->parent_list(rootfd, &l);
+
+                if (r < 0)
+                        return r;
+                for (char **q = l; q && *q; q++) {
+                        r = strv_extend(&all, *q);
+                        if (r < 0)
+                                return r;
+                }
+        }
+        if (!all) {
+                all = calloc(1, sizeof *all);
+                if (!all)
+                        return -ENOMEM;
+        }
+        *ret = steal_pointer(&all);
+        return 0;
+}
+
+const Backend *backend_of_parent(int rootfd, const char *parent) {
+        size_t n = 0;
+
+        while (backends[n])
+                n++;
+        while (n-- > 0)
+                if (backends[n]->parent_is(rootfd, parent) > 0)
+                        return backends[n];
         return NULL;
+}
+
+const Backend *backend_of_record(const char *key, const char *type) {
+        const Backend *b, *first = NULL;
+
+        BACKEND_FOREACH(b) {
+                if (!b->key_is_mine(key))
+                        continue;
+                if (type && b->type_is_mine && b->type_is_mine(type))
+                        return b;
+                if (!first)
+                        first = b;
+        }
+        return first;
 }
 
 const Backend *backend_of_device(int rootfd, const char *name) {
@@ -60,21 +101,13 @@ int backend_device_list(int rootfd, SysfsMdev **ret, size_t *ret_n) {
         return 0;
 }
 
-int backend_device_get(int rootfd, const char *key, SysfsMdev *ret) {
-        const Backend *b = backend_of_key(key);
-
-        if (!b)
-                return error_set(-EINVAL, "'%s' names no device (neither a UUID nor a PCI address)", key);
-        return b->device_get(rootfd, key, ret);
-}
-
-int backend_device_remove(int rootfd, const char *key, unsigned timeout_msec) {
-        const Backend *b = backend_of_key(key);
+int backend_device_remove(int rootfd, const LedgerEntry *e, unsigned timeout_msec) {
+        const Backend *b = backend_of_record(e->uuid, e->type);
         int r;
 
         if (!b)
-                return error_set(-EINVAL, "'%s' names no device (neither a UUID nor a PCI address)", key);
-        r = b->release->remove(rootfd, key, timeout_msec);
+                return error_set(-EINVAL, "'%s' names no device (neither a UUID nor a PCI address)", e->uuid);
+        r = b->release->remove(rootfd, e->uuid, timeout_msec);
         if (r == -EPERM && b->eperm_is_busy)
                 r = -EBUSY;
         return r;

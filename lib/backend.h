@@ -54,7 +54,10 @@ typedef struct Backend {
         const char *noun;  /* "mdev", "vGPU": in messages */
 
         /* --- the record ------------------------------------------------- */
-        /* Whether a record's key names one of this backend's devices. */
+        /* Whether a record's key can name one of this backend's devices
+         * (a UUID; a PCI address). Which backend a record is: the one whose
+         * key_is_mine() and type_is_mine() both say so, else the first
+         * whose key_is_mine() does (backend_of_record()). */
         bool (*key_is_mine)(const char *key);
 
         /* --- discovery -------------------------------------------------- */
@@ -66,6 +69,15 @@ typedef struct Backend {
         /* The offer of type on parent; *ret_offered false and zeros when
          * the parent does not offer it. */
         int (*parent_offer)(int rootfd, const char *parent, const char *type, BackendOffer *ret, bool *ret_offered);
+        /* Every type the parent offers, described (`mdev-hooks types`).
+         * 0, or 1 when some could not be read (each logged, the rest
+         * returned); -errno when none could. */
+        int (*parent_types)(int rootfd, const char *parent, SysfsType **ret, size_t *ret_n);
+        /* check-config: what is wrong with the config's naming parent for
+         * type, as one line in *ret_problem (NULL: nothing). 1 when parent
+         * is this backend's to judge, 0 when it is not (another backend's,
+         * or nobody's), -errno. NULL: the caller judges mdev parents. */
+        int (*parent_check)(int rootfd, const char *parent, const char *type, char **ret_problem);
 
         /* --- devices ---------------------------------------------------- */
         /* Appends every device of this kind to *l (n of them) as a SysfsMdev
@@ -86,6 +98,14 @@ typedef struct Backend {
          * eager, after a reboot); the raw -errno of the write. NULL: this
          * kind is made again when its guest starts, never by the udev helper. */
         int (*device_make)(int rootfd, const char *parent, const char *type, const char *key);
+
+        /* Whether type is one of this backend's type names (nvidia-<ID>). */
+        bool (*type_is_mine)(const char *type);
+        /* `mdev-hooks pick TYPE`: the device the hook would give a guest
+         * that asks for type now (the key, its parent, the type), chosen
+         * as placement chooses; -ENOSPC with a message when none fits.
+         * NULL: this backend's devices are chosen when the guest starts. */
+        int (*pick)(int rootfd, int ledgerfd, const Config *c, const char *boot_id, const char *type, SysfsMdev *ret);
 
         /* --- the guest -------------------------------------------------- */
         /* Whether the domain may hold devices of this kind at all. */
@@ -123,8 +143,15 @@ extern const Backend *const backends[];
 /* How many there are: the size of an array with one slot per backend. */
 #define BACKENDS_MAX 4
 
-/* The backend whose key this is; NULL when none claims it. */
-const Backend *backend_of_key(const char *key);
+/* Every backend's parents, in the table's order (unsorted). */
+int backend_parent_list(int rootfd, char ***ret);
+/* The backend that parent is a parent of now: the last in the table that
+ * says so (a GPU that is both an mdev parent and a PF of a VF backend is
+ * read as the PF); NULL when none. */
+const Backend *backend_of_parent(int rootfd, const char *parent);
+/* The backend of the record of key with type (backend.h, key_is_mine());
+ * NULL when none claims the key. */
+const Backend *backend_of_record(const char *key, const char *type);
 /* The backend one of whose devices name is (device_is()); NULL when none. */
 const Backend *backend_of_device(int rootfd, const char *name);
 /* Whether the domain may hold a device of any backend. */
@@ -132,11 +159,9 @@ bool backend_dom_has_any(const Domxml *d);
 
 /* Every device of every backend, sorted by key (list, metrics, reconcile). */
 int backend_device_list(int rootfd, SysfsMdev **ret, size_t *ret_n);
-/* The device of key, by its backend. -ENOENT: none. */
-int backend_device_get(int rootfd, const char *key, SysfsMdev *ret);
-/* Frees the device of key by its backend's release (reconcile): 0 when gone
- * (or it was), -EBUSY while in use, another -errno. */
-int backend_device_remove(int rootfd, const char *key, unsigned timeout_msec);
+/* Frees the device of record e by its backend's release (reconcile): 0 when
+ * gone (or it was), -EBUSY while in use, another -errno. */
+int backend_device_remove(int rootfd, const LedgerEntry *e, unsigned timeout_msec);
 
 /* The hook's transaction over every backend, in the table's order. */
 typedef struct BackendRun {

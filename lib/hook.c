@@ -161,7 +161,7 @@ int hook_release_record(HookContext *ctx, LedgerEntry *e, const HookReleaseKind 
 /* Frees one record of the guest, by its backend. Returns <0 when something
  * is left for later. */
 static int release_one(HookContext *ctx, LedgerEntry *e) {
-        const Backend *b = backend_of_key(e->uuid);
+        const Backend *b = backend_of_record(e->uuid, e->type);
 
         if (!b) /* ledger.c reads no record with another key */
                 return error_set(-EINVAL, "the record '%s' names no device; run 'mdev-hooks reconcile'", e->uuid);

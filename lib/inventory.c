@@ -123,61 +123,22 @@ char *inventory_type_trait(const char *type) {
 
 /* --- the host ---------------------------------------------------------- */
 
-/* Every backend's parents, each with the backend that offers it: a parent
- * that two backends list is the later one's, as it always was (an NVIDIA
- * PF is read as a PF). */
-static int parents_read(int rootfd, char ***ret, const Backend ***ret_by) {
-        _cleanup_strv_free_ char **parents = NULL;
-        _cleanup_free_ const Backend **by = NULL;
-        const Backend *b;
-        int r;
-
-        BACKEND_FOREACH(b) {
-                _cleanup_strv_free_ char **l = NULL;
-                const Backend **t;
-                size_t n0 = strv_length(parents);
-
-                r = b->parent_list(rootfd, &l);
-                if (r < 0)
-                        return r;
-                for (char **q = l; *q; q++) {
-                        r = strv_extend(&parents, *q);
-                        if (r < 0)
-                                return r;
-                }
-                t = reallocarray(by, strv_length(parents) + 1, sizeof *t);
-                if (!t)
-                        return -ENOMEM;
-                by = t;
-                for (size_t i = n0; i < strv_length(parents); i++)
-                        by[i] = b;
-        }
-        /* a name listed twice: the later backend's reading wins */
-        for (size_t i = 0; parents && parents[i]; i++)
-                for (size_t k = i + 1; parents[k]; k++)
-                        if (streq(parents[i], parents[k]))
-                                by[i] = by[k];
-        *ret = steal_pointer(&parents);
-        *ret_by = steal_pointer(&by);
-        return 0;
-}
-
 int inventory_read(int rootfd, const Config *c, InventoryParent **ret, size_t *ret_n) {
         _cleanup_strv_free_ char **parents = NULL;
-        _cleanup_free_ const Backend **by = NULL;
         _cleanup_free_ InventoryParent *p = NULL;
         size_t n = 0;
         int r;
 
-        r = parents_read(rootfd, &parents, &by);
+        r = backend_parent_list(rootfd, &parents);
         if (r < 0)
                 return r;
         p = calloc(strv_length(parents) + 1, sizeof *p);
         if (!p)
                 return -ENOMEM;
-        for (char **q = parents; q && *q; q++) {
+        for (char **q = parents; *q; q++) {
                 const ConfigType *t = config_parent_type(c, *q);
                 InventoryParent *ip = &p[n++];
+                const Backend *b;
                 BackendOffer o;
                 bool offered;
 
@@ -186,7 +147,10 @@ int inventory_read(int rootfd, const Config *c, InventoryParent **ret, size_t *r
                         continue;
                 ip->type = t->name;
                 ip->max_instances = t->max_instances;
-                r = by[q - parents]->parent_offer(rootfd, *q, t->name, &o, &offered);
+                b = backend_of_parent(rootfd, *q);
+                if (!b)
+                        continue; /* gone meanwhile: offers nothing */
+                r = b->parent_offer(rootfd, *q, t->name, &o, &offered);
                 if (r < 0)
                         return r;
                 ip->offered = offered;

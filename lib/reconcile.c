@@ -562,7 +562,7 @@ static int apply_one(ReconcileFinding *f, int rootfd, int ledgerfd) {
                         return error_prefix(r, "cannot write the record");
                 return 0;
         case RECONCILE_ACTION_REMOVE:
-                r = backend_device_remove(rootfd, f->uuid, 0); /* -EBUSY: in use */
+                r = backend_device_remove(rootfd, &f->entry, 0); /* -EBUSY: in use */
                 if (r == -EBUSY) {
                         LedgerEntry e = f->entry;
                         int k;

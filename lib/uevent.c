@@ -354,7 +354,7 @@ static int record_refresh(UeventContext *c, LedgerEntry *e, bool recreate, bool 
         bool found, exists;
         int r;
 
-        const Backend *b = backend_of_key(e->uuid);
+        const Backend *b = backend_of_record(e->uuid, e->type);
 
         if (b && b != &backend_mdev)
                 return vf_record_refresh(c, b, e, apply);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend.h"
 #include "log.h"
 #include "owner.h"
 #include "vgpu.h"
@@ -42,10 +43,10 @@ static int vf_held(int ledgerfd, const char *boot_id, const char *guest, const c
         return !owner_may_give(s, OWNER_OFFERED);
 }
 
-static bool types_have_id(char *const *types, unsigned id, const char **ret) {
+static bool types_have_id(const VfioKind *kind, char *const *types, unsigned id, const char **ret) {
         char name[NAME_STRING_MAX];
 
-        snprintf(name, sizeof name, VFIO_TYPE_PREFIX "%u", id);
+        snprintf(name, sizeof name, "%s%u", kind->prefix, id);
         for (char *const *t = types; *t; t++)
                 if (streq(*t, name)) {
                         *ret = *t;
@@ -55,7 +56,7 @@ static bool types_have_id(char *const *types, unsigned id, const char **ret) {
 }
 
 /* Can prefer have one of types? 1 and *ret filled, 0 not. */
-static int try_prefer(int rootfd, int ledgerfd, const char *boot_id, const char *guest, char *const *types,
+static int try_prefer(const VfioKind *kind, int rootfd, int ledgerfd, const char *boot_id, const char *guest, char *const *types,
                       const char *prefer, VgpuChoice *ret) {
         _cleanup_free_ VfioType *cr = NULL;
         size_t n_cr = 0;
@@ -63,25 +64,25 @@ static int try_prefer(int rootfd, int ledgerfd, const char *boot_id, const char 
         const char *t;
         int r;
 
-        if (!prefer || !prefer[0] || vfio_is_vf(rootfd, prefer) <= 0)
+        if (!prefer || !prefer[0] || vfio_is_vf(kind, rootfd, prefer) <= 0)
                 return 0;
         r = vf_held(ledgerfd, boot_id, guest, prefer, NULL);
         if (r != 0)
                 return r < 0 ? r : 0;
-        if (vfio_vf_current(rootfd, prefer, &current) < 0)
+        if (vfio_vf_current(kind, rootfd, prefer, &current) < 0)
                 return 0;
         *ret = (VgpuChoice) { .program = current == 0 };
         snprintf(ret->vf, sizeof ret->vf, "%s", prefer);
         if (vfio_vf_pf(rootfd, prefer, ret->pf) < 0)
                 return 0;
         if (current) {
-                if (!types_have_id(types, current, &t))
+                if (!types_have_id(kind, types, current, &t))
                         return 0;
                 ret->id = current;
                 snprintf(ret->type, sizeof ret->type, "%s", t);
                 return 1;
         }
-        if (vfio_vf_creatable(rootfd, prefer, &cr, &n_cr) < 0)
+        if (vfio_vf_creatable(kind, rootfd, prefer, &cr, &n_cr) < 0)
                 return 0;
         for (char *const *w = types; *w; w++)
                 for (size_t k = 0; k < n_cr; k++)
@@ -95,7 +96,7 @@ static int try_prefer(int rootfd, int ledgerfd, const char *boot_id, const char 
 
 /* The PFs of one type: device_addresses, or for the default type every VFIO
  * PF that no other type names. */
-static int type_pfs(int rootfd, const Config *c, const char *type, char ***ret) {
+static int type_pfs(const VfioKind *kind, int rootfd, const Config *c, const char *type, char ***ret) {
         const ConfigType *t = config_find_type(c, type);
         _cleanup_strv_free_ char **all = NULL, **l = NULL;
         int r;
@@ -107,7 +108,7 @@ static int type_pfs(int rootfd, const Config *c, const char *type, char ***ret) 
                                 return r;
                 }
         } else if (t && c->default_type == t) {
-                r = vfio_pf_list(rootfd, &all);
+                r = vfio_pf_list(kind, rootfd, &all);
                 if (r < 0)
                         return r;
                 for (char **a = all; *a; a++)
@@ -141,7 +142,7 @@ static void sort_stats(PfStat *s, size_t n, ConfigPlacement placement) {
                 }
 }
 
-int vgpu_choose(int rootfd, int ledgerfd, const Config *c, const char *boot_id, const char *guest,
+int vgpu_choose(const VfioKind *kind, int rootfd, int ledgerfd, const Config *c, const char *boot_id, const char *guest,
                 char *const *types, const char *prefer, char (*taken)[PCI_ADDRESS_STRING_MAX], size_t n_taken,
                 VgpuChoice *ret) {
         _cleanup_free_ PfStat *st = NULL;
@@ -150,7 +151,7 @@ int vgpu_choose(int rootfd, int ledgerfd, const Config *c, const char *boot_id, 
         size_t o = 0;
         int r;
 
-        r = try_prefer(rootfd, ledgerfd, boot_id, guest, types, prefer, ret);
+        r = try_prefer(kind, rootfd, ledgerfd, boot_id, guest, types, prefer, ret);
         if (r != 0 && !(r > 0 && taken_has(taken, n_taken, ret->vf)))
                 return r < 0 ? r : 0;
 
@@ -161,9 +162,9 @@ int vgpu_choose(int rootfd, int ledgerfd, const Config *c, const char *boot_id, 
                 unsigned id, host_count = 0;
                 size_t first = n_st;
 
-                if (vfio_type_id(type, &id) < 0)
+                if (vfio_kind_type_id(kind, type, &id) < 0)
                         continue;
-                r = type_pfs(rootfd, c, type, &pfs);
+                r = type_pfs(kind, rootfd, c, type, &pfs);
                 if (r < 0)
                         return r;
                 for (char **pf = pfs; pf && *pf; pf++) {
@@ -187,7 +188,7 @@ int vgpu_choose(int rootfd, int ledgerfd, const Config *c, const char *boot_id, 
                                 int held;
 
                                 s->nvfs++;
-                                if (vfio_vf_current(rootfd, *vf, &cur) < 0) {
+                                if (vfio_vf_current(kind, rootfd, *vf, &cur) < 0) {
                                         error_clear();
                                         continue;
                                 }
@@ -232,7 +233,7 @@ int vgpu_choose(int rootfd, int ledgerfd, const Config *c, const char *boot_id, 
                 if (!s->why[0] && !s->free_vf[0])
                         snprintf(s->why, sizeof s->why, "%s has no free VF (%u of %u carry a vGPU)", s->pf,
                                  s->of_type + s->other, s->nvfs);
-                if (!s->why[0] && vfio_vf_creatable(rootfd, s->free_vf, &cr, &n_cr) >= 0) {
+                if (!s->why[0] && vfio_vf_creatable(kind, rootfd, s->free_vf, &cr, &n_cr) >= 0) {
                         for (size_t k = 0; k < n_cr; k++)
                                 if (streq(cr[k].type, s->type)) {
                                         *ret = (VgpuChoice) { .id = cr[k].id, .program = true };
@@ -260,6 +261,28 @@ int vgpu_choose(int rootfd, int ledgerfd, const Config *c, const char *boot_id, 
         return error_set(-ENOSPC, "no VF for %s: %s", types[0], why);
 }
 
+/* Whether the <mh:vgpu> entry of a hostdev whose device here is not k's VF
+ * (the source host's address, on a migrate) is k's to place: no backend's
+ * device is at that address here, and its type is one of k's names. An
+ * entry without a type (by class, or by nothing), or with a type that is
+ * no backend's, is NVIDIA's, as it always was (its type is then refused
+ * with the reason). */
+static bool meta_is_kinds(const VfioKind *kind, int rootfd, const DomxmlVgpu *v) {
+        const Backend *b;
+        unsigned id;
+
+        if (backend_of_device(rootfd, v->pci))
+                return false;
+        if (v->type[0] && vfio_kind_type_id(kind, v->type, &id) >= 0)
+                return true;
+        if (kind != &vfio_nvidia)
+                return false;
+        BACKEND_FOREACH(b)
+                if (v->type[0] && b->type_is_mine && b->type_is_mine(v->type))
+                        return false;
+        return true;
+}
+
 int vgpu_migrate(HookContext *ctx, VgpuPlan *p) {
         Domxml *dom = ctx->dom;
         _cleanup_free_ char (*taken)[PCI_ADDRESS_STRING_MAX] = NULL;
@@ -279,17 +302,19 @@ int vgpu_migrate(HookContext *ctx, VgpuPlan *p) {
                 unsigned current = 0;
                 int is_vf;
 
-                is_vf = vfio_is_vf(ctx->rootfd, v->pci);
+                is_vf = vfio_is_vf(p->kind, ctx->rootfd, v->pci);
                 if (is_vf < 0)
                         return is_vf;
                 if (!v->has_meta && (v->managed || !is_vf))
                         continue; /* an ordinary PCI device (or one we cannot tell): left as it is */
+                if (!is_vf && !meta_is_kinds(p->kind, ctx->rootfd, v))
+                        continue; /* another backend's */
                 if (is_vf && vfio_vf_pf(ctx->rootfd, v->pci, pf) < 0)
                         pf[0] = '\0';
-                r = vgpu_want_types(ctx->config, v, pf[0] ? pf : NULL, current, &types);
+                r = vgpu_want_types(p->kind, ctx->config, v, pf[0] ? pf : NULL, current, &types);
                 if (r < 0)
                         return r;
-                r = vgpu_choose(ctx->rootfd, ctx->ledgerfd, ctx->config, ctx->boot_id, ctx->guest, types, v->pci,
+                r = vgpu_choose(p->kind, ctx->rootfd, ctx->ledgerfd, ctx->config, ctx->boot_id, ctx->guest, types, v->pci,
                                 taken, p->n, &ch);
                 if (r < 0)
                         return error_prefix(r, "vGPU %s", v->pci);
