@@ -11,6 +11,9 @@
 const Backend *const backends[] = {
         &backend_mdev,
         &backend_nvidia_vfio,
+#if MDEV_HOOKS_CRASHPOINTS
+        &backend_fake, /* the tests' (backend-fake.c) */
+#endif
         NULL,
 };
 

@@ -134,6 +134,9 @@ typedef struct Backend {
 
 extern const Backend backend_mdev;
 extern const Backend backend_nvidia_vfio;
+#if MDEV_HOOKS_CRASHPOINTS
+extern const Backend backend_fake; /* the test build's only */
+#endif
 
 /* Every backend, NULL-terminated, in the order the hook works on them (and
  * undoes in reverse). */
