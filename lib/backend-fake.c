@@ -5,7 +5,7 @@
  * sim-fake.c), which carries a vGPU through <VF>/fakegpu/current_type and
  * names its types fake-<ID>. It is what a new kind of device costs: this
  * file, its model in the simulator, and a line in backends[] (backend.c).
- * doc/design.md §8 says how to add one.
+ * doc/design.md §7 says how to add one.
  */
 #include <errno.h>
 

@@ -31,7 +31,7 @@
  * key_is_mine()'s key, and every backend asks the one ownership rule
  * (owner.h) before it gives a device to a guest.
  *
- * Adding a backend: doc/design.md §8.
+ * Adding a backend: doc/design.md §7.
  */
 #pragma once
 
