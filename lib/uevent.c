@@ -348,6 +348,23 @@ static int vf_record_refresh(UeventContext *c, const Backend *b, LedgerEntry *e,
         return 1;
 }
 
+/* Says why a guest's mdev was marked lost: m, what has its UUID now (NULL:
+ * nothing). */
+static void lost_tell(UeventContext *c, const LedgerEntry *e, bool this_boot, const SysfsMdev *m) {
+        if (!this_boot)
+                log_msg(LOG_NOTICE, "mdev %s of guest '%s' (%s on '%s') is from an earlier boot: marked lost; it is made again when the guest starts",
+                     e->uuid, e->guest, e->type, e->parent);
+        else if (m)
+                log_msg(LOG_WARNING, "mdev %s of guest '%s' is now %s on '%s', not %s on '%s' as recorded: marked lost; run 'mdev-hooks reconcile'",
+                     e->uuid, e->guest, m->type, m->parent, e->type, e->parent);
+        else if (sysfs_parent_is_registered(c->rootfd, e->parent) == 0)
+                log_msg(LOG_WARNING, "mdev %s of guest '%s' (%s on '%s') is gone with its parent: marked lost; the guest has lost its device, restart it once the parent is back",
+                     e->uuid, e->guest, e->type, e->parent);
+        else
+                log_msg(LOG_WARNING, "mdev %s of guest '%s' (%s on '%s') was removed outside mdev-hooks: marked lost; the guest has lost its device, restart it or run 'mdev-hooks reconcile'",
+                     e->uuid, e->guest, e->type, e->parent);
+}
+
 static int record_refresh(UeventContext *c, LedgerEntry *e, bool recreate, bool apply) {
         bool this_boot = streq(e->boot_id, c->boot_id);
         SysfsMdev m = { .parent = "" };
@@ -416,18 +433,7 @@ static int record_refresh(UeventContext *c, LedgerEntry *e, bool recreate, bool 
                 return r;
         if (!this_boot && record_summarize(c, e))
                 return 1;
-        if (!this_boot)
-                log_msg(LOG_NOTICE, "mdev %s of guest '%s' (%s on '%s') is from an earlier boot: marked lost; it is made again when the guest starts",
-                     e->uuid, e->guest, e->type, e->parent);
-        else if (found)
-                log_msg(LOG_WARNING, "mdev %s of guest '%s' is now %s on '%s', not %s on '%s' as recorded: marked lost; run 'mdev-hooks reconcile'",
-                     e->uuid, e->guest, m.type, m.parent, e->type, e->parent);
-        else if (sysfs_parent_is_registered(c->rootfd, e->parent) == 0)
-                log_msg(LOG_WARNING, "mdev %s of guest '%s' (%s on '%s') is gone with its parent: marked lost; the guest has lost its device, restart it once the parent is back",
-                     e->uuid, e->guest, e->type, e->parent);
-        else
-                log_msg(LOG_WARNING, "mdev %s of guest '%s' (%s on '%s') was removed outside mdev-hooks: marked lost; the guest has lost its device, restart it or run 'mdev-hooks reconcile'",
-                     e->uuid, e->guest, e->type, e->parent);
+        lost_tell(c, e, this_boot, found ? &m : NULL);
         return 1;
 }
 

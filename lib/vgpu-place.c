@@ -142,11 +142,136 @@ static void sort_stats(PfStat *s, size_t n, ConfigPlacement placement) {
                 }
 }
 
+/* One vgpu_choose() call: what it reads with, and the PFs it has read. */
+typedef struct Choose {
+        const VfioKind *kind;
+        int rootfd, ledgerfd;
+        const Config *c;
+        const char *boot_id, *guest;
+        char (*taken)[PCI_ADDRESS_STRING_MAX];
+        size_t n_taken;
+        PfStat *st;
+        size_t n_st, allocated;
+} Choose;
+
+/* Reads one PF's VFs for type (of ID id) into s. 1 when one of them is a
+ * VF mdev-hooks kept programmed with the type and free (then *ret: the
+ * first choice), 0 when not, -errno. */
+static int pf_stat_read(Choose *ch, PfStat *s, const char *pf, const char *type, unsigned id, VgpuChoice *ret) {
+        _cleanup_strv_free_ char **vfs = NULL;
+
+        if (vfio_pf_vfs(ch->rootfd, pf, &vfs) < 0) {
+                error_clear();
+                snprintf(s->why, sizeof s->why, "%s has no VFs of NVIDIA's vGPU (run sriov-manage -e %s)", pf, pf);
+                return 0;
+        }
+        for (char **vf = vfs; *vf; vf++) {
+                LedgerEntry e = { .state = LEDGER_LOST };
+                unsigned cur;
+                int held;
+
+                s->nvfs++;
+                if (vfio_vf_current(ch->kind, ch->rootfd, *vf, &cur) < 0) {
+                        error_clear();
+                        continue;
+                }
+                if (cur == id)
+                        s->of_type++;
+                else if (cur)
+                        s->other++;
+                held = vf_held(ch->ledgerfd, ch->boot_id, ch->guest, *vf, &e);
+                if (held < 0)
+                        return held;
+                if (held || taken_has(ch->taken, ch->n_taken, *vf))
+                        continue;
+                /* a VF mdev-hooks kept programmed and free: first choice */
+                if (cur == id && ch->ledgerfd >= 0 && e.state == LEDGER_FREE && e.origin == LEDGER_CREATED &&
+                    streq(e.boot_id, ch->boot_id) && streq(e.uuid, *vf) && !ret->kept) {
+                        *ret = (VgpuChoice) { .id = id, .program = false, .kept = true };
+                        snprintf(ret->vf, sizeof ret->vf, "%s", *vf);
+                        snprintf(ret->pf, sizeof ret->pf, "%.12s", pf);
+                        snprintf(ret->type, sizeof ret->type, "%s", type);
+                        return 1;
+                }
+                if (cur == 0 && !s->free_vf[0])
+                        snprintf(s->free_vf, sizeof s->free_vf, "%s", *vf);
+        }
+        return 0;
+}
+
+/* Reads the PFs of the type types[order] into ch->st, and marks them all
+ * when the type has reached max_instances on the host. 1, 0, -errno as
+ * pf_stat_read(). */
+static int type_stats_read(Choose *ch, char *const *types, unsigned order, VgpuChoice *ret) {
+        const char *type = types[order];
+        const ConfigType *ct = config_find_type(ch->c, type);
+        _cleanup_strv_free_ char **pfs = NULL;
+        unsigned id, host_count = 0;
+        size_t first = ch->n_st;
+        int r;
+
+        if (vfio_kind_type_id(ch->kind, type, &id) < 0)
+                return 0;
+        r = type_pfs(ch->kind, ch->rootfd, ch->c, type, &pfs);
+        if (r < 0)
+                return r;
+        for (char **pf = pfs; pf && *pf; pf++) {
+                PfStat *s;
+
+                if (array_grow(&ch->st, ch->n_st, &ch->allocated, sizeof *ch->st) < 0)
+                        return -ENOMEM;
+                s = &ch->st[ch->n_st++];
+                *s = (PfStat) { .type = type, .order = order };
+                snprintf(s->pf, sizeof s->pf, "%.12s", *pf);
+                r = pf_stat_read(ch, s, *pf, type, id, ret);
+                if (r != 0)
+                        return r;
+                host_count += s->of_type;
+        }
+        /* VFs this call chose and has not programmed yet count as
+         * taken (conservatively, whatever their type). */
+        host_count += (unsigned) ch->n_taken;
+        if (ct && ct->max_instances && host_count >= ct->max_instances)
+                for (size_t i = first; i < ch->n_st; i++)
+                        if (!ch->st[i].why[0])
+                                snprintf(ch->st[i].why, sizeof ch->st[i].why, "%s: %s has reached max_instances = %u on this host",
+                                         ch->st[i].pf, type, ct->max_instances);
+        return 0;
+}
+
+/* Whether the PF of s can take its type on its free VF: 1 and *ret, or 0
+ * and s->why says why not. */
+static int pf_stat_take(Choose *ch, PfStat *s, VgpuChoice *ret) {
+        _cleanup_free_ VfioType *cr = NULL;
+        size_t n_cr = 0;
+
+        if (!s->why[0] && !s->free_vf[0])
+                snprintf(s->why, sizeof s->why, "%s has no free VF (%u of %u carry a vGPU)", s->pf,
+                         s->of_type + s->other, s->nvfs);
+        if (s->why[0] || vfio_vf_creatable(ch->kind, ch->rootfd, s->free_vf, &cr, &n_cr) < 0)
+                return 0;
+        for (size_t k = 0; k < n_cr; k++)
+                if (streq(cr[k].type, s->type)) {
+                        *ret = (VgpuChoice) { .id = cr[k].id, .program = true };
+                        snprintf(ret->vf, sizeof ret->vf, "%s", s->free_vf);
+                        snprintf(ret->pf, sizeof ret->pf, "%s", s->pf);
+                        snprintf(ret->type, sizeof ret->type, "%s", s->type);
+                        return 1;
+                }
+        if (s->other)
+                snprintf(s->why, sizeof s->why, "%s cannot take %s (it holds vGPUs of another size, or is full)",
+                         s->pf, s->type);
+        else
+                snprintf(s->why, sizeof s->why, "%s cannot take %s now (full)", s->pf, s->type);
+        return 0;
+}
+
 int vgpu_choose(const VfioKind *kind, int rootfd, int ledgerfd, const Config *c, const char *boot_id, const char *guest,
                 char *const *types, const char *prefer, char (*taken)[PCI_ADDRESS_STRING_MAX], size_t n_taken,
                 VgpuChoice *ret) {
+        Choose ch = { .kind = kind, .rootfd = rootfd, .ledgerfd = ledgerfd, .c = c, .boot_id = boot_id,
+                      .guest = guest, .taken = taken, .n_taken = n_taken };
         _cleanup_free_ PfStat *st = NULL;
-        size_t n_st = 0, allocated = 0;
         char why[2048] = "";
         size_t o = 0;
         int r;
@@ -156,98 +281,17 @@ int vgpu_choose(const VfioKind *kind, int rootfd, int ledgerfd, const Config *c,
                 return r < 0 ? r : 0;
 
         for (unsigned order = 0; types[order]; order++) {
-                const char *type = types[order];
-                const ConfigType *ct = config_find_type(c, type);
-                _cleanup_strv_free_ char **pfs = NULL;
-                unsigned id, host_count = 0;
-                size_t first = n_st;
-
-                if (vfio_kind_type_id(kind, type, &id) < 0)
-                        continue;
-                r = type_pfs(kind, rootfd, c, type, &pfs);
-                if (r < 0)
-                        return r;
-                for (char **pf = pfs; pf && *pf; pf++) {
-                        _cleanup_strv_free_ char **vfs = NULL;
-                        PfStat *s;
-
-                        if (array_grow(&st, n_st, &allocated, sizeof *st) < 0)
-                                return -ENOMEM;
-                        s = &st[n_st++];
-                        *s = (PfStat) { .type = type, .order = order };
-                        snprintf(s->pf, sizeof s->pf, "%.12s", *pf);
-                        r = vfio_pf_vfs(rootfd, *pf, &vfs);
-                        if (r < 0) {
-                                error_clear();
-                                snprintf(s->why, sizeof s->why, "%s has no VFs of NVIDIA's vGPU (run sriov-manage -e %s)", *pf, *pf);
-                                continue;
-                        }
-                        for (char **vf = vfs; *vf; vf++) {
-                                unsigned cur;
-                                LedgerEntry e = { .state = LEDGER_LOST };
-                                int held;
-
-                                s->nvfs++;
-                                if (vfio_vf_current(kind, rootfd, *vf, &cur) < 0) {
-                                        error_clear();
-                                        continue;
-                                }
-                                if (cur == id)
-                                        s->of_type++;
-                                else if (cur)
-                                        s->other++;
-                                held = vf_held(ledgerfd, boot_id, guest, *vf, &e);
-                                if (held < 0)
-                                        return held;
-                                if (held || taken_has(taken, n_taken, *vf))
-                                        continue;
-                                /* a VF mdev-hooks kept programmed and free: first choice */
-                                if (cur == id && ledgerfd >= 0 && e.state == LEDGER_FREE && e.origin == LEDGER_CREATED &&
-                                    streq(e.boot_id, boot_id) && streq(e.uuid, *vf) && !ret->kept) {
-                                        *ret = (VgpuChoice) { .id = id, .program = false, .kept = true };
-                                        snprintf(ret->vf, sizeof ret->vf, "%s", *vf);
-                                        snprintf(ret->pf, sizeof ret->pf, "%.12s", *pf);
-                                        snprintf(ret->type, sizeof ret->type, "%s", type);
-                                        return 0;
-                                }
-                                if (cur == 0 && !s->free_vf[0])
-                                        snprintf(s->free_vf, sizeof s->free_vf, "%s", *vf);
-                        }
-                        host_count += s->of_type;
-                }
-                /* VFs this call chose and has not programmed yet count as
-                 * taken (conservatively, whatever their type). */
-                host_count += (unsigned) n_taken;
-                if (ct && ct->max_instances && host_count >= ct->max_instances)
-                        for (size_t i = first; i < n_st; i++)
-                                if (!st[i].why[0])
-                                        snprintf(st[i].why, sizeof st[i].why, "%s: %s has reached max_instances = %u on this host",
-                                                 st[i].pf, type, ct->max_instances);
+                r = type_stats_read(&ch, types, order, ret);
+                st = ch.st; /* freed on every way out */
+                if (r != 0)
+                        return r < 0 ? r : 0;
         }
-        sort_stats(st, n_st, c->placement);
-        for (size_t i = 0; i < n_st; i++) {
+        sort_stats(st, ch.n_st, c->placement);
+        for (size_t i = 0; i < ch.n_st; i++) {
                 PfStat *s = &st[i];
-                _cleanup_free_ VfioType *cr = NULL;
-                size_t n_cr = 0;
 
-                if (!s->why[0] && !s->free_vf[0])
-                        snprintf(s->why, sizeof s->why, "%s has no free VF (%u of %u carry a vGPU)", s->pf,
-                                 s->of_type + s->other, s->nvfs);
-                if (!s->why[0] && vfio_vf_creatable(kind, rootfd, s->free_vf, &cr, &n_cr) >= 0) {
-                        for (size_t k = 0; k < n_cr; k++)
-                                if (streq(cr[k].type, s->type)) {
-                                        *ret = (VgpuChoice) { .id = cr[k].id, .program = true };
-                                        snprintf(ret->vf, sizeof ret->vf, "%s", s->free_vf);
-                                        snprintf(ret->pf, sizeof ret->pf, "%s", s->pf);
-                                        snprintf(ret->type, sizeof ret->type, "%s", s->type);
-                                        return 0;
-                                }
-                        if (s->other)
-                                snprintf(s->why, sizeof s->why, "%s cannot take %s (it holds vGPUs of another size, or is full)",
-                                         s->pf, s->type);
-                        else
-                                snprintf(s->why, sizeof s->why, "%s cannot take %s now (full)", s->pf, s->type);
-                }
+                if (pf_stat_take(&ch, s, ret) > 0)
+                        return 0;
                 error_clear();
                 if (o < sizeof why) {
                         int k = snprintf(why + o, sizeof why - o, "%s%s", o ? ", " : "", s->why[0] ? s->why : s->pf);
@@ -255,7 +299,7 @@ int vgpu_choose(const VfioKind *kind, int rootfd, int ledgerfd, const Config *c,
                                 o += (size_t) k;
                 }
         }
-        if (n_st == 0)
+        if (ch.n_st == 0)
                 return error_set(-ENOSPC, "no GPU is configured for %s here (name its PFs in [mdev_%s] device_addresses)",
                                  types[0], types[0]);
         return error_set(-ENOSPC, "no VF for %s: %s", types[0], why);
