@@ -105,7 +105,6 @@ const Backend backend_fake = {
         .type_is_mine = fake_type_is_mine,
         .pick = fake_pick,
         .dom_has = vf_dom_has,
-        .xml_names_key = vf_xml_names_key,
         .txn_new = fake_txn_new,
         .txn_check = vf_txn_check,
         .txn_apply = vf_txn_apply,

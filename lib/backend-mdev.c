@@ -106,10 +106,6 @@ static bool mdev_dom_has(const Domxml *d) {
         return d && d->n_mdevs > 0;
 }
 
-static bool mdev_xml_names_key(const Domxml *d, const char *key) {
-        return domxml_find_mdev(d, key) >= 0;
-}
-
 /* --- the hook ------------------------------------------------------------ */
 
 /* prepare's or migrate's, by the operation. */
@@ -244,7 +240,6 @@ const Backend backend_mdev = {
         .type_is_mine = NULL, /* any name: mdev types are the drivers' */
         .pick = NULL,
         .dom_has = mdev_dom_has,
-        .xml_names_key = mdev_xml_names_key,
         .txn_new = mdev_txn_new,
         .txn_check = mdev_txn_check,
         .txn_apply = mdev_txn_apply,

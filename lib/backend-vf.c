@@ -105,10 +105,6 @@ bool vf_dom_has(const Domxml *d) {
         return vgpu_dom_may_have(d);
 }
 
-bool vf_xml_names_key(const Domxml *d, const char *key) {
-        return domxml_find_vgpu(d, key) >= 0;
-}
-
 /* --- the hook's transaction: vgpu.c's plan ----------------------------------- */
 
 typedef struct VfTxn {

@@ -23,7 +23,6 @@ bool vf_type_is_mine(const VfioKind *k, const char *type);
 int vf_pick(const VfioKind *k, int rootfd, int ledgerfd, const Config *c, const char *boot_id, const char *type,
             SysfsMdev *ret);
 bool vf_dom_has(const Domxml *d);
-bool vf_xml_names_key(const Domxml *d, const char *key);
 
 /* The hook's transaction (vgpu.c's plan), for the kind k. */
 int vf_txn_new(const VfioKind *k, HookContext *ctx, HookOp op, void **ret);

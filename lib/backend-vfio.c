@@ -148,7 +148,6 @@ const Backend backend_nvidia_vfio = {
         .type_is_mine = nvidia_type_is_mine,
         .pick = nvidia_pick,
         .dom_has = vf_dom_has,
-        .xml_names_key = vf_xml_names_key,
         .txn_new = nvidia_txn_new,
         .txn_check = vf_txn_check,
         .txn_apply = vf_txn_apply,

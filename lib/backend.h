@@ -24,8 +24,9 @@
  *     checks (read only), claims or creates (program), and is committed or
  *     undone (txn_*), for prepare and for migrate/restore; reconnect; and
  *     the release of one of its records (release_one);
- *   - its record's key (key_is_mine), and how the guest's XML names a
- *     device (xml_names_key: migrate's rewrite changes that name).
+ *   - its record's key (key_is_mine, with type_is_mine); how the guest's
+ *     XML names a device is the backend's own business, in its
+ *     transaction (migrate's rewrite of a UUID or a VF's address).
  *
  * Every device's record is the same LedgerEntry (ledger.h), keyed by
  * key_is_mine()'s key, and every backend asks the one ownership rule
@@ -110,9 +111,6 @@ typedef struct Backend {
         /* --- the guest -------------------------------------------------- */
         /* Whether the domain may hold devices of this kind at all. */
         bool (*dom_has)(const Domxml *d);
-        /* Whether key is how the domain's XML names one of its devices (the
-         * hostdev's UUID, its source address). */
-        bool (*xml_names_key)(const Domxml *d, const char *key);
         /* A transaction for prepare (HOOK_OP_PREPARE) or migrate and
          * restore: txn_check() reads only and refuses with the reason;
          * txn_apply() claims, creates or programs, writes the records and,
