@@ -13,7 +13,7 @@
 #include "log.h"
 #include "pciaddr.h"
 #include "sysfs.h"
-#include "vfio.h"
+#include "backend.h"
 
 static const char help[] =
         "Usage: mdev-hooks check-config [--config FILE] [--json]\n"
@@ -104,58 +104,33 @@ static int check_offers(int rootfd, const ConfigType *t, const char *parent, boo
                            parent, t->name, strna(offered));
 }
 
-/* A PF of NVIDIA's VFIO framework (vfio.h) named under a type: its VFs must
- * carry the type or be able to create it now. */
-static int check_vfio_offers(int rootfd, const ConfigType *t, const char *pf, Findings *f) {
-        _cleanup_free_ VfioOffer *l = NULL;
-        _cleanup_free_ char *offered = NULL;
-        unsigned id, nvfs = 0, nfree = 0;
-        size_t n = 0;
-        int r;
+/* A parent of a backend other than mdev's (backend.h), such as a PF of
+ * NVIDIA's VFIO framework: 1 when that backend judged it (a finding added
+ * when something is wrong), 0 when it is none's. */
+static int check_backends(int rootfd, const ConfigType *t, const char *a, Findings *f) {
+        const Backend *b;
 
-        if (vfio_type_id(t->name, &id) < 0)
-                return finding_add(f, t->line, "'%s' in device_addresses of %s is a GPU of NVIDIA's VFIO framework, whose types are named nvidia-<ID>",
-                                   pf, t->name);
-        error_clear();
-        r = vfio_pf_offers(rootfd, pf, &l, &n, &nvfs, &nfree);
-        if (r < 0)
-                return r;
-        for (size_t i = 0; i < n; i++) {
-                char *s;
-                if (l[i].type.id == id)
-                        return 0;
-                s = strdup_printf("%s%s%s", strempty(offered), offered ? ", " : "", l[i].type.type);
-                if (!s)
-                        return -ENOMEM;
-                free(offered);
-                offered = s;
-        }
-        if (nvfs == 0)
-                return finding_add(f, t->line, "'%s' in device_addresses of %s is a GPU of NVIDIA's VFIO framework without VFs: run sriov-manage -e %s (or name it in [sriov])",
-                                   pf, t->name, pf);
-        return finding_add(f, t->line, "'%s' in device_addresses of %s cannot create %s now (its VFs offer: %s; %u of %u VFs free)",
-                           pf, t->name, t->name, offered ? offered : "nothing", nfree, nvfs);
-}
+        BACKEND_FOREACH(b) {
+                _cleanup_free_ char *problem = NULL;
+                int r;
 
-/* An SR-IOV PF bound to nvidia whose VFs are not enabled (sriov_numvfs 0):
- * on vGPU 17+ its vGPUs come with the VFs. */
-static bool nvidia_pf_without_vfs(int rootfd, const char *a) {
-        char path[PATH_MAX], target[PATH_MAX], num[32];
-        ssize_t n;
-
-        if (!pci_address_is_valid(a))
-                return false;
-        snprintf(path, sizeof path, "sys/bus/pci/devices/%s/sriov_numvfs", a);
-        if (read_small_at(rootfd, path, num, sizeof num) < 0 || !streq(num, "0")) {
+                if (!b->parent_check)
+                        continue;
                 error_clear();
-                return false;
+                r = b->parent_check(rootfd, a, t->name, &problem);
+                if (r <= 0) {
+                        if (r < 0)
+                                return r;
+                        continue;
+                }
+                if (problem) {
+                        r = finding_add(f, t->line, "'%s' in device_addresses of %s %s", a, t->name, problem);
+                        if (r < 0)
+                                return r;
+                }
+                return 1;
         }
-        snprintf(path, sizeof path, "sys/bus/pci/devices/%s/driver", a);
-        n = readlinkat(rootfd, path, target, sizeof target - 1);
-        if (n < 0)
-                return false;
-        target[n] = '\0';
-        return strcmp(target + (n >= 7 ? n - 7 : 0), "/nvidia") == 0;
+        return 0;
 }
 
 static int check_host(int rootfd, const Config *c, Findings *f) {
@@ -171,20 +146,11 @@ static int check_host(int rootfd, const Config *c, Findings *f) {
                 const ConfigType *t = &c->types[i];
 
                 for (char **a = t->addresses; a && *a; a++) {
-                        if (vfio_is_pf(rootfd, *a) > 0) {
-                                r = check_vfio_offers(rootfd, t, *a, f);
-                                if (r < 0)
-                                        return r;
+                        r = check_backends(rootfd, t, *a, f);
+                        if (r < 0)
+                                return r;
+                        if (r > 0)
                                 continue;
-                        }
-                        if (nvidia_pf_without_vfs(rootfd, *a)) {
-                                r = finding_add(f, t->line,
-                                                "'%s' in device_addresses of %s is a GPU bound to nvidia without VFs: enable them (sriov-manage -e %s, or name it in [sriov])",
-                                                *a, t->name, *a);
-                                if (r < 0)
-                                        return r;
-                                continue;
-                        }
                         if (strv_contains(parents, *a))
                                 r = check_offers(rootfd, t, *a, true, f);
                         else if (sysfs_parent_device_present(rootfd, *a) > 0)

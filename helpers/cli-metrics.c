@@ -15,7 +15,7 @@
 #include "ledger.h"
 #include "log.h"
 #include "sysfs.h"
-#include "vfio.h"
+#include "backend.h"
 
 static const char help[] =
         "Usage: mdev-hooks metrics [--config FILE]\n"
@@ -95,9 +95,7 @@ static int count_states(int rootfd, unsigned counts[ELEMENTSOF(states)], struct 
         struct stat st;
         int r;
 
-        r = sysfs_mdev_list(rootfd, &mdevs, &n_mdevs);
-        if (r >= 0) /* vGPUs of NVIDIA's VFIO framework, by their VF's address */
-                r = vfio_vgpus_append(rootfd, &mdevs, &n_mdevs);
+        r = backend_device_list(rootfd, &mdevs, &n_mdevs); /* every backend's, by key */
         if (r < 0)
                 return r;
         r = ledger_open_existing(rootfd, &ledgerfd);

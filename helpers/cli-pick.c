@@ -3,17 +3,18 @@
  * `mdev-hooks pick TYPE [--xml]` (doc/design.md §3): a guest with a vGPU of
  * NVIDIA's VFIO framework names a fixed VF in its XML before prepare runs,
  * so the operator needs a VF to name: a free one that can take the type,
- * chosen as migrate chooses on the destination (vgpu_choose(): config,
+ * chosen as migrate chooses on the destination (its backend's pick(): config,
  * placement, max_instances, what the VFs can create now). Nothing is
  * reserved: the VF is taken when the guest starts.
  */
 #include <libxml/tree.h>
 
+#include "backend.h"
 #include "cli.h"
 #include "domxml.h"
 #include "ledger.h"
 #include "log.h"
-#include "vgpu.h"
+#include "pciaddr.h"
 
 static const char help[] =
         "Usage: mdev-hooks pick TYPE [--xml]\n"
@@ -29,15 +30,15 @@ static const char help[] =
         "             entry to put under <metadata> (virsh edit)\n"
         "  --help     show this help\n";
 
-static int print_xml(const VgpuChoice *ch) {
-        unsigned dom, bus, slot, fn;
+static int print_xml(const SysfsMdev *ch) {
+        PciAddress a;
         char v[16];
         xmlNode *hostdev, *source, *address, *mdevs, *vgpu;
         xmlNs *ns;
         xmlBuffer *b;
         int r = 0;
 
-        if (sscanf(ch->vf, "%4x:%2x:%2x.%1x", &dom, &bus, &slot, &fn) != 4)
+        if (pci_address_split(ch->uuid, &a) < 0)
                 return -EINVAL;
         hostdev = xmlNewNode(NULL, BAD_CAST "hostdev");
         mdevs = xmlNewNode(NULL, BAD_CAST "mdevs");
@@ -55,13 +56,13 @@ static int print_xml(const VgpuChoice *ch) {
                 r = -ENOMEM;
                 goto out;
         }
-        snprintf(v, sizeof v, "0x%04x", dom);
+        snprintf(v, sizeof v, "0x%04x", a.domain);
         xmlNewProp(address, BAD_CAST "domain", BAD_CAST v);
-        snprintf(v, sizeof v, "0x%02x", bus);
+        snprintf(v, sizeof v, "0x%02x", a.bus);
         xmlNewProp(address, BAD_CAST "bus", BAD_CAST v);
-        snprintf(v, sizeof v, "0x%02x", slot);
+        snprintf(v, sizeof v, "0x%02x", a.slot);
         xmlNewProp(address, BAD_CAST "slot", BAD_CAST v);
-        snprintf(v, sizeof v, "0x%x", fn);
+        snprintf(v, sizeof v, "0x%x", a.function);
         xmlNewProp(address, BAD_CAST "function", BAD_CAST v);
 
         ns = xmlNewNs(mdevs, BAD_CAST DOMXML_NAMESPACE, BAD_CAST "mh");
@@ -71,7 +72,7 @@ static int print_xml(const VgpuChoice *ch) {
                 r = -ENOMEM;
                 goto out;
         }
-        xmlNewProp(vgpu, BAD_CAST "pci", BAD_CAST ch->vf);
+        xmlNewProp(vgpu, BAD_CAST "pci", BAD_CAST ch->uuid);
         xmlNewProp(vgpu, BAD_CAST "type", BAD_CAST ch->type);
 
         printf("<!-- under <devices>: -->\n");
@@ -107,9 +108,9 @@ int cli_pick_main(int argc, char *argv[], const char *config_path) {
         _cleanup_close_ int rootfd = -1, ledgerfd = -1;
         _cleanup_config_free_ Config *config = NULL;
         char boot_id[UUID_STRING_MAX] = "";
-        char *types[2] = { NULL, NULL };
-        VgpuChoice ch;
-        unsigned id;
+        const Backend *b = NULL, *q;
+        const char *type;
+        SysfsMdev ch;
         int r;
 
         r = cli_parse_options_own(argc, argv, CLI_OPT_ARGS, own, help, &o);
@@ -119,19 +120,22 @@ int cli_pick_main(int argc, char *argv[], const char *config_path) {
                 fputs(help, stderr);
                 return CLI_EXIT_USAGE;
         }
-        types[0] = o.args[0];
-        if (vfio_type_id(types[0], &id) < 0) {
+        type = o.args[0];
+        BACKEND_FOREACH(q)
+                if (!b && q->pick && q->type_is_mine && q->type_is_mine(type))
+                        b = q;
+        if (!b) {
                 log_error("'%s' is not a vGPU type of NVIDIA's VFIO framework (nvidia-<ID>); an mdev's parent is chosen by the hook when the guest starts",
-                          types[0]);
+                          type);
                 return CLI_EXIT_USAGE;
         }
         r = cli_open_root_config(o.config_path, &rootfd, &config);
         if (r > 0)
                 return r;
-        if (!config_find_type(config, types[0])) {
+        if (!config_find_type(config, type)) {
                 char enabled[512];
                 config_enabled_types_string(config, enabled, sizeof enabled);
-                log_error("type %s is not enabled in the config (enabled: %s)", types[0], enabled);
+                log_error("type %s is not enabled in the config (enabled: %s)", type, enabled);
                 return CLI_EXIT_FAILED;
         }
         if (boot_id_read(rootfd, boot_id) < 0)
@@ -140,13 +144,13 @@ int cli_pick_main(int argc, char *argv[], const char *config_path) {
         if (r < 0)
                 ledgerfd = -1;
         error_clear();
-        r = vgpu_choose(rootfd, ledgerfd, config, boot_id, NULL, types, NULL, NULL, 0, &ch);
+        r = b->pick(rootfd, ledgerfd, config, boot_id, type, &ch);
         if (r < 0) {
                 log_error("%s", error_get(r));
                 return CLI_EXIT_FAILED;
         }
         if (!xml) {
-                printf("%s\n", ch.vf);
+                printf("%s\n", ch.uuid);
                 return CLI_EXIT_OK;
         }
         r = print_xml(&ch);

@@ -2,8 +2,8 @@
 /* `mdev-hooks types`: every parent and the types it offers. */
 #include "cli.h"
 #include "log.h"
+#include "backend.h"
 #include "sysfs.h"
-#include "vfio.h"
 
 static const char help[] =
         "Usage: mdev-hooks types [--parent PARENT] [--json]\n"
@@ -36,38 +36,6 @@ static void parents_free(ParentTypes *p, size_t n) {
         free(p);
 }
 
-/* A PF of NVIDIA's VFIO framework: its offers as types. */
-static int read_vfio_pf(int rootfd, ParentTypes *pt) {
-        _cleanup_free_ VfioOffer *l = NULL;
-        _cleanup_strv_free_ char **vfs = NULL;
-        unsigned nvfs = 0, nfree = 0;
-        size_t n = 0;
-        int r;
-
-        r = vfio_pf_offers(rootfd, pt->parent, &l, &n, &nvfs, &nfree);
-        if (r < 0)
-                return r;
-        if (vfio_pf_vfs(rootfd, pt->parent, &vfs) < 0)
-                error_clear();
-        pt->types = calloc(n + 1, sizeof *pt->types);
-        if (!pt->types)
-                return -ENOMEM;
-        for (size_t i = 0; i < n; i++) {
-                SysfsType *t = &pt->types[pt->n_types++];
-
-                t->id = strdup(l[i].type.type);
-                t->name = l[i].type.name[0] ? strdup(l[i].type.name) : NULL;
-                t->device_api = strdup("vfio-pci");
-                t->description = strdup_printf("NVIDIA VFIO framework: %u on VFs, %u of %u VFs free (VFs %s..%s)",
-                                               l[i].existing, nfree, nvfs, vfs && vfs[0] ? vfs[0] : "-",
-                                               vfs && vfs[0] ? vfs[strv_length(vfs) - 1] : "-");
-                t->available = l[i].creatable;
-                if (!t->id || !t->device_api || !t->description)
-                        return -ENOMEM;
-        }
-        return 0;
-}
-
 /* Reads what it can; every file that cannot be read is logged and makes the
  * result 1, the rest is still shown. */
 static int read_host(int rootfd, const char *only, ParentTypes **ret, size_t *ret_n) {
@@ -76,16 +44,9 @@ static int read_host(int rootfd, const char *only, ParentTypes **ret, size_t *re
         size_t n = 0;
         int r, status = CLI_EXIT_OK;
 
-        r = sysfs_parent_list(rootfd, &parents);
-        if (r >= 0) {
-                /* NVIDIA's VFIO framework: its PFs, whose VFs hold the vGPUs */
-                _cleanup_strv_free_ char **pfs = NULL;
-                r = vfio_pf_list(rootfd, &pfs);
-                for (char **pf = pfs; r >= 0 && pf && *pf; pf++)
-                        r = strv_extend(&parents, *pf);
-                if (r >= 0)
-                        strv_sort(parents);
-        }
+        r = backend_parent_list(rootfd, &parents);
+        if (r >= 0)
+                strv_sort(parents);
         if (r < 0) {
                 log_error("%s", error_get(r));
                 return CLI_EXIT_FAILED;
@@ -94,7 +55,7 @@ static int read_host(int rootfd, const char *only, ParentTypes **ret, size_t *re
         if (!p)
                 return cli_oom();
         for (char **q = parents; *q; q++) {
-                _cleanup_strv_free_ char **types = NULL;
+                const Backend *b;
                 ParentTypes *pt;
 
                 if (only && !streq(*q, only))
@@ -104,35 +65,15 @@ static int read_host(int rootfd, const char *only, ParentTypes **ret, size_t *re
                 if (!pt->parent)
                         goto oom;
                 error_clear();
-                if (vfio_is_pf(rootfd, *q) > 0) {
-                        r = read_vfio_pf(rootfd, pt);
-                        if (r == -ENOMEM)
-                                goto oom;
-                        if (r < 0) {
-                                log_error("%s", error_get(r));
-                                status = CLI_EXIT_FAILED;
-                        }
-                        continue;
-                }
-                r = sysfs_parent_types(rootfd, *q, &types);
-                if (r < 0) {
-                        log_error("%s", error_get(r));
-                        status = CLI_EXIT_FAILED;
-                        continue;
-                }
-                pt->types = calloc(strv_length(types) + 1, sizeof *pt->types);
-                if (!pt->types)
+                b = backend_of_parent(rootfd, *q);
+                r = b ? b->parent_types(rootfd, *q, &pt->types, &pt->n_types)
+                      : error_set(-ENOENT, "'%s' is no longer a parent", *q);
+                if (r == -ENOMEM)
                         goto oom;
-                for (char **t = types; *t; t++) {
-                        error_clear();
-                        r = sysfs_type_read(rootfd, *q, *t, &pt->types[pt->n_types]);
-                        if (r < 0) {
-                                log_error("%s", error_get(r));
-                                status = CLI_EXIT_FAILED;
-                                continue;
-                        }
-                        pt->n_types++;
-                }
+                if (r < 0)
+                        log_error("%s", error_get(r));
+                if (r != 0)
+                        status = CLI_EXIT_FAILED;
         }
         *ret = p;
         *ret_n = n;

@@ -8,7 +8,7 @@
 #include "cli.h"
 #include "inventory.h"
 #include "log.h"
-#include "vfio.h"
+#include "backend.h"
 
 #define CLI_OWN_MAX 8          /* a command's own options at most */
 #define CLI_OWN_FIRST 0x100   /* getopt_long()'s value of the first */
@@ -316,9 +316,7 @@ int cli_host_read(int rootfd, CliHost *ret) {
         int r;
 
         error_clear();
-        r = sysfs_mdev_list(rootfd, &h.mdevs, &h.n_mdevs);
-        if (r >= 0)
-                r = vfio_vgpus_append(rootfd, &h.mdevs, &h.n_mdevs);
+        r = backend_device_list(rootfd, &h.mdevs, &h.n_mdevs);
         if (r < 0) {
                 log_error("cannot list the mdevs in sysfs: %s", error_get(r));
                 cli_host_done(&h);

@@ -27,7 +27,7 @@
 #include "reconcile.h"
 #include "sysfs.h"
 #include "util.h"
-#include "vfio.h"
+#include "backend.h"
 
 #define RECONCILE_DEFAULT_URI "qemu:///system"
 
@@ -47,13 +47,13 @@ static int guest_mdevs_from_xml(const char *xml, char ***ret) {
                 if (r < 0)
                         return r;
         }
-        /* vGPUs of NVIDIA's VFIO framework, by their VF's address (vgpu.h):
-         * with an <mh:vgpu> entry, or managed='no' on such a VF here */
+        /* a backend's VFs (NVIDIA's VFIO framework, vgpu.h), by their
+         * address: with an <mh:vgpu> entry, or managed='no' on such a VF here */
         for (size_t i = 0; i < d->n_vgpus; i++) {
                 if (!d->vgpus[i].meta) {
                         _cleanup_close_ int rootfd = -1;
 
-                        if (d->vgpus[i].managed || root_open(&rootfd) < 0 || vfio_is_vf(rootfd, d->vgpus[i].pci) <= 0)
+                        if (d->vgpus[i].managed || root_open(&rootfd) < 0 || !backend_of_device(rootfd, d->vgpus[i].pci))
                                 continue;
                 }
                 r = strv_extend(&l, d->vgpus[i].pci);

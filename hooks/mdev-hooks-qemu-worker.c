@@ -14,13 +14,13 @@
 #include <stdlib.h>
 
 #include "alloc.h"
+#include "backend.h"
 #include "config.h"
 #include "domxml.h"
 #include "hook.h"
 #include "ledger.h"
 #include "lock.h"
 #include "log.h"
-#include "vgpu.h"
 #include "util.h"
 #include "worker.h"
 
@@ -123,7 +123,7 @@ static int run(HookOp op, const char *guest, const char *xml, size_t xml_len) {
                         return r;
                 log_warning("%s; releasing by the record alone", error_get(r));
                 error_clear();
-        } else if (dom->n_mdevs == 0 && !vgpu_dom_may_have(dom) && op != HOOK_OP_RELEASE)
+        } else if (!backend_dom_has_any(dom) && op != HOOK_OP_RELEASE)
                 return 0; /* the hook's scan over-reported */
         r = setup(op, guest, dom, &su);
         if (r < 0)

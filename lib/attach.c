@@ -77,7 +77,7 @@ static AttachKind kind_of(int rootfd, char *const *types) {
         for (size_t t = 0; types[t]; t++)
                 if (vfio_type_id(types[t], &id) < 0)
                         return ATTACH_MDEV;
-        if (vfio_pf_list(rootfd, &pfs) < 0 || strv_length(pfs) == 0) {
+        if (vfio_pf_list(&vfio_nvidia, rootfd, &pfs) < 0 || strv_length(pfs) == 0) {
                 error_clear();
                 return ATTACH_MDEV;
         }
@@ -123,9 +123,9 @@ static int parent_vfs(int rootfd, const char *parent, char ***ret) {
 
         if (!vfio_pci_address_parse(parent, pci))
                 return error_set(-EINVAL, "--parent '%s' is not a PCI address; for a vGPU of NVIDIA's VFIO framework name its GPU (PF) or a VF", parent);
-        if (vfio_is_vf(rootfd, pci) > 0)
+        if (vfio_is_vf(&vfio_nvidia, rootfd, pci) > 0)
                 return strv_extend(ret, pci);
-        if (vfio_is_pf(rootfd, pci) > 0)
+        if (vfio_is_pf(&vfio_nvidia, rootfd, pci) > 0)
                 return vfio_pf_vfs(rootfd, pci, ret);
         error_clear();
         return error_set(-ENODEV, "--parent %s is neither a GPU (PF) nor a VF of NVIDIA's VFIO framework here", pci);
@@ -146,7 +146,7 @@ static int vgpus_choose(int rootfd, int ledgerfd, const Config *c, const char *b
         snprintf(want.type, sizeof want.type, "%s", strempty(req->type));
         snprintf(want.mdev_class, sizeof want.mdev_class, "%s", strempty(req->mdev_class));
         error_clear();
-        r = vgpu_want_types(c, &want, NULL, 0, &types);
+        r = vgpu_want_types(&vfio_nvidia, c, &want, NULL, 0, &types);
         if (r < 0)
                 return r;
         if (req->parent) {
@@ -171,7 +171,7 @@ static int vgpus_choose(int rootfd, int ledgerfd, const Config *c, const char *b
 
                 error_clear();
                 if (!allowed)
-                        r = vgpu_choose(rootfd, ledgerfd, c, boot_id, NULL, types, NULL, taken, n_taken, &ch);
+                        r = vgpu_choose(&vfio_nvidia, rootfd, ledgerfd, c, boot_id, NULL, types, NULL, taken, n_taken, &ch);
                 else {
                         /* the first VF of the PF (or the VF) that can take it */
                         r = -ENOSPC;
@@ -182,7 +182,7 @@ static int vgpus_choose(int rootfd, int ledgerfd, const Config *c, const char *b
                                         skip = skip || streq(taken[i], *vf);
                                 if (skip)
                                         continue;
-                                r = vgpu_choose(rootfd, ledgerfd, c, boot_id, NULL, types, *vf, taken, n_taken, &ch);
+                                r = vgpu_choose(&vfio_nvidia, rootfd, ledgerfd, c, boot_id, NULL, types, *vf, taken, n_taken, &ch);
                                 if (r >= 0 && !streq(ch.vf, *vf))
                                         r = -ENOSPC;
                         }
@@ -574,7 +574,7 @@ static void device_from_vgpu(AttachDevice *d, const DomxmlVgpu *v) {
 /* 1 when PCI hostdev v is a vGPU of mdev-hooks: it has an <mh:vgpu> entry, or
  * its device is a VF of NVIDIA's VFIO framework here. */
 static bool vgpu_listed(int rootfd, const DomxmlVgpu *v) {
-        bool ours = v->has_meta || vgpu_is_ours(rootfd, v) > 0;
+        bool ours = v->has_meta || vgpu_is_ours(&vfio_nvidia, rootfd, v) > 0;
 
         error_clear();
         return ours;

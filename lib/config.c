@@ -226,16 +226,17 @@ static int parse_parent_name(const char *given, char **ret) {
         if (r > 0)
                 s = sysname;
         if (strchr(s, ':')) {
-                if (!pci_address_is_valid(s))
+                char pci[PCI_ADDRESS_STRING_MAX];
+
+                if (!pci_address_normalize(s, pci))
                         return -EINVAL;
+                n = strdup(pci);
         } else if (!name_is_valid(s))
                 return -EINVAL;
-        n = strdup(s);
+        else
+                n = strdup(s);
         if (!n)
                 return -ENOMEM;
-        if (strchr(s, ':'))
-                for (char *c = n; *c; c++)
-                        *c = (char) tolower((unsigned char) *c);
         *ret = n;
         return 0;
 }

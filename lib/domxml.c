@@ -488,12 +488,14 @@ static int add_vgpu(Domxml *d, size_t *allocated, xmlNode *hostdev) {
         _cleanup_xmlfree_ xmlChar *managed = attr_get(hostdev, "managed");
         unsigned long dom, bus, slot, fn;
         xmlNode *address = source_address(hostdev);
+        char pci[PCI_ADDRESS_STRING_MAX];
         DomxmlVgpu *v;
 
         if (!address)
                 return 0; /* not a device by address (libvirt would refuse it): not ours */
         if (pci_part(address, "domain", 0xffff, &dom) < 0 || pci_part(address, "bus", 0xff, &bus) < 0 ||
-            pci_part(address, "slot", 0x1f, &slot) < 0 || pci_part(address, "function", 7, &fn) < 0)
+            pci_part(address, "slot", 0x1f, &slot) < 0 || pci_part(address, "function", 7, &fn) < 0 ||
+            pci_address_format(&(PciAddress) { .domain = dom, .bus = bus, .slot = slot, .function = fn }, pci) < 0)
                 return error_set(-EINVAL, "domain XML line %ld: PCI hostdev source address is not a PCI address "
                                  "(domain, bus, slot, function)", node_line(address));
         if (d->n_vgpus >= MAX_MDEVS)
@@ -503,7 +505,7 @@ static int add_vgpu(Domxml *d, size_t *allocated, xmlNode *hostdev) {
                 return -ENOMEM;
         v = &d->vgpus[d->n_vgpus];
         *v = (DomxmlVgpu) { .address = address, .managed = !streq_ptr((const char *) managed, "no") };
-        snprintf(v->pci, sizeof v->pci, "%04lx:%02lx:%02lx.%lx", dom, bus, slot, fn);
+        snprintf(v->pci, sizeof v->pci, "%s", pci);
         memcpy(v->orig_pci, v->pci, sizeof v->pci);
         for (size_t i = 0; i < d->n_vgpus; i++)
                 if (streq(d->vgpus[i].pci, v->pci))
@@ -558,8 +560,7 @@ static int parse_vgpu_entry(xmlNode *e, MetaEntry *ret) {
                                  node_line(e), show((const char *) cls, (char[SHOW_MAX]) { 0 }));
         ret->node = e;
         ret->vgpu = true;
-        for (size_t i = 0; pci[i]; i++) /* as sysfs names it: lower case */
-                ret->uuid[i] = (char) tolower(pci[i]);
+        pci_address_normalize((const char *) pci, ret->uuid); /* as sysfs names it: lower case */
         return 0;
 }
 
@@ -814,21 +815,21 @@ int domxml_find_vgpu(const Domxml *d, const char *pci) {
 /* Sets the four source address attributes of a PCI hostdev, as libvirt
  * writes them. */
 static int vgpu_address_set(xmlNode *address, const char *pci) {
-        unsigned dom, bus, slot, fn;
+        PciAddress a;
         char v[16];
 
-        if (sscanf(pci, "%4x:%2x:%2x.%1x", &dom, &bus, &slot, &fn) != 4)
+        if (pci_address_split(pci, &a) < 0)
                 return -EINVAL;
-        snprintf(v, sizeof v, "0x%04x", dom);
+        snprintf(v, sizeof v, "0x%04x", a.domain);
         if (!xmlSetProp(address, BAD_CAST "domain", BAD_CAST v))
                 return -ENOMEM;
-        snprintf(v, sizeof v, "0x%02x", bus);
+        snprintf(v, sizeof v, "0x%02x", a.bus);
         if (!xmlSetProp(address, BAD_CAST "bus", BAD_CAST v))
                 return -ENOMEM;
-        snprintf(v, sizeof v, "0x%02x", slot);
+        snprintf(v, sizeof v, "0x%02x", a.slot);
         if (!xmlSetProp(address, BAD_CAST "slot", BAD_CAST v))
                 return -ENOMEM;
-        snprintf(v, sizeof v, "0x%x", fn);
+        snprintf(v, sizeof v, "0x%x", a.function);
         if (!xmlSetProp(address, BAD_CAST "function", BAD_CAST v))
                 return -ENOMEM;
         return 0;

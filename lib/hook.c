@@ -18,26 +18,18 @@
 #include <time.h>
 
 #include "alloc.h"
+#include "backend.h"
 #include "crash.h"
 #include "domscan.h"
 #include "hook.h"
 #include "ledger.h"
 #include "log.h"
 #include "lock.h"
-#include "sysfs.h"
-#include "vgpu.h"
 
 _Static_assert(DOMSCAN_MAX_SIZE == DOMXML_MAX_SIZE, "the hook's scan and its parser must agree on the size limit");
 
 /* How long release retries a busy remove before leaving it for later. */
 #define RELEASE_REMOVE_MSEC 3000
-
-static void hook_alloc_init(const HookContext *ctx, Alloc *a) {
-        alloc_init(a, ctx->rootfd, ctx->ledgerfd, ctx->config, ctx->guest,
-                   ctx->dom && ctx->dom->uuid[0] ? ctx->dom->uuid : NULL, ctx->boot_id);
-        a->lockfd = ctx->lockfd;
-        a->opened = ctx->opened;
-}
 
 /* Makes the operation's record changes durable: one fsync of the record
  * directory. r: the operation's result, which a failed sync turns into an
@@ -50,102 +42,6 @@ static int hook_sync(const HookContext *ctx, int r) {
         if (k < 0)
                 log_warning("%s", error_get(k));
         return r;
-}
-
-static void alloc_wants_free(AllocWant *w, size_t n) {
-        for (size_t i = 0; i < n; i++)
-                alloc_want_done(&w[i]);
-        free(w);
-}
-
-/* What prepare needs for one hostdev, found before anything is changed so
- * that a guest that cannot start leaves sysfs untouched when the reason is
- * known up front (unknown type, UUID of another guest, wrong type). */
-typedef struct PrepareItem {
-        bool exists;
-        SysfsMdev mdev;
-        LedgerEntry entry; /* what it got */
-} PrepareItem;
-
-/* Phase 1, read only: what exists, what is wanted, whether it may be had. */
-static int prepare_check_one(const HookContext *ctx, Alloc *a, const DomxmlMdev *m, PrepareItem *it, AllocWant *w) {
-        LedgerEntry holder;
-        int r;
-
-        r = sysfs_mdev_get(ctx->rootfd, m->uuid, &it->mdev);
-        if (r < 0 && r != -ENOENT)
-                return error_prefix(r, "cannot look up mdev %s", m->uuid);
-        it->exists = r >= 0;
-        r = alloc_want_resolve(a, m, it->exists ? &it->mdev : NULL, w);
-        if (r < 0)
-                return r;
-        r = alloc_held_by_other(a, m->uuid, &holder);
-        if (r < 0)
-                return r;
-        if (r > 0)
-                return error_set(-EBUSY, "mdev %s is held by guest '%s' (%s); give this guest another UUID or stop '%s'",
-                                 m->uuid, holder.guest, ledger_state_to_string(holder.state), holder.guest);
-        if (it->exists && !strv_contains(w->types, it->mdev.type))
-                return error_set(-EMEDIUMTYPE, "mdev %s exists with type %s, but the domain asks for %s; fix the domain's metadata or remove the mdev",
-                                 m->uuid, it->mdev.type, w->what);
-        return it->exists ? alloc_reserve(a, m->uuid) : 0;
-}
-
-/* Phase 2: claims every mdev that exists. A create (phase 3) that finds
- * every candidate full removes a free mdev kept by release = keep to make
- * room; the guest's own kept mdevs are free until claimed here, and one of
- * them must never be that mdev (they are reserved as well), or the guest
- * would be given an mdev that no longer exists. */
-static int prepare_claim(const HookContext *ctx, Alloc *a, PrepareItem *items, AllocWant *wants) {
-        for (size_t i = 0; i < ctx->dom->n_mdevs; i++) {
-                LedgerEntry *e = &items[i].entry;
-                int r;
-
-                if (!items[i].exists)
-                        continue;
-                r = alloc_claim(a, &wants[i], &items[i].mdev, LEDGER_ASSIGNED, e);
-                if (r < 0)
-                        return r;
-                log_info("mdev %s (%s on %s): %s", e->uuid, e->type, e->parent,
-                         e->origin == LEDGER_BORROWED ? "borrowed" : "reused");
-                CRASHPOINT("prepare-after-record");
-        }
-        return 0;
-}
-
-/* Phase 3: creates the others. They are planned first from what was read
- * once (alloc_plan()) and made together (alloc_run_plans(): their intent
- * records written and fsynced together, each before its create). When no
- * candidate has room by what was read, the planned ones are made first and
- * this one as alloc_create() decides alone: wait, make room, or say why not. */
-static int prepare_create(const HookContext *ctx, Alloc *a, PrepareItem *items, AllocWant *wants) {
-        int r;
-
-        a->crashpoint_made = "prepare-after-record";
-        a->skip_refused_plan = true; /* as one alloc_create() per mdev did */
-        for (size_t i = 0; i < ctx->dom->n_mdevs; i++) {
-                const char *uuid = ctx->dom->mdevs[i].uuid;
-
-                if (items[i].exists)
-                        continue;
-                r = alloc_plan(a, &wants[i], uuid, LEDGER_ASSIGNED, &items[i].entry);
-                if (r == 0) {
-                        r = alloc_run_plans(a);
-                        if (r >= 0)
-                                r = alloc_create(a, &wants[i], uuid, LEDGER_ASSIGNED, &items[i].entry);
-                        if (r >= 0)
-                                CRASHPOINT("prepare-after-record");
-                }
-                if (r < 0)
-                        return r;
-        }
-        r = alloc_run_plans(a);
-        if (r < 0)
-                return r;
-        for (size_t i = 0; i < ctx->dom->n_mdevs; i++)
-                if (!items[i].exists)
-                        log_info("mdev %s (%s on %s): created", items[i].entry.uuid, items[i].entry.type, items[i].entry.parent);
-        return 0;
 }
 
 /* The fsync of the record's directory that makes a prepare durable. It
@@ -185,40 +81,18 @@ static int prepare_sync(HookContext *ctx) {
 }
 
 int hook_prepare(HookContext *ctx) {
-        const Domxml *dom = ctx->dom;
-        _cleanup_free_ PrepareItem *items = NULL;
-        VgpuPlan vplan = { 0 };
-        AllocWant *wants = NULL;
+        BackendRun run = { { NULL } };
         bool written = false;
-        Alloc a;
-        int r = 0;
+        int r;
 
-        items = calloc(dom->n_mdevs + 1, sizeof *items);
-        wants = calloc(dom->n_mdevs + 1, sizeof *wants);
-        if (!items || !wants) {
-                free(wants);
-                return -ENOMEM;
-        }
-        hook_alloc_init(ctx, &a);
-
-        for (size_t i = 0; i < dom->n_mdevs; i++) {
-                r = prepare_check_one(ctx, &a, &dom->mdevs[i], &items[i], &wants[i]);
-                if (r < 0)
-                        goto out;
-        }
-        /* vGPUs of NVIDIA's VFIO framework (vgpu.h): checked, read only. */
-        r = vgpu_prepare_check(ctx, &vplan, LEDGER_ASSIGNED);
+        /* Read only: every backend's devices checked before anything changes. */
+        r = backend_run_check(&run, ctx, HOOK_OP_PREPARE);
         if (r < 0)
                 goto out;
 
         /* All or nothing from here on. */
         written = true;
-        r = prepare_claim(ctx, &a, items, wants);
-        if (r >= 0)
-                r = prepare_create(ctx, &a, items, wants);
-        if (r < 0)
-                goto rollback;
-        r = vgpu_prepare_apply(ctx, &vplan, LEDGER_ASSIGNED); /* undoes its own on failure */
+        r = backend_run_apply(&run);
         if (r < 0)
                 goto rollback;
         /* Durable before the commit, but not under the lock (see above). */
@@ -227,35 +101,21 @@ int hook_prepare(HookContext *ctx) {
                 goto out; /* cannot roll back without the lock: release will */
         if (r < 0)
                 goto rollback;
-        alloc_commit(&a);
+        backend_run_commit(&run);
         written = false;
         goto out;
 
 rollback: {
         ErrorSaved why; /* the rollback may set messages of its own */
-        int k, k2;
 
         error_save(&why);
-        k = vgpu_rollback(ctx, &vplan);
-        k2 = alloc_rollback(&a);
-        if (k2 < 0 && k >= 0)
-                k = k2;
-        if (k < 0)
-                log_warning("rollback left something behind: %s", error_get(k));
+        backend_run_rollback(&run);
         error_restore(r, &why);
 }
 out:
-        vgpu_plan_done(&vplan);
-        alloc_done(&a);
-        alloc_wants_free(wants, dom->n_mdevs);
+        backend_run_done(&run);
         return written ? hook_sync(ctx, r) : r; /* what a rollback wrote */
 }
-
-/* The mdev's side of hook_release_record(). */
-static const HookReleaseKind release_mdev = {
-        .noun = "mdev", .kept = "free", .verb = "remove", .verb_noun = "removal", .done = "removed",
-        .crashpoint = "release-after-remove", .remove = alloc_remove_mdev,
-};
 
 int hook_release_record(HookContext *ctx, LedgerEntry *e, const HookReleaseKind *k, int present,
                         unsigned timeout_msec) {
@@ -298,15 +158,14 @@ int hook_release_record(HookContext *ctx, LedgerEntry *e, const HookReleaseKind 
         return ledger_remove_nosync(ctx->ledgerfd, e->uuid);
 }
 
-/* Frees one record of the guest. Returns <0 when something is left for later. */
+/* Frees one record of the guest, by its backend. Returns <0 when something
+ * is left for later. */
 static int release_one(HookContext *ctx, LedgerEntry *e) {
-        SysfsMdev m;
-        int r;
+        const Backend *b = backend_of_record(e->uuid, e->type);
 
-        if (ledger_key_is_vf(e->uuid)) /* a VFIO-framework vGPU (vgpu.h) */
-                return vgpu_release_one(ctx, e, RELEASE_REMOVE_MSEC);
-        r = streq(e->boot_id, ctx->boot_id) ? sysfs_mdev_get(ctx->rootfd, e->uuid, &m) : -ENOENT;
-        return hook_release_record(ctx, e, &release_mdev, r, RELEASE_REMOVE_MSEC);
+        if (!b) /* ledger.c reads no record with another key */
+                return error_set(-EINVAL, "the record '%s' names no device; run 'mdev-hooks reconcile'", e->uuid);
+        return b->release_one(ctx, e, RELEASE_REMOVE_MSEC);
 }
 
 int hook_release_one(HookContext *ctx, LedgerEntry *e) {
@@ -399,53 +258,21 @@ int hook_release(HookContext *ctx) {
 }
 
 int hook_reconnect(HookContext *ctx) {
-        const Domxml *dom = ctx->dom;
-        Alloc a;
+        const Backend *b;
+        bool any = false;
         int ret = 0;
 
-        hook_alloc_init(ctx, &a);
-        for (size_t i = 0; i < dom->n_mdevs; i++) {
-                const DomxmlMdev *m = &dom->mdevs[i];
-                AllocWant w;
-                SysfsMdev sm;
+        BACKEND_FOREACH(b) {
                 int r;
 
-                error_clear();
-                r = sysfs_mdev_get(ctx->rootfd, m->uuid, &sm);
-                if (r < 0) {
-                        if (r == -ENOENT)
-                                r = error_set(r, "mdev %s of the running guest does not exist", m->uuid);
-                        log_warning("%s", error_get(r));
-                        ret = ret ? ret : r;
+                if (!b->dom_has(ctx->dom))
                         continue;
-                }
-                /* The running guest uses it: its real type wins over metadata. */
-                r = alloc_want_resolve(&a, m, &sm, &w);
-                if (r >= 0 && !strv_contains(w.types, sm.type)) {
-                        alloc_want_done(&w);
-                        r = alloc_want_resolve(&a, &(DomxmlMdev) { .address = NULL }, &sm, &w);
-                        if (r >= 0)
-                                snprintf(w.uuid, sizeof w.uuid, "%s", m->uuid);
-                }
-                if (r >= 0) {
-                        r = alloc_claim(&a, &w, &sm, LEDGER_ASSIGNED, NULL);
-                        alloc_want_done(&w);
-                }
-                if (r < 0) {
-                        log_warning("cannot re-assert mdev %s: %s", m->uuid, error_get(r));
-                        ret = ret ? ret : r;
-                }
-        }
-        alloc_commit(&a); /* partial is better than nothing here */
-        alloc_done(&a);
-        if (vgpu_dom_may_have(dom)) {
-                int r = vgpu_reconnect(ctx); /* vGPUs of NVIDIA's VFIO framework */
-                if (r < 0) {
-                        log_warning("cannot re-assert the guest's vGPUs: %s", error_get(r));
-                        ret = ret ? ret : r;
-                }
+                any = true;
+                r = b->reconnect(ctx); /* logs each problem itself */
+                if (r < 0 && ret == 0)
+                        ret = r;
         }
         if (ret < 0)
                 error_set(ret, "some mdevs could not be re-asserted; see the messages above");
-        return dom->n_mdevs > 0 || vgpu_dom_may_have(dom) ? hook_sync(ctx, ret) : ret;
+        return any ? hook_sync(ctx, ret) : ret;
 }

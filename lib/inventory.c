@@ -7,7 +7,7 @@
 #include "inventory.h"
 #include "sysfs.h"
 #include "util.h"
-#include "vfio.h"
+#include "backend.h"
 
 ENUM_IMPL(inventory_reason, InventoryReason, _INVENTORY_REASON_MAX,
           "ok",
@@ -129,52 +129,33 @@ int inventory_read(int rootfd, const Config *c, InventoryParent **ret, size_t *r
         size_t n = 0;
         int r;
 
-        r = sysfs_parent_list(rootfd, &parents);
+        r = backend_parent_list(rootfd, &parents);
         if (r < 0)
                 return r;
-        {
-                /* NVIDIA's VFIO framework: one provider per PF (vfio.h) */
-                _cleanup_strv_free_ char **pfs = NULL;
-                r = vfio_pf_list(rootfd, &pfs);
-                if (r < 0)
-                        return r;
-                for (char **pf = pfs; *pf; pf++) {
-                        r = strv_extend(&parents, *pf);
-                        if (r < 0)
-                                return r;
-                }
-        }
         p = calloc(strv_length(parents) + 1, sizeof *p);
         if (!p)
                 return -ENOMEM;
         for (char **q = parents; *q; q++) {
                 const ConfigType *t = config_parent_type(c, *q);
                 InventoryParent *ip = &p[n++];
+                const Backend *b;
+                BackendOffer o;
+                bool offered;
 
                 *ip = (InventoryParent) { .parent = *q };
                 if (!t)
                         continue;
                 ip->type = t->name;
                 ip->max_instances = t->max_instances;
-                if (vfio_is_pf(rootfd, *q) > 0) {
-                        VfioOffer o;
-                        bool offered;
-                        r = vfio_pf_offer(rootfd, *q, t->name, &o, &offered);
-                        if (r < 0)
-                                return r;
-                        ip->offered = offered;
-                        ip->existing = o.existing;
-                        ip->available = o.creatable;
-                        continue;
-                }
-                r = sysfs_type_available(rootfd, *q, t->name, &ip->available);
-                if (r == -ENOENT)
-                        continue;
-                if (r >= 0)
-                        r = sysfs_type_count(rootfd, *q, t->name, &ip->existing);
+                b = backend_of_parent(rootfd, *q);
+                if (!b)
+                        continue; /* gone meanwhile: offers nothing */
+                r = b->parent_offer(rootfd, *q, t->name, &o, &offered);
                 if (r < 0)
                         return r;
-                ip->offered = true;
+                ip->offered = offered;
+                ip->existing = o.existing;
+                ip->available = o.available;
         }
         inventory_compute(p, n);
         /* the names belong to parents: hand both out together */

@@ -57,7 +57,7 @@
 #include "ledger.h"
 #include "reconcile.h"
 #include "sysfs.h"
-#include "vgpu.h"
+#include "backend.h"
 
 ENUM_IMPL(reconcile_action, ReconcileAction, _RECONCILE_ACTION_MAX,
           "none",
@@ -562,9 +562,7 @@ static int apply_one(ReconcileFinding *f, int rootfd, int ledgerfd) {
                         return error_prefix(r, "cannot write the record");
                 return 0;
         case RECONCILE_ACTION_REMOVE:
-                r = ledger_key_is_vf(f->uuid) ? vgpu_clear(rootfd, f->uuid, 0) : sysfs_mdev_remove(rootfd, f->uuid);
-                if (r == -EPERM && ledger_key_is_vf(f->uuid))
-                        r = -EBUSY; /* nvidia: a guest still has the VF open */
+                r = backend_device_remove(rootfd, &f->entry, 0); /* -EBUSY: in use */
                 if (r == -EBUSY) {
                         LedgerEntry e = f->entry;
                         int k;

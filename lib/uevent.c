@@ -23,7 +23,7 @@
 #include "pciaddr.h"
 #include "sriov.h"
 #include "sysfs.h"
-#include "vfio.h"
+#include "backend.h"
 #include "uevent.h"
 
 /* How long an mdev may look half made (bus link present, mdev_type link not
@@ -84,9 +84,8 @@ int uevent_classify(const char *action, const char *subsystem, const char *devpa
                 uuid_normalize(name, ev.name);
                 break;
         case UEVENT_PCI:
-                if (!name_is_valid(name) || !pci_address_is_valid(name))
+                if (!name_is_valid(name) || !pci_address_normalize(name, ev.name))
                         return error_set(-EINVAL, "'%s' is not a PCI address", name);
-                snprintf(ev.name, sizeof ev.name, "%s", name);
                 break;
         default:
                 if (!name_is_valid(name))
@@ -204,7 +203,7 @@ static int mdev_lookup(int rootfd, const char *uuid, SysfsMdev *ret) {
         for (unsigned i = 0;; i++) {
                 SysfsMdev m;
 
-                r = sysfs_mdev_get(rootfd, uuid, &m);
+                r = backend_mdev.device_get(rootfd, uuid, &m);
                 if (r >= 0) {
                         *ret = m;
                         return 1;
@@ -280,7 +279,7 @@ static int mdev_make(UeventContext *c, const LedgerEntry *e) {
                      e->uuid, e->guest, e->parent, t ? "'" : "no type", t ? t->name : "", t ? "'" : "", e->type);
                 return 0;
         }
-        r = sysfs_mdev_create(c->rootfd, e->parent, e->type, e->uuid);
+        r = backend_mdev.device_make(c->rootfd, e->parent, e->type, e->uuid);
         if (r < 0) {
                 log_msg(LOG_WARNING, "cannot make mdev %s of guest '%s' (%s on '%s') again: %s; it is made when the guest starts",
                      e->uuid, e->guest, e->type, e->parent, strerror(-r));
@@ -308,20 +307,28 @@ static int mdev_make(UeventContext *c, const LedgerEntry *e) {
  *
  * "Borrowed": an mdev with the guest's UUID that someone else made (mdevctl,
  * an operator); mdev-hooks uses it for the guest but never removes it. */
-/* record_refresh() for a vGPU of NVIDIA's VFIO framework (the record's key
- * is its VF, vgpu.h): true while the VF carries the recorded type in this
- * boot; otherwise a guest's record is marked lost (its next start programs
- * the VF again; recreate = eager does not apply) and a free one dropped. */
-static int vf_record_refresh(UeventContext *c, LedgerEntry *e, bool apply) {
+/* The type the device of key carries now, "" when none (backend.h). */
+static void device_type_now(UeventContext *c, const Backend *b, const char *key, char type[NAME_STRING_MAX]) {
+        SysfsMdev m;
+
+        type[0] = '\0';
+        if (b->device_get(c->rootfd, key, &m) >= 0)
+                snprintf(type, NAME_STRING_MAX, "%s", m.type);
+        else
+                error_clear(); /* no such device (now): nothing on it */
+}
+
+/* record_refresh() for a device of a backend other than mdev's, such as a
+ * vGPU of NVIDIA's VFIO framework (the record's key is its VF, vgpu.h):
+ * true while the device carries the recorded type in this boot; otherwise
+ * a guest's record is marked lost (its next start programs the VF again;
+ * recreate = eager does not apply) and a free one dropped. */
+static int vf_record_refresh(UeventContext *c, const Backend *b, LedgerEntry *e, bool apply) {
         bool this_boot = streq(e->boot_id, c->boot_id);
-        char type[NAME_STRING_MAX] = "", boot[UUID_STRING_MAX];
-        unsigned cur = 0;
+        char type[NAME_STRING_MAX], boot[UUID_STRING_MAX];
         int r;
 
-        if (vfio_vf_current(c->rootfd, e->uuid, &cur) < 0)
-                error_clear(); /* no such VF (now): no vGPU */
-        if (cur)
-                snprintf(type, sizeof type, VFIO_TYPE_PREFIX "%u", cur);
+        device_type_now(c, b, e->uuid, type);
         if ((this_boot && streq(type, e->type)) || e->state == LEDGER_LOST)
                 return 0; /* true as it stands, or lost already */
         if (!apply)
@@ -336,9 +343,26 @@ static int vf_record_refresh(UeventContext *c, LedgerEntry *e, bool apply) {
                 return r;
         if (!this_boot && record_summarize(c, e))
                 return 1;
-        log_msg(LOG_NOTICE, "vGPU %s of guest '%s' (%s on '%s') is gone: marked lost; the guest's next start programs its VF again",
-             e->uuid, e->guest, e->type, e->parent);
+        log_msg(LOG_NOTICE, "%s %s of guest '%s' (%s on '%s') is gone: marked lost; the guest's next start programs its VF again",
+             b->noun, e->uuid, e->guest, e->type, e->parent);
         return 1;
+}
+
+/* Says why a guest's mdev was marked lost: m, what has its UUID now (NULL:
+ * nothing). */
+static void lost_tell(UeventContext *c, const LedgerEntry *e, bool this_boot, const SysfsMdev *m) {
+        if (!this_boot)
+                log_msg(LOG_NOTICE, "mdev %s of guest '%s' (%s on '%s') is from an earlier boot: marked lost; it is made again when the guest starts",
+                     e->uuid, e->guest, e->type, e->parent);
+        else if (m)
+                log_msg(LOG_WARNING, "mdev %s of guest '%s' is now %s on '%s', not %s on '%s' as recorded: marked lost; run 'mdev-hooks reconcile'",
+                     e->uuid, e->guest, m->type, m->parent, e->type, e->parent);
+        else if (sysfs_parent_is_registered(c->rootfd, e->parent) == 0)
+                log_msg(LOG_WARNING, "mdev %s of guest '%s' (%s on '%s') is gone with its parent: marked lost; the guest has lost its device, restart it once the parent is back",
+                     e->uuid, e->guest, e->type, e->parent);
+        else
+                log_msg(LOG_WARNING, "mdev %s of guest '%s' (%s on '%s') was removed outside mdev-hooks: marked lost; the guest has lost its device, restart it or run 'mdev-hooks reconcile'",
+                     e->uuid, e->guest, e->type, e->parent);
 }
 
 static int record_refresh(UeventContext *c, LedgerEntry *e, bool recreate, bool apply) {
@@ -347,8 +371,10 @@ static int record_refresh(UeventContext *c, LedgerEntry *e, bool recreate, bool 
         bool found, exists;
         int r;
 
-        if (ledger_key_is_vf(e->uuid))
-                return vf_record_refresh(c, e, apply);
+        const Backend *b = backend_of_record(e->uuid, e->type);
+
+        if (b && b != &backend_mdev)
+                return vf_record_refresh(c, b, e, apply);
 
         r = mdev_lookup(c->rootfd, e->uuid, &m);
         if (r < 0)
@@ -407,18 +433,7 @@ static int record_refresh(UeventContext *c, LedgerEntry *e, bool recreate, bool 
                 return r;
         if (!this_boot && record_summarize(c, e))
                 return 1;
-        if (!this_boot)
-                log_msg(LOG_NOTICE, "mdev %s of guest '%s' (%s on '%s') is from an earlier boot: marked lost; it is made again when the guest starts",
-                     e->uuid, e->guest, e->type, e->parent);
-        else if (found)
-                log_msg(LOG_WARNING, "mdev %s of guest '%s' is now %s on '%s', not %s on '%s' as recorded: marked lost; run 'mdev-hooks reconcile'",
-                     e->uuid, e->guest, m.type, m.parent, e->type, e->parent);
-        else if (sysfs_parent_is_registered(c->rootfd, e->parent) == 0)
-                log_msg(LOG_WARNING, "mdev %s of guest '%s' (%s on '%s') is gone with its parent: marked lost; the guest has lost its device, restart it once the parent is back",
-                     e->uuid, e->guest, e->type, e->parent);
-        else
-                log_msg(LOG_WARNING, "mdev %s of guest '%s' (%s on '%s') was removed outside mdev-hooks: marked lost; the guest has lost its device, restart it or run 'mdev-hooks reconcile'",
-                     e->uuid, e->guest, e->type, e->parent);
+        lost_tell(c, e, this_boot, found ? &m : NULL);
         return 1;
 }
 
@@ -858,11 +873,10 @@ static int mdev_changed(UeventContext *c) {
  * or at boot): it has no vGPU now. A record of it (vgpu.h) that says
  * otherwise is from before: a guest's becomes lost (its next start
  * programs the VF again), a free one is dropped. */
-static int vf_appeared(UeventContext *c) {
+static int vf_appeared(UeventContext *c, const Backend *b) {
         const char *vf = c->ev->name;
         LedgerEntry e;
-        unsigned cur = 0;
-        char type[NAME_STRING_MAX] = "";
+        char type[NAME_STRING_MAX];
         int r;
 
         r = context_open_ledger(c);
@@ -888,12 +902,9 @@ static int vf_appeared(UeventContext *c) {
         r = boot_id_read(c->rootfd, c->boot_id);
         if (r < 0)
                 return r;
-        if (vfio_vf_current(c->rootfd, vf, &cur) < 0)
-                error_clear();
-        if (cur)
-                snprintf(type, sizeof type, VFIO_TYPE_PREFIX "%u", cur);
+        device_type_now(c, b, vf, type);
         if (streq(e.boot_id, c->boot_id) && streq(type, e.type)) {
-                log_msg(LOG_DEBUG, "the record of vGPU %s agrees with the VF", vf);
+                log_msg(LOG_DEBUG, "the record of %s %s agrees with the VF", b->noun, vf);
                 return 0;
         }
         if (e.state == LEDGER_ASSIGNED || e.state == LEDGER_INCOMING) {
@@ -903,8 +914,8 @@ static int vf_appeared(UeventContext *c) {
                 r = record_set(c, &e, LEDGER_LOST, e.origin, boot);
                 if (r < 0)
                         return r;
-                log_msg(LOG_NOTICE, "vGPU %s (%s) of guest '%s' is gone: its VF came back without it; the guest's next start programs it again",
-                     vf, e.type, e.guest);
+                log_msg(LOG_NOTICE, "%s %s (%s) of guest '%s' is gone: its VF came back without it; the guest's next start programs it again",
+                     b->noun, vf, e.type, e.guest);
                 return 0;
         }
         if (e.state == LEDGER_FREE)
@@ -913,10 +924,11 @@ static int vf_appeared(UeventContext *c) {
 }
 
 static int pci_appeared(UeventContext *c) {
+        const Backend *b = backend_of_device(c->rootfd, c->ev->name);
         int r;
 
-        if (vfio_is_vf(c->rootfd, c->ev->name) > 0) /* NVIDIA's VFIO framework (vgpu.h) */
-                return vf_appeared(c);
+        if (b) /* a VF of a backend: NVIDIA's VFIO framework (vgpu.h), ... */
+                return vf_appeared(c, b);
 
         /* Most PCI devices: not in the config at all. */
         r = sriov_config_mentions(c->rootfd, c->ev->name);

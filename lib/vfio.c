@@ -15,38 +15,33 @@
 
 #define PCI_DEVICES "sys/bus/pci/devices"
 
+const VfioKind vfio_nvidia = {
+        .prefix = VFIO_TYPE_PREFIX,
+        .dir = "nvidia",
+        .creatable = "creatable_vgpu_types",
+        .current = "current_vgpu_type",
+        .label = "NVIDIA VFIO framework",
+};
+
 int vfio_type_id(const char *type, unsigned *ret) {
+        return vfio_kind_type_id(&vfio_nvidia, type, ret);
+}
+
+int vfio_kind_type_id(const VfioKind *k, const char *type, unsigned *ret) {
         const char *p;
         unsigned v;
 
-        if (!type || strncmp(type, VFIO_TYPE_PREFIX, strlen(VFIO_TYPE_PREFIX)) != 0)
+        if (!type || strncmp(type, k->prefix, strlen(k->prefix)) != 0)
                 return -EINVAL;
-        p = type + strlen(VFIO_TYPE_PREFIX);
+        p = type + strlen(k->prefix);
         if (!isdigit((unsigned char) *p) || *p == '0' || safe_atou(p, &v) < 0 || strchr(p, '\n'))
                 return -EINVAL;
         *ret = v;
         return 0;
 }
 
-bool vfio_pci_address_parse(const char *s, char out[PCI_ADDRESS_MAX]) {
-        if (!s || strlen(s) != PCI_ADDRESS_MAX - 1)
-                return false;
-        for (int i = 0; i < PCI_ADDRESS_MAX - 1; i++) {
-                char c = s[i];
-                if (i == 4 || i == 7) {
-                        if (c != ':')
-                                return false;
-                } else if (i == 10) {
-                        if (c != '.')
-                                return false;
-                } else if (!isxdigit((unsigned char) c))
-                        return false;
-                if (i == 11 && (c < '0' || c > '7'))
-                        return false;
-                out[i] = (char) tolower((unsigned char) c);
-        }
-        out[PCI_ADDRESS_MAX - 1] = '\0';
-        return true;
+bool vfio_pci_address_parse(const char *s, char out[PCI_ADDRESS_STRING_MAX]) {
+        return pci_address_normalize(s, out);
 }
 
 static bool line_is_header(const char *l) {
@@ -57,6 +52,10 @@ static bool line_is_header(const char *l) {
 }
 
 int vfio_creatable_parse(const char *text, VfioType **ret, size_t *ret_n) {
+        return vfio_kind_creatable_parse(&vfio_nvidia, text, ret, ret_n);
+}
+
+int vfio_kind_creatable_parse(const VfioKind *k, const char *text, VfioType **ret, size_t *ret_n) {
         _cleanup_free_ VfioType *v = NULL;
         size_t n = 0, allocated = 0;
         bool first = true;
@@ -84,19 +83,19 @@ int vfio_creatable_parse(const char *text, VfioType **ret, size_t *ret_n) {
                 }
                 first = false;
                 if (!isdigit((unsigned char) *p))
-                        return error_set(-EBADMSG, "creatable_vgpu_types: '%s' is not 'ID : NAME'", line);
+                        return error_set(-EBADMSG, "%s: '%s' is not 'ID : NAME'", k->creatable, line);
                 errno = 0;
                 id = strtoul(p, &end, 10);
                 for (colon = end; *colon == ' ' || *colon == '\t'; colon++)
                         ;
                 if (errno || id == 0 || id > INT_MAX || *colon != ':')
-                        return error_set(-EBADMSG, "creatable_vgpu_types: '%s' is not 'ID : NAME'", line);
+                        return error_set(-EBADMSG, "%s: '%s' is not 'ID : NAME'", k->creatable, line);
                 for (p = colon + 1; *p == ' ' || *p == '\t'; p++)
                         ;
                 if (array_grow(&v, n, &allocated, sizeof *v) < 0)
                         return -ENOMEM;
                 v[n] = (VfioType) { .id = (unsigned) id };
-                snprintf(v[n].type, sizeof v[n].type, VFIO_TYPE_PREFIX "%lu", id);
+                snprintf(v[n].type, sizeof v[n].type, "%s%lu", k->prefix, id);
                 snprintf(v[n].name, sizeof v[n].name, "%s", p);
                 for (nl = strlen(v[n].name); nl > 0 && isspace((unsigned char) v[n].name[nl - 1]); nl--)
                         v[n].name[nl - 1] = '\0';
@@ -108,25 +107,33 @@ int vfio_creatable_parse(const char *text, VfioType **ret, size_t *ret_n) {
 }
 
 static int vf_path(const char *vf, const char *file, char *buf, size_t size) {
-        char a[PCI_ADDRESS_MAX];
+        char a[PCI_ADDRESS_STRING_MAX];
 
-        if (!vfio_pci_address_parse(vf, a))
+        if (!pci_address_normalize(vf, a))
                 return -EINVAL;
         snprintf(buf, size, PCI_DEVICES "/%s/%s", a, file);
         return 0;
 }
 
-int vfio_is_vf(int rootfd, const char *vf) {
+/* One of the kind's attributes of a VF: <VF>/<dir>/<file>. */
+static int vf_attr_path(const VfioKind *k, const char *vf, const char *file, char *buf, size_t size) {
+        char f[64];
+
+        snprintf(f, sizeof f, "%s/%s", k->dir, file);
+        return vf_path(vf, f, buf, size);
+}
+
+int vfio_is_vf(const VfioKind *k, int rootfd, const char *vf) {
         char path[PATH_MAX];
 
-        if (vf_path(vf, "nvidia/current_vgpu_type", path, sizeof path) < 0)
+        if (vf_attr_path(k, vf, k->current, path, sizeof path) < 0)
                 return 0;
         if (faccessat(rootfd, path, F_OK, 0) == 0)
                 return 1;
         return errno == ENOENT || errno == ENOTDIR ? 0 : -errno;
 }
 
-static int link_base(int rootfd, const char *path, char out[PCI_ADDRESS_MAX]) {
+static int link_base(int rootfd, const char *path, char out[PCI_ADDRESS_STRING_MAX]) {
         char target[PATH_MAX];
         const char *base;
         ssize_t n;
@@ -137,12 +144,12 @@ static int link_base(int rootfd, const char *path, char out[PCI_ADDRESS_MAX]) {
         target[n] = '\0';
         base = strrchr(target, '/');
         base = base ? base + 1 : target;
-        if (!vfio_pci_address_parse(base, out))
+        if (!pci_address_normalize(base, out))
                 return -EBADMSG;
         return 0;
 }
 
-int vfio_vf_pf(int rootfd, const char *vf, char pf[PCI_ADDRESS_MAX]) {
+int vfio_vf_pf(int rootfd, const char *vf, char pf[PCI_ADDRESS_STRING_MAX]) {
         char path[PATH_MAX];
         int r;
 
@@ -162,7 +169,7 @@ int vfio_pf_vfs(int rootfd, const char *pf, char ***ret) {
         int r;
 
         for (unsigned i = 0;; i++) {
-                char vf[PCI_ADDRESS_MAX], name[32];
+                char vf[PCI_ADDRESS_STRING_MAX], name[32];
 
                 snprintf(name, sizeof name, "virtfn%u", i);
                 r = vf_path(pf, name, path, sizeof path);
@@ -183,17 +190,17 @@ int vfio_pf_vfs(int rootfd, const char *pf, char ***ret) {
         return 0;
 }
 
-int vfio_is_pf(int rootfd, const char *pf) {
-        char path[PATH_MAX], vf[PCI_ADDRESS_MAX];
+int vfio_is_pf(const VfioKind *k, int rootfd, const char *pf) {
+        char path[PATH_MAX], vf[PCI_ADDRESS_STRING_MAX];
 
         if (vf_path(pf, "virtfn0", path, sizeof path) < 0)
                 return 0;
         if (link_base(rootfd, path, vf) < 0)
                 return 0;
-        return vfio_is_vf(rootfd, vf);
+        return vfio_is_vf(k, rootfd, vf);
 }
 
-int vfio_pf_list(int rootfd, char ***ret) {
+int vfio_pf_list(const VfioKind *k, int rootfd, char ***ret) {
         _cleanup_strv_free_ char **all = NULL, **l = NULL;
         size_t n = 0, allocated = 0;
         int r;
@@ -206,7 +213,7 @@ int vfio_pf_list(int rootfd, char ***ret) {
         if (r < 0)
                 return error_set(r, "cannot list '/" PCI_DEVICES "': %s", strerror(-r));
         for (char **a = all; *a; a++) {
-                if (vfio_is_pf(rootfd, *a) <= 0)
+                if (vfio_is_pf(k, rootfd, *a) <= 0)
                         continue;
                 r = strv_push(&l, &n, &allocated, strdup(*a));
                 if (r < 0)
@@ -219,11 +226,11 @@ int vfio_pf_list(int rootfd, char ***ret) {
         return 0;
 }
 
-int vfio_vf_current(int rootfd, const char *vf, unsigned *ret) {
+int vfio_vf_current(const VfioKind *k, int rootfd, const char *vf, unsigned *ret) {
         char path[PATH_MAX], buf[32];
         int r;
 
-        r = vf_path(vf, "nvidia/current_vgpu_type", path, sizeof path);
+        r = vf_attr_path(k, vf, k->current, path, sizeof path);
         if (r < 0)
                 return error_set(r, "'%s' is not a PCI address", vf);
         r = read_small_at(rootfd, path, buf, sizeof buf);
@@ -235,14 +242,14 @@ int vfio_vf_current(int rootfd, const char *vf, unsigned *ret) {
         return 0;
 }
 
-int vfio_vf_creatable(int rootfd, const char *vf, VfioType **ret, size_t *ret_n) {
+int vfio_vf_creatable(const VfioKind *k, int rootfd, const char *vf, VfioType **ret, size_t *ret_n) {
         char path[PATH_MAX];
         _cleanup_free_ char *text = NULL;
         _cleanup_close_ int fd = -1;
         size_t len;
         int r;
 
-        r = vf_path(vf, "nvidia/creatable_vgpu_types", path, sizeof path);
+        r = vf_attr_path(k, vf, k->creatable, path, sizeof path);
         if (r < 0)
                 return error_set(r, "'%s' is not a PCI address", vf);
         fd = openat(rootfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
@@ -255,44 +262,44 @@ int vfio_vf_creatable(int rootfd, const char *vf, VfioType **ret, size_t *ret_n)
                 return r;
         if (r < 0)
                 return error_set(r, "cannot read '/%s': %s", path, strerror(-r));
-        r = vfio_creatable_parse(text, ret, ret_n);
+        r = vfio_kind_creatable_parse(k, text, ret, ret_n);
         if (r < 0)
                 return error_prefix(r, "'/%s'", path);
         return 0;
 }
 
-int vfio_vf_program(int rootfd, const char *vf, unsigned id) {
+int vfio_vf_program(const VfioKind *k, int rootfd, const char *vf, unsigned id) {
         char path[PATH_MAX], buf[16];
         unsigned now;
         int r;
 
         if (id == 0)
                 return -EINVAL;
-        r = vf_path(vf, "nvidia/current_vgpu_type", path, sizeof path);
+        r = vf_attr_path(k, vf, k->current, path, sizeof path);
         if (r < 0)
                 return r;
         snprintf(buf, sizeof buf, "%u", id);
         r = write_string_at(rootfd, path, buf);
         if (r < 0)
                 return r;
-        r = vfio_vf_current(rootfd, vf, &now);
+        r = vfio_vf_current(k, rootfd, vf, &now);
         error_clear();
         if (r < 0)
                 return r;
         return now == id ? 0 : -EIO;
 }
 
-int vfio_vf_clear(int rootfd, const char *vf) {
+int vfio_vf_clear(const VfioKind *k, int rootfd, const char *vf) {
         char path[PATH_MAX];
         int r;
 
-        r = vf_path(vf, "nvidia/current_vgpu_type", path, sizeof path);
+        r = vf_attr_path(k, vf, k->current, path, sizeof path);
         if (r < 0)
                 return r;
         return write_string_at(rootfd, path, "0");
 }
 
-static VfioOffer *offer_get(VfioOffer **l, size_t *n, unsigned id) {
+static VfioOffer *offer_get(const VfioKind *k, VfioOffer **l, size_t *n, unsigned id) {
         VfioOffer *t;
 
         for (size_t i = 0; i < *n; i++)
@@ -304,7 +311,7 @@ static VfioOffer *offer_get(VfioOffer **l, size_t *n, unsigned id) {
         *l = t;
         t = &t[(*n)++];
         *t = (VfioOffer) { .type.id = id };
-        snprintf(t->type.type, sizeof t->type.type, VFIO_TYPE_PREFIX "%u", id);
+        snprintf(t->type.type, sizeof t->type.type, "%s%u", k->prefix, id);
         return t;
 }
 
@@ -313,7 +320,7 @@ static int offer_cmp(const void *a, const void *b) {
         return x < y ? -1 : x > y;
 }
 
-int vfio_pf_offers(int rootfd, const char *pf, VfioOffer **ret, size_t *ret_n, unsigned *ret_vfs, unsigned *ret_free) {
+int vfio_pf_offers(const VfioKind *k, int rootfd, const char *pf, VfioOffer **ret, size_t *ret_n, unsigned *ret_vfs, unsigned *ret_free) {
         _cleanup_strv_free_ char **vfs = NULL;
         _cleanup_free_ VfioOffer *l = NULL;
         unsigned nvfs = 0, nfree = 0;
@@ -329,28 +336,28 @@ int vfio_pf_offers(int rootfd, const char *pf, VfioOffer **ret, size_t *ret_n, u
                 unsigned cur;
                 VfioOffer *o;
 
-                if (vfio_vf_current(rootfd, *vf, &cur) < 0) {
+                if (vfio_vf_current(k, rootfd, *vf, &cur) < 0) {
                         error_clear();
                         continue;
                 }
                 nvfs++;
                 if (cur) {
-                        o = offer_get(&l, &n, cur);
+                        o = offer_get(k, &l, &n, cur);
                         if (!o)
                                 return -ENOMEM;
                         o->existing++;
                         continue;
                 }
                 nfree++;
-                r = vfio_vf_creatable(rootfd, *vf, &cr, &n_cr);
+                r = vfio_vf_creatable(k, rootfd, *vf, &cr, &n_cr);
                 if (r < 0)
                         return r;
-                for (size_t k = 0; k < n_cr; k++) {
-                        o = offer_get(&l, &n, cr[k].id);
+                for (size_t i = 0; i < n_cr; i++) {
+                        o = offer_get(k, &l, &n, cr[i].id);
                         if (!o)
                                 return -ENOMEM;
                         o->creatable++;
-                        snprintf(o->type.name, sizeof o->type.name, "%s", cr[k].name);
+                        snprintf(o->type.name, sizeof o->type.name, "%s", cr[i].name);
                 }
         }
         if (n > 1)
@@ -364,7 +371,7 @@ int vfio_pf_offers(int rootfd, const char *pf, VfioOffer **ret, size_t *ret_n, u
         return 0;
 }
 
-int vfio_pf_offer(int rootfd, const char *pf, const char *type, VfioOffer *ret, bool *ret_offered) {
+int vfio_pf_offer(const VfioKind *k, int rootfd, const char *pf, const char *type, VfioOffer *ret, bool *ret_offered) {
         _cleanup_free_ VfioOffer *l = NULL;
         size_t n = 0;
         unsigned id;
@@ -372,9 +379,9 @@ int vfio_pf_offer(int rootfd, const char *pf, const char *type, VfioOffer *ret, 
 
         *ret = (VfioOffer) { .existing = 0 };
         *ret_offered = false;
-        if (vfio_type_id(type, &id) < 0)
+        if (vfio_kind_type_id(k, type, &id) < 0)
                 return 0;
-        r = vfio_pf_offers(rootfd, pf, &l, &n, NULL, NULL);
+        r = vfio_pf_offers(k, rootfd, pf, &l, &n, NULL, NULL);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < n; i++)
@@ -389,12 +396,12 @@ static int mdev_name_cmp(const void *a, const void *b) {
         return strcmp(((const SysfsMdev *) a)->uuid, ((const SysfsMdev *) b)->uuid);
 }
 
-int vfio_vgpus_append(int rootfd, SysfsMdev **mdevs, size_t *n) {
+int vfio_vgpus_append(const VfioKind *k, int rootfd, SysfsMdev **mdevs, size_t *n) {
         _cleanup_strv_free_ char **pfs = NULL;
         size_t added = 0;
         int r;
 
-        r = vfio_pf_list(rootfd, &pfs);
+        r = vfio_pf_list(k, rootfd, &pfs);
         if (r < 0)
                 return r;
         for (char **pf = pfs; *pf; pf++) {
@@ -408,7 +415,7 @@ int vfio_vgpus_append(int rootfd, SysfsMdev **mdevs, size_t *n) {
                         unsigned cur;
                         SysfsMdev *t;
 
-                        if (vfio_vf_current(rootfd, *vf, &cur) < 0) {
+                        if (vfio_vf_current(k, rootfd, *vf, &cur) < 0) {
                                 error_clear();
                                 continue;
                         }
@@ -422,7 +429,7 @@ int vfio_vgpus_append(int rootfd, SysfsMdev **mdevs, size_t *n) {
                         memset(t, 0, sizeof *t);
                         snprintf(t->uuid, sizeof t->uuid, "%s", *vf);
                         snprintf(t->parent, sizeof t->parent, "%s", *pf);
-                        snprintf(t->type, sizeof t->type, VFIO_TYPE_PREFIX "%u", cur);
+                        snprintf(t->type, sizeof t->type, "%s%u", k->prefix, cur);
                         added++;
                 }
         }

@@ -8,57 +8,45 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend.h"
 #include "log.h"
+#include "owner.h"
 #include "vgpu.h"
 
 typedef struct PfStat {
-        char pf[PCI_ADDRESS_MAX];
+        char pf[PCI_ADDRESS_STRING_MAX];
         const char *type;            /* the type it is a candidate for */
         unsigned order;              /* of that type in the wanted list */
         unsigned of_type;            /* VFs carrying the type */
         unsigned other;              /* VFs carrying another type */
         unsigned nvfs;
-        char free_vf[PCI_ADDRESS_MAX]; /* first unprogrammed VF nobody holds, "" none */
+        char free_vf[PCI_ADDRESS_STRING_MAX]; /* first unprogrammed VF nobody holds, "" none */
         char why[160];               /* when it cannot take one */
 } PfStat;
 
-static bool taken_has(char (*taken)[PCI_ADDRESS_MAX], size_t n, const char *vf) {
+static bool taken_has(char (*taken)[PCI_ADDRESS_STRING_MAX], size_t n, const char *vf) {
         for (size_t i = 0; i < n; i++)
                 if (streq(taken[i], vf))
                         return true;
         return false;
 }
 
-/* 1 when a record says another guest holds the VF in this boot (or a clear
- * is pending on it), 0 when free for guest. */
+/* 1 when the VF may not be offered to guest (owner.h: another guest holds
+ * it, or a clear is pending on it), 0 when it may. */
 static int vf_held(int ledgerfd, const char *boot_id, const char *guest, const char *vf, LedgerEntry *ret) {
-        LedgerEntry e;
+        OwnerState s;
         int r;
 
-        if (ledgerfd < 0)
-                return 0;
-        r = ledger_read(ledgerfd, vf, &e);
-        if (r == -ENOENT) {
-                error_clear();
-                return 0;
-        }
+        r = owner_read(ledgerfd, vf, boot_id, guest, &s, ret);
         if (r < 0)
                 return r;
-        if (ret)
-                *ret = e;
-        if (!streq(e.boot_id, boot_id))
-                return 0;
-        if (e.remove_pending)
-                return 1;
-        if ((e.state == LEDGER_ASSIGNED || e.state == LEDGER_INCOMING) && !(guest && streq(e.guest, guest)))
-                return 1;
-        return 0;
+        return !owner_may_give(s, OWNER_OFFERED);
 }
 
-static bool types_have_id(char *const *types, unsigned id, const char **ret) {
+static bool types_have_id(const VfioKind *kind, char *const *types, unsigned id, const char **ret) {
         char name[NAME_STRING_MAX];
 
-        snprintf(name, sizeof name, VFIO_TYPE_PREFIX "%u", id);
+        snprintf(name, sizeof name, "%s%u", kind->prefix, id);
         for (char *const *t = types; *t; t++)
                 if (streq(*t, name)) {
                         *ret = *t;
@@ -68,7 +56,7 @@ static bool types_have_id(char *const *types, unsigned id, const char **ret) {
 }
 
 /* Can prefer have one of types? 1 and *ret filled, 0 not. */
-static int try_prefer(int rootfd, int ledgerfd, const char *boot_id, const char *guest, char *const *types,
+static int try_prefer(const VfioKind *kind, int rootfd, int ledgerfd, const char *boot_id, const char *guest, char *const *types,
                       const char *prefer, VgpuChoice *ret) {
         _cleanup_free_ VfioType *cr = NULL;
         size_t n_cr = 0;
@@ -76,25 +64,25 @@ static int try_prefer(int rootfd, int ledgerfd, const char *boot_id, const char 
         const char *t;
         int r;
 
-        if (!prefer || !prefer[0] || vfio_is_vf(rootfd, prefer) <= 0)
+        if (!prefer || !prefer[0] || vfio_is_vf(kind, rootfd, prefer) <= 0)
                 return 0;
         r = vf_held(ledgerfd, boot_id, guest, prefer, NULL);
         if (r != 0)
                 return r < 0 ? r : 0;
-        if (vfio_vf_current(rootfd, prefer, &current) < 0)
+        if (vfio_vf_current(kind, rootfd, prefer, &current) < 0)
                 return 0;
         *ret = (VgpuChoice) { .program = current == 0 };
         snprintf(ret->vf, sizeof ret->vf, "%s", prefer);
         if (vfio_vf_pf(rootfd, prefer, ret->pf) < 0)
                 return 0;
         if (current) {
-                if (!types_have_id(types, current, &t))
+                if (!types_have_id(kind, types, current, &t))
                         return 0;
                 ret->id = current;
                 snprintf(ret->type, sizeof ret->type, "%s", t);
                 return 1;
         }
-        if (vfio_vf_creatable(rootfd, prefer, &cr, &n_cr) < 0)
+        if (vfio_vf_creatable(kind, rootfd, prefer, &cr, &n_cr) < 0)
                 return 0;
         for (char *const *w = types; *w; w++)
                 for (size_t k = 0; k < n_cr; k++)
@@ -108,7 +96,7 @@ static int try_prefer(int rootfd, int ledgerfd, const char *boot_id, const char 
 
 /* The PFs of one type: device_addresses, or for the default type every VFIO
  * PF that no other type names. */
-static int type_pfs(int rootfd, const Config *c, const char *type, char ***ret) {
+static int type_pfs(const VfioKind *kind, int rootfd, const Config *c, const char *type, char ***ret) {
         const ConfigType *t = config_find_type(c, type);
         _cleanup_strv_free_ char **all = NULL, **l = NULL;
         int r;
@@ -120,7 +108,7 @@ static int type_pfs(int rootfd, const Config *c, const char *type, char ***ret) 
                                 return r;
                 }
         } else if (t && c->default_type == t) {
-                r = vfio_pf_list(rootfd, &all);
+                r = vfio_pf_list(kind, rootfd, &all);
                 if (r < 0)
                         return r;
                 for (char **a = all; *a; a++)
@@ -154,112 +142,156 @@ static void sort_stats(PfStat *s, size_t n, ConfigPlacement placement) {
                 }
 }
 
-int vgpu_choose(int rootfd, int ledgerfd, const Config *c, const char *boot_id, const char *guest,
-                char *const *types, const char *prefer, char (*taken)[PCI_ADDRESS_MAX], size_t n_taken,
+/* One vgpu_choose() call: what it reads with, and the PFs it has read. */
+typedef struct Choose {
+        const VfioKind *kind;
+        int rootfd, ledgerfd;
+        const Config *c;
+        const char *boot_id, *guest;
+        char (*taken)[PCI_ADDRESS_STRING_MAX];
+        size_t n_taken;
+        PfStat *st;
+        size_t n_st, allocated;
+} Choose;
+
+/* Reads one PF's VFs for type (of ID id) into s. 1 when one of them is a
+ * VF mdev-hooks kept programmed with the type and free (then *ret: the
+ * first choice), 0 when not, -errno. */
+static int pf_stat_read(Choose *ch, PfStat *s, const char *pf, const char *type, unsigned id, VgpuChoice *ret) {
+        _cleanup_strv_free_ char **vfs = NULL;
+
+        if (vfio_pf_vfs(ch->rootfd, pf, &vfs) < 0) {
+                error_clear();
+                snprintf(s->why, sizeof s->why, "%s has no VFs of NVIDIA's vGPU (run sriov-manage -e %s)", pf, pf);
+                return 0;
+        }
+        for (char **vf = vfs; *vf; vf++) {
+                LedgerEntry e = { .state = LEDGER_LOST };
+                unsigned cur;
+                int held;
+
+                s->nvfs++;
+                if (vfio_vf_current(ch->kind, ch->rootfd, *vf, &cur) < 0) {
+                        error_clear();
+                        continue;
+                }
+                if (cur == id)
+                        s->of_type++;
+                else if (cur)
+                        s->other++;
+                held = vf_held(ch->ledgerfd, ch->boot_id, ch->guest, *vf, &e);
+                if (held < 0)
+                        return held;
+                if (held || taken_has(ch->taken, ch->n_taken, *vf))
+                        continue;
+                /* a VF mdev-hooks kept programmed and free: first choice */
+                if (cur == id && ch->ledgerfd >= 0 && e.state == LEDGER_FREE && e.origin == LEDGER_CREATED &&
+                    streq(e.boot_id, ch->boot_id) && streq(e.uuid, *vf) && !ret->kept) {
+                        *ret = (VgpuChoice) { .id = id, .program = false, .kept = true };
+                        snprintf(ret->vf, sizeof ret->vf, "%s", *vf);
+                        snprintf(ret->pf, sizeof ret->pf, "%.12s", pf);
+                        snprintf(ret->type, sizeof ret->type, "%s", type);
+                        return 1;
+                }
+                if (cur == 0 && !s->free_vf[0])
+                        snprintf(s->free_vf, sizeof s->free_vf, "%s", *vf);
+        }
+        return 0;
+}
+
+/* Reads the PFs of the type types[order] into ch->st, and marks them all
+ * when the type has reached max_instances on the host. 1, 0, -errno as
+ * pf_stat_read(). */
+static int type_stats_read(Choose *ch, char *const *types, unsigned order, VgpuChoice *ret) {
+        const char *type = types[order];
+        const ConfigType *ct = config_find_type(ch->c, type);
+        _cleanup_strv_free_ char **pfs = NULL;
+        unsigned id, host_count = 0;
+        size_t first = ch->n_st;
+        int r;
+
+        if (vfio_kind_type_id(ch->kind, type, &id) < 0)
+                return 0;
+        r = type_pfs(ch->kind, ch->rootfd, ch->c, type, &pfs);
+        if (r < 0)
+                return r;
+        for (char **pf = pfs; pf && *pf; pf++) {
+                PfStat *s;
+
+                if (array_grow(&ch->st, ch->n_st, &ch->allocated, sizeof *ch->st) < 0)
+                        return -ENOMEM;
+                s = &ch->st[ch->n_st++];
+                *s = (PfStat) { .type = type, .order = order };
+                snprintf(s->pf, sizeof s->pf, "%.12s", *pf);
+                r = pf_stat_read(ch, s, *pf, type, id, ret);
+                if (r != 0)
+                        return r;
+                host_count += s->of_type;
+        }
+        /* VFs this call chose and has not programmed yet count as
+         * taken (conservatively, whatever their type). */
+        host_count += (unsigned) ch->n_taken;
+        if (ct && ct->max_instances && host_count >= ct->max_instances)
+                for (size_t i = first; i < ch->n_st; i++)
+                        if (!ch->st[i].why[0])
+                                snprintf(ch->st[i].why, sizeof ch->st[i].why, "%s: %s has reached max_instances = %u on this host",
+                                         ch->st[i].pf, type, ct->max_instances);
+        return 0;
+}
+
+/* Whether the PF of s can take its type on its free VF: 1 and *ret, or 0
+ * and s->why says why not. */
+static int pf_stat_take(Choose *ch, PfStat *s, VgpuChoice *ret) {
+        _cleanup_free_ VfioType *cr = NULL;
+        size_t n_cr = 0;
+
+        if (!s->why[0] && !s->free_vf[0])
+                snprintf(s->why, sizeof s->why, "%s has no free VF (%u of %u carry a vGPU)", s->pf,
+                         s->of_type + s->other, s->nvfs);
+        if (s->why[0] || vfio_vf_creatable(ch->kind, ch->rootfd, s->free_vf, &cr, &n_cr) < 0)
+                return 0;
+        for (size_t k = 0; k < n_cr; k++)
+                if (streq(cr[k].type, s->type)) {
+                        *ret = (VgpuChoice) { .id = cr[k].id, .program = true };
+                        snprintf(ret->vf, sizeof ret->vf, "%s", s->free_vf);
+                        snprintf(ret->pf, sizeof ret->pf, "%s", s->pf);
+                        snprintf(ret->type, sizeof ret->type, "%s", s->type);
+                        return 1;
+                }
+        if (s->other)
+                snprintf(s->why, sizeof s->why, "%s cannot take %s (it holds vGPUs of another size, or is full)",
+                         s->pf, s->type);
+        else
+                snprintf(s->why, sizeof s->why, "%s cannot take %s now (full)", s->pf, s->type);
+        return 0;
+}
+
+int vgpu_choose(const VfioKind *kind, int rootfd, int ledgerfd, const Config *c, const char *boot_id, const char *guest,
+                char *const *types, const char *prefer, char (*taken)[PCI_ADDRESS_STRING_MAX], size_t n_taken,
                 VgpuChoice *ret) {
+        Choose ch = { .kind = kind, .rootfd = rootfd, .ledgerfd = ledgerfd, .c = c, .boot_id = boot_id,
+                      .guest = guest, .taken = taken, .n_taken = n_taken };
         _cleanup_free_ PfStat *st = NULL;
-        size_t n_st = 0, allocated = 0;
         char why[2048] = "";
         size_t o = 0;
         int r;
 
-        r = try_prefer(rootfd, ledgerfd, boot_id, guest, types, prefer, ret);
+        r = try_prefer(kind, rootfd, ledgerfd, boot_id, guest, types, prefer, ret);
         if (r != 0 && !(r > 0 && taken_has(taken, n_taken, ret->vf)))
                 return r < 0 ? r : 0;
 
         for (unsigned order = 0; types[order]; order++) {
-                const char *type = types[order];
-                const ConfigType *ct = config_find_type(c, type);
-                _cleanup_strv_free_ char **pfs = NULL;
-                unsigned id, host_count = 0;
-                size_t first = n_st;
-
-                if (vfio_type_id(type, &id) < 0)
-                        continue;
-                r = type_pfs(rootfd, c, type, &pfs);
-                if (r < 0)
-                        return r;
-                for (char **pf = pfs; pf && *pf; pf++) {
-                        _cleanup_strv_free_ char **vfs = NULL;
-                        PfStat *s;
-
-                        if (array_grow(&st, n_st, &allocated, sizeof *st) < 0)
-                                return -ENOMEM;
-                        s = &st[n_st++];
-                        *s = (PfStat) { .type = type, .order = order };
-                        snprintf(s->pf, sizeof s->pf, "%.12s", *pf);
-                        r = vfio_pf_vfs(rootfd, *pf, &vfs);
-                        if (r < 0) {
-                                error_clear();
-                                snprintf(s->why, sizeof s->why, "%s has no VFs of NVIDIA's vGPU (run sriov-manage -e %s)", *pf, *pf);
-                                continue;
-                        }
-                        for (char **vf = vfs; *vf; vf++) {
-                                unsigned cur;
-                                LedgerEntry e = { .state = LEDGER_LOST };
-                                int held;
-
-                                s->nvfs++;
-                                if (vfio_vf_current(rootfd, *vf, &cur) < 0) {
-                                        error_clear();
-                                        continue;
-                                }
-                                if (cur == id)
-                                        s->of_type++;
-                                else if (cur)
-                                        s->other++;
-                                held = vf_held(ledgerfd, boot_id, guest, *vf, &e);
-                                if (held < 0)
-                                        return held;
-                                if (held || taken_has(taken, n_taken, *vf))
-                                        continue;
-                                /* a VF mdev-hooks kept programmed and free: first choice */
-                                if (cur == id && ledgerfd >= 0 && e.state == LEDGER_FREE && e.origin == LEDGER_CREATED &&
-                                    streq(e.boot_id, boot_id) && streq(e.uuid, *vf) && !ret->kept) {
-                                        *ret = (VgpuChoice) { .id = id, .program = false, .kept = true };
-                                        snprintf(ret->vf, sizeof ret->vf, "%s", *vf);
-                                        snprintf(ret->pf, sizeof ret->pf, "%.12s", *pf);
-                                        snprintf(ret->type, sizeof ret->type, "%s", type);
-                                        return 0;
-                                }
-                                if (cur == 0 && !s->free_vf[0])
-                                        snprintf(s->free_vf, sizeof s->free_vf, "%s", *vf);
-                        }
-                        host_count += s->of_type;
-                }
-                /* VFs this call chose and has not programmed yet count as
-                 * taken (conservatively, whatever their type). */
-                host_count += (unsigned) n_taken;
-                if (ct && ct->max_instances && host_count >= ct->max_instances)
-                        for (size_t i = first; i < n_st; i++)
-                                if (!st[i].why[0])
-                                        snprintf(st[i].why, sizeof st[i].why, "%s: %s has reached max_instances = %u on this host",
-                                                 st[i].pf, type, ct->max_instances);
+                r = type_stats_read(&ch, types, order, ret);
+                st = ch.st; /* freed on every way out */
+                if (r != 0)
+                        return r < 0 ? r : 0;
         }
-        sort_stats(st, n_st, c->placement);
-        for (size_t i = 0; i < n_st; i++) {
+        sort_stats(st, ch.n_st, c->placement);
+        for (size_t i = 0; i < ch.n_st; i++) {
                 PfStat *s = &st[i];
-                _cleanup_free_ VfioType *cr = NULL;
-                size_t n_cr = 0;
 
-                if (!s->why[0] && !s->free_vf[0])
-                        snprintf(s->why, sizeof s->why, "%s has no free VF (%u of %u carry a vGPU)", s->pf,
-                                 s->of_type + s->other, s->nvfs);
-                if (!s->why[0] && vfio_vf_creatable(rootfd, s->free_vf, &cr, &n_cr) >= 0) {
-                        for (size_t k = 0; k < n_cr; k++)
-                                if (streq(cr[k].type, s->type)) {
-                                        *ret = (VgpuChoice) { .id = cr[k].id, .program = true };
-                                        snprintf(ret->vf, sizeof ret->vf, "%s", s->free_vf);
-                                        snprintf(ret->pf, sizeof ret->pf, "%s", s->pf);
-                                        snprintf(ret->type, sizeof ret->type, "%s", s->type);
-                                        return 0;
-                                }
-                        if (s->other)
-                                snprintf(s->why, sizeof s->why, "%s cannot take %s (it holds vGPUs of another size, or is full)",
-                                         s->pf, s->type);
-                        else
-                                snprintf(s->why, sizeof s->why, "%s cannot take %s now (full)", s->pf, s->type);
-                }
+                if (pf_stat_take(&ch, s, ret) > 0)
+                        return 0;
                 error_clear();
                 if (o < sizeof why) {
                         int k = snprintf(why + o, sizeof why - o, "%s%s", o ? ", " : "", s->why[0] ? s->why : s->pf);
@@ -267,15 +299,37 @@ int vgpu_choose(int rootfd, int ledgerfd, const Config *c, const char *boot_id, 
                                 o += (size_t) k;
                 }
         }
-        if (n_st == 0)
+        if (ch.n_st == 0)
                 return error_set(-ENOSPC, "no GPU is configured for %s here (name its PFs in [mdev_%s] device_addresses)",
                                  types[0], types[0]);
         return error_set(-ENOSPC, "no VF for %s: %s", types[0], why);
 }
 
+/* Whether the <mh:vgpu> entry of a hostdev whose device here is not k's VF
+ * (the source host's address, on a migrate) is k's to place: no backend's
+ * device is at that address here, and its type is one of k's names. An
+ * entry without a type (by class, or by nothing), or with a type that is
+ * no backend's, is NVIDIA's, as it always was (its type is then refused
+ * with the reason). */
+static bool meta_is_kinds(const VfioKind *kind, int rootfd, const DomxmlVgpu *v) {
+        const Backend *b;
+        unsigned id;
+
+        if (backend_of_device(rootfd, v->pci))
+                return false;
+        if (v->type[0] && vfio_kind_type_id(kind, v->type, &id) >= 0)
+                return true;
+        if (kind != &vfio_nvidia)
+                return false;
+        BACKEND_FOREACH(b)
+                if (v->type[0] && b->type_is_mine && b->type_is_mine(v->type))
+                        return false;
+        return true;
+}
+
 int vgpu_migrate(HookContext *ctx, VgpuPlan *p) {
         Domxml *dom = ctx->dom;
-        _cleanup_free_ char (*taken)[PCI_ADDRESS_MAX] = NULL;
+        _cleanup_free_ char (*taken)[PCI_ADDRESS_STRING_MAX] = NULL;
         int r;
 
         p->items = calloc(dom->n_vgpus + 1, sizeof *p->items);
@@ -288,21 +342,23 @@ int vgpu_migrate(HookContext *ctx, VgpuPlan *p) {
                 _cleanup_strv_free_ char **types = NULL;
                 VgpuItem *it = &p->items[p->n];
                 VgpuChoice ch = { .kept = false };
-                char pf[PCI_ADDRESS_MAX] = "";
+                char pf[PCI_ADDRESS_STRING_MAX] = "";
                 unsigned current = 0;
                 int is_vf;
 
-                is_vf = vfio_is_vf(ctx->rootfd, v->pci);
+                is_vf = vfio_is_vf(p->kind, ctx->rootfd, v->pci);
                 if (is_vf < 0)
                         return is_vf;
                 if (!v->has_meta && (v->managed || !is_vf))
                         continue; /* an ordinary PCI device (or one we cannot tell): left as it is */
+                if (!is_vf && !meta_is_kinds(p->kind, ctx->rootfd, v))
+                        continue; /* another backend's */
                 if (is_vf && vfio_vf_pf(ctx->rootfd, v->pci, pf) < 0)
                         pf[0] = '\0';
-                r = vgpu_want_types(ctx->config, v, pf[0] ? pf : NULL, current, &types);
+                r = vgpu_want_types(p->kind, ctx->config, v, pf[0] ? pf : NULL, current, &types);
                 if (r < 0)
                         return r;
-                r = vgpu_choose(ctx->rootfd, ctx->ledgerfd, ctx->config, ctx->boot_id, ctx->guest, types, v->pci,
+                r = vgpu_choose(p->kind, ctx->rootfd, ctx->ledgerfd, ctx->config, ctx->boot_id, ctx->guest, types, v->pci,
                                 taken, p->n, &ch);
                 if (r < 0)
                         return error_prefix(r, "vGPU %s", v->pci);

@@ -5,8 +5,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "backend.h"
 #include "crash.h"
 #include "log.h"
+#include "owner.h"
 #include "vgpu.h"
 
 void vgpu_plan_done(VgpuPlan *p) {
@@ -22,58 +24,55 @@ bool vgpu_dom_may_have(const Domxml *d) {
         return false;
 }
 
-int vgpu_is_ours(int rootfd, const DomxmlVgpu *v) {
-        int r = vfio_is_vf(rootfd, v->pci);
+int vgpu_is_ours(const VfioKind *kind, int rootfd, const DomxmlVgpu *v) {
+        int r = vfio_is_vf(kind, rootfd, v->pci);
 
         if (r < 0)
                 return error_set(r, "cannot look at PCI device %s: %s", v->pci, strerror(-r));
+        if (r == 0 && v->has_meta && backend_of_device(rootfd, v->pci))
+                return 0; /* another backend's VF */
         if (r == 0 && v->has_meta)
                 return error_set(-ENODEV, "PCI device %s has an <mh:vgpu> entry but is not a VF of NVIDIA's vGPU "
-                                 "(no /sys/bus/pci/devices/%s/nvidia/current_vgpu_type): enable the VFs "
+                                 "(no /sys/bus/pci/devices/%s/%s/%s): enable the VFs "
                                  "(sriov-manage -e <PF>, or [sriov] in the config) or fix the hostdev's address",
-                                 v->pci, v->pci);
+                                 v->pci, v->pci, kind->dir, kind->current);
         return r;
 }
 
-int vgpu_want_types(const Config *c, const DomxmlVgpu *v, const char *pf, unsigned current, char ***ret) {
+int vgpu_want_types(const VfioKind *kind, const Config *c, const DomxmlVgpu *v, const char *pf, unsigned current, char ***ret) {
         _cleanup_strv_free_ char **l = NULL;
         const ConfigType *t;
         unsigned id;
         int r = 0;
 
         if (v->type[0]) {
-                if (vfio_type_id(v->type, &id) < 0)
-                        return error_set(-EINVAL, "vGPU %s asks for type %s, but a vGPU of NVIDIA's VFIO framework has a type nvidia-<ID>",
-                                         v->pci, v->type);
+                if (vfio_kind_type_id(kind, v->type, &id) < 0)
+                        return error_set(-EINVAL, "vGPU %s asks for type %s, but a vGPU of NVIDIA's VFIO framework has a type %s<ID>",
+                                         v->pci, v->type, kind->prefix);
                 r = strv_extend(&l, v->type);
         } else if (v->mdev_class[0]) {
                 for (size_t i = 0; r >= 0 && i < c->n_types; i++)
                         if (streq_ptr(c->types[i].mdev_class, v->mdev_class) &&
-                            vfio_type_id(c->types[i].name, &id) >= 0)
+                            vfio_kind_type_id(kind, c->types[i].name, &id) >= 0)
                                 r = strv_extend(&l, c->types[i].name);
                 if (r >= 0 && !l)
-                        return error_set(-EINVAL, "vGPU %s asks for class %s, but no enabled nvidia-<ID> type has mdev_class = %s",
-                                         v->pci, v->mdev_class, v->mdev_class);
-        } else if (pf && (t = config_parent_type(c, pf)) && vfio_type_id(t->name, &id) >= 0) {
+                        return error_set(-EINVAL, "vGPU %s asks for class %s, but no enabled %s<ID> type has mdev_class = %s",
+                                         v->pci, v->mdev_class, kind->prefix, v->mdev_class);
+        } else if (pf && (t = config_parent_type(c, pf)) && vfio_kind_type_id(kind, t->name, &id) >= 0) {
                 r = strv_extend(&l, t->name);
         } else if (current) {
                 char name[NAME_STRING_MAX];
-                snprintf(name, sizeof name, VFIO_TYPE_PREFIX "%u", current);
+                snprintf(name, sizeof name, "%s%u", kind->prefix, current);
                 r = strv_extend(&l, name);
         } else
-                return error_set(-ENOENT, "vGPU %s has no type and the config has none for its GPU %s: add <mh:vgpu pci=\"%s\" type=\"nvidia-<ID>\"/> "
+                return error_set(-ENOENT, "vGPU %s has no type and the config has none for its GPU %s: add <mh:vgpu pci=\"%s\" type=\"%s<ID>\"/> "
                                  "to the domain's <metadata><mh:mdevs xmlns:mh=\"" DOMXML_NAMESPACE "\"> "
-                                 "(the IDs: /sys/bus/pci/devices/%s/nvidia/creatable_vgpu_types), or name %s in the config",
-                                 v->pci, pf ? pf : "?", v->pci, v->pci, pf ? pf : "the PF");
+                                 "(the IDs: /sys/bus/pci/devices/%s/%s/%s), or name %s in the config",
+                                 v->pci, pf ? pf : "?", v->pci, kind->prefix, v->pci, kind->dir, kind->creatable, pf ? pf : "the PF");
         if (r < 0)
                 return r;
         *ret = steal_pointer(&l);
         return 0;
-}
-
-static bool entry_held_by_other(const HookContext *ctx, const LedgerEntry *e) {
-        return (e->state == LEDGER_ASSIGNED || e->state == LEDGER_INCOMING) && streq(e->boot_id, ctx->boot_id) &&
-               !streq(e->guest, ctx->guest);
 }
 
 int vgpu_prepare_check(HookContext *ctx, VgpuPlan *p, LedgerState state) {
@@ -93,7 +92,7 @@ int vgpu_prepare_check(HookContext *ctx, VgpuPlan *p, LedgerState state) {
                 unsigned current;
                 LedgerEntry e;
 
-                r = vgpu_is_ours(ctx->rootfd, v);
+                r = vgpu_is_ours(p->kind, ctx->rootfd, v);
                 if (r < 0)
                         return r;
                 if (r == 0)
@@ -103,29 +102,29 @@ int vgpu_prepare_check(HookContext *ctx, VgpuPlan *p, LedgerState state) {
                 r = vfio_vf_pf(ctx->rootfd, it->vf, it->pf);
                 if (r < 0)
                         return r;
-                r = vfio_vf_current(ctx->rootfd, it->vf, &current);
+                r = vfio_vf_current(p->kind, ctx->rootfd, it->vf, &current);
                 if (r < 0)
                         return r;
-                r = vgpu_want_types(ctx->config, v, it->pf, current, &types);
+                r = vgpu_want_types(p->kind, ctx->config, v, it->pf, current, &types);
                 if (r < 0)
                         return r;
                 r = ledger_read(ctx->ledgerfd, it->vf, &e);
                 if (r < 0 && r != -ENOENT)
                         return r;
-                if (r >= 0 && entry_held_by_other(ctx, &e))
+                if (r >= 0 && !owner_may_give(owner_of(&e, ctx->boot_id, ctx->guest), OWNER_NAMED))
                         return error_set(-EBUSY, "vGPU %s is held by guest '%s' (%s); give this guest another VF (mdev-hooks pick %s) or stop '%s'",
                                          it->vf, e.guest, ledger_state_to_string(e.state), types[0], e.guest);
                 if (current) {
-                        snprintf(it->type, sizeof it->type, VFIO_TYPE_PREFIX "%u", current);
+                        snprintf(it->type, sizeof it->type, "%s%u", p->kind->prefix, current);
                         if (!strv_contains(types, it->type))
-                                return error_set(-EMEDIUMTYPE, "VF %s carries vGPU type %s, but the domain asks for %s; clear it (echo 0 > /sys/bus/pci/devices/%s/nvidia/current_vgpu_type) or fix the domain's metadata",
-                                                 it->vf, it->type, types[0], it->vf);
+                                return error_set(-EMEDIUMTYPE, "VF %s carries vGPU type %s, but the domain asks for %s; clear it (echo 0 > /sys/bus/pci/devices/%s/%s/%s) or fix the domain's metadata",
+                                                 it->vf, it->type, types[0], it->vf, p->kind->dir, p->kind->current);
                         it->id = current;
                         it->program = false;
                         p->n++;
                         continue;
                 }
-                r = vfio_vf_creatable(ctx->rootfd, it->vf, &creatable, &n_creatable);
+                r = vfio_vf_creatable(p->kind, ctx->rootfd, it->vf, &creatable, &n_creatable);
                 if (r < 0)
                         return r;
                 for (char **t = types; *t && !it->id; t++)
@@ -170,12 +169,16 @@ static void sleep_msec(unsigned ms) {
 }
 
 int vgpu_clear(int rootfd, const char *vf, unsigned timeout_msec) {
+        return vgpu_kind_clear(&vfio_nvidia, rootfd, vf, timeout_msec);
+}
+
+int vgpu_kind_clear(const VfioKind *kind, int rootfd, const char *vf, unsigned timeout_msec) {
         unsigned long long deadline = now_usec() + (unsigned long long) timeout_msec * 1000ULL;
         unsigned wait = 10, current;
         int r;
 
         for (;;) {
-                r = vfio_vf_current(rootfd, vf, &current);
+                r = vfio_vf_current(kind, rootfd, vf, &current);
                 if (r == -ENOENT) {
                         error_clear();
                         return 0; /* the VF is gone (VFs disabled): nothing to clear */
@@ -184,7 +187,7 @@ int vgpu_clear(int rootfd, const char *vf, unsigned timeout_msec) {
                         return r;
                 if (current == 0)
                         return 0;
-                r = vfio_vf_clear(rootfd, vf);
+                r = vfio_vf_clear(kind, rootfd, vf);
                 if (r >= 0)
                         return 0;
                 if ((r != -EPERM && r != -EBUSY) || now_usec() >= deadline)
@@ -210,7 +213,7 @@ int vgpu_rollback(HookContext *ctx, VgpuPlan *p) {
                 if (!it->done)
                         continue;
                 if (it->program) {
-                        r = vgpu_clear(ctx->rootfd, it->vf, 1000);
+                        r = vgpu_kind_clear(p->kind, ctx->rootfd, it->vf, 1000);
                         if (r < 0) {
                                 /* left programmed: its record stays, marked for later */
                                 LedgerEntry e;
@@ -256,7 +259,7 @@ int vgpu_prepare_apply(HookContext *ctx, VgpuPlan *p, LedgerState state) {
                         goto fail;
                 it->done = true;
                 if (it->program) {
-                        r = vfio_vf_program(ctx->rootfd, it->vf, it->id);
+                        r = vfio_vf_program(p->kind, ctx->rootfd, it->vf, it->id);
                         if (r < 0) {
                                 _cleanup_free_ VfioType *c = NULL;
                                 size_t n_c = 0;
@@ -264,7 +267,7 @@ int vgpu_prepare_apply(HookContext *ctx, VgpuPlan *p, LedgerState state) {
 
                                 it->done = false;
                                 (void) item_record_restore(ctx, it);
-                                if (vfio_vf_creatable(ctx->rootfd, it->vf, &c, &n_c) >= 0)
+                                if (vfio_vf_creatable(p->kind, ctx->rootfd, it->vf, &c, &n_c) >= 0)
                                         vfio_types_describe(c, n_c, what, sizeof what);
                                 r = error_set(r, "cannot program VF %s with %s: %s; creatable there now: %s",
                                               it->vf, it->type, strerror(-r), what);
@@ -289,8 +292,8 @@ fail: {
         return 0;
 }
 
-int vgpu_reconnect(HookContext *ctx) {
-        VgpuPlan p = { 0 };
+int vgpu_reconnect(const VfioKind *kind, HookContext *ctx) {
+        VgpuPlan p = { .kind = kind };
         size_t k = 0;
         int r;
 
@@ -310,21 +313,27 @@ int vgpu_reconnect(HookContext *ctx) {
         return r;
 }
 
+const HookReleaseKind vgpu_release_kind = {
+        .noun = "vGPU", .kept = "programmed and free", .verb = "clear", .verb_noun = "clearing",
+        .done = "cleared", .crashpoint = "release-after-clear", .remove = vgpu_clear,
+};
+
 int vgpu_release_one(HookContext *ctx, LedgerEntry *e, unsigned timeout_msec) {
-        static const HookReleaseKind vgpu = {
-                .noun = "vGPU", .kept = "programmed and free", .verb = "clear", .verb_noun = "clearing",
-                .done = "cleared", .crashpoint = "release-after-clear", .remove = vgpu_clear,
-        };
+        return vgpu_kind_release_one(&vfio_nvidia, &vgpu_release_kind, ctx, e, timeout_msec);
+}
+
+int vgpu_kind_release_one(const VfioKind *kind, const HookReleaseKind *words, HookContext *ctx, LedgerEntry *e,
+                          unsigned timeout_msec) {
         unsigned current = 0;
         char type[NAME_STRING_MAX] = "";
         int r;
 
         /* Gone: a record of an earlier boot, a VF that is not there, or one
          * that no longer carries the record's type. */
-        r = streq(e->boot_id, ctx->boot_id) ? vfio_vf_current(ctx->rootfd, e->uuid, &current) : -ENOENT;
+        r = streq(e->boot_id, ctx->boot_id) ? vfio_vf_current(kind, ctx->rootfd, e->uuid, &current) : -ENOENT;
         if (current)
-                snprintf(type, sizeof type, VFIO_TYPE_PREFIX "%u", current);
+                snprintf(type, sizeof type, "%s%u", kind->prefix, current);
         if (r >= 0 && (current == 0 || !streq(type, e->type)))
                 r = -ENOENT;
-        return hook_release_record(ctx, e, &vgpu, r, timeout_msec);
+        return hook_release_record(ctx, e, words, r, timeout_msec);
 }

@@ -35,8 +35,8 @@
 
 typedef struct VgpuItem {
         size_t index;                 /* in dom->vgpus */
-        char vf[PCI_ADDRESS_MAX];
-        char pf[PCI_ADDRESS_MAX];
+        char vf[PCI_ADDRESS_STRING_MAX];
+        char pf[PCI_ADDRESS_STRING_MAX];
         char type[NAME_STRING_MAX];   /* the type it gets or carries */
         unsigned id;
         bool program;                 /* 1: write id; 0: it carries the type already */
@@ -47,6 +47,7 @@ typedef struct VgpuItem {
 } VgpuItem;
 
 typedef struct VgpuPlan {
+        const VfioKind *kind;         /* whose VFs */
         VgpuItem *items;
         size_t n;
 } VgpuPlan;
@@ -57,10 +58,10 @@ void vgpu_plan_done(VgpuPlan *p);
  * <mh:vgpu> entry or managed='no'): without one, a hook has nothing to do. */
 bool vgpu_dom_may_have(const Domxml *d);
 
-/* Whether PCI hostdev i of the domain is a vGPU of the VFIO framework:
- * 1 yes, 0 an ordinary PCI device, <0 an error (an <mh:vgpu> entry on a
- * device that is not such a VF, with a message). */
-int vgpu_is_ours(int rootfd, const DomxmlVgpu *v);
+/* Whether PCI hostdev i of the domain is a vGPU of kind k: 1 yes, 0 an
+ * ordinary PCI device or another backend's, <0 an error (an <mh:vgpu> entry
+ * on a device that is no backend's VF, with a message). */
+int vgpu_is_ours(const VfioKind *k, int rootfd, const DomxmlVgpu *v);
 
 /* Read only: resolves each vGPU's type and checks that it can be had.
  * -errno with a one-line reason, nothing changed. */
@@ -75,7 +76,7 @@ int vgpu_rollback(HookContext *ctx, VgpuPlan *p);
 /* reconnect: re-asserts the running guest's claims on its VFs (each must
  * carry its type already; nothing is programmed). Never fatal: returns the
  * first problem, which the caller logs. */
-int vgpu_reconnect(HookContext *ctx);
+int vgpu_reconnect(const VfioKind *k, HookContext *ctx);
 
 /* release: frees one record keyed by a VF (ledger_key_is_vf()). As
  * release_one() for mdevs: a record of an earlier boot or whose VF no
@@ -83,20 +84,27 @@ int vgpu_reconnect(HookContext *ctx);
  * release = keep it stays programmed and free; else the VF is cleared (a
  * busy clear is retried a little, then marked remove_pending). */
 int vgpu_release_one(HookContext *ctx, LedgerEntry *e, unsigned timeout_msec);
+/* The same for a kind of VF, with its words and its clear. */
+int vgpu_kind_release_one(const VfioKind *k, const HookReleaseKind *words, HookContext *ctx, LedgerEntry *e,
+                          unsigned timeout_msec);
+/* How release words and clears a VF (hook_release_record()). */
+extern const HookReleaseKind vgpu_release_kind;
 /* Clears a VF that mdev-hooks programmed, retrying EPERM/EBUSY (a guest
  * still closing it) for up to timeout_msec. 0 when cleared or already clear. */
 int vgpu_clear(int rootfd, const char *vf, unsigned timeout_msec);
+/* The same for a kind of VF. */
+int vgpu_kind_clear(const VfioKind *k, int rootfd, const char *vf, unsigned timeout_msec);
 
 /* The types acceptable for a vGPU (for migrate and pick): entry type=,
  * class=, the config's type of pf (may be NULL), else current (0: none).
  * -ENOENT with a message when nothing applies. */
-int vgpu_want_types(const Config *c, const DomxmlVgpu *v, const char *pf, unsigned current, char ***ret);
+int vgpu_want_types(const VfioKind *k, const Config *c, const DomxmlVgpu *v, const char *pf, unsigned current, char ***ret);
 
 /* --- placement (vgpu-place.c): migrate/restore and `mdev-hooks pick` ---- */
 
 typedef struct VgpuChoice {
-        char vf[PCI_ADDRESS_MAX];
-        char pf[PCI_ADDRESS_MAX];
+        char vf[PCI_ADDRESS_STRING_MAX];
+        char pf[PCI_ADDRESS_STRING_MAX];
         char type[NAME_STRING_MAX];
         unsigned id;
         bool program;  /* the VF has no vGPU: write id; else it carries the type */
@@ -113,8 +121,8 @@ typedef struct VgpuChoice {
  * max_instances across the host. taken: VFs already chosen by this call.
  * guest: whose claims count as its own (may be NULL). -ENOSPC with a message
  * naming every PF and why when nothing fits. */
-int vgpu_choose(int rootfd, int ledgerfd, const Config *c, const char *boot_id, const char *guest,
-                char *const *types, const char *prefer, char (*taken)[PCI_ADDRESS_MAX], size_t n_taken,
+int vgpu_choose(const VfioKind *k, int rootfd, int ledgerfd, const Config *c, const char *boot_id, const char *guest,
+                char *const *types, const char *prefer, char (*taken)[PCI_ADDRESS_STRING_MAX], size_t n_taken,
                 VgpuChoice *ret);
 
 /* migrate begin / restore begin for the domain's vGPUs: for each, a VF here

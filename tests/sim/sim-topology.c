@@ -150,7 +150,8 @@ static const char *stmt_parent(char **w, size_t n, const TypeSet *cur) {
         return NULL;
 }
 
-/* sriov PF-ADDRESS ... or vfio PF-ADDRESS ...: a PF and its VFs. */
+/* sriov PF-ADDRESS ... or vfio PF-ADDRESS ... (or fakevf, the fake kind's
+ * VFs, sim-fake.c): a PF and its VFs. */
 static const char *stmt_pf(char **w, size_t n, const TypeSet *cur) {
         unsigned u;
         /* sriov PF-ADDRESS totalvfs=N [numvfs=N] types=SET [devpath=] [errno=] [onetype=]
@@ -159,7 +160,9 @@ static const char *stmt_pf(char **w, size_t n, const TypeSet *cur) {
                                                   "errno", "onetype", NULL };
         static const char *const vfio_keys[] = { "types", "devpath", "totalvfs", "numvfs",
                                                  "framebuffer", NULL };
-        bool vfio = streq(w[0], "vfio");
+        const VfModel *vfm = streq(w[0], vf_model_nvidia.statement) ? &vf_model_nvidia
+                             : streq(w[0], vf_model_fake.statement) ? &vf_model_fake : NULL;
+        bool vfio = vfm != NULL;
         if (cur || n < 2 || !name_is_pci(w[1]))
                 return vfio ? "expected: vfio PCI-ADDRESS totalvfs=N types=SET framebuffer=MiB ..."
                             : "expected: sriov PCI-ADDRESS totalvfs=N types=SET ...";
@@ -179,6 +182,7 @@ static const char *stmt_pf(char **w, size_t n, const TypeSet *cur) {
         model.pfs[model.n_pfs++] = pf;
         pf->name = xstrdup(w[1]);
         pf->vfio = vfio;
+        pf->vfm = vfm;
         const char *devpath = word_opt(w, n, 2, "devpath");
         pf->devpath = devpath ? xstrdup(devpath) : pci_devpath(w[1]);
         pf->vf_set = set;
@@ -258,12 +262,13 @@ int topo_load(const char *file) {
                         bad = stmt_type(w, n, cur);
                 else if (streq(w[0], "parent"))
                         bad = stmt_parent(w, n, cur);
-                else if (streq(w[0], "sriov") || streq(w[0], "vfio"))
+                else if (streq(w[0], "sriov") || streq(w[0], vf_model_nvidia.statement) ||
+                         streq(w[0], vf_model_fake.statement))
                         bad = stmt_pf(w, n, cur);
                 else if (streq(w[0], "mdev_bus"))
                         bad = stmt_mdev_bus(w, n);
                 else
-                        bad = "unknown statement (types, type, end, parent, sriov, vfio, mdev_bus)";
+                        bad = "unknown statement (types, type, end, parent, sriov, vfio, fakevf, mdev_bus)";
                 if (bad)
                         return topo_fail(file, lineno, bad);
         }

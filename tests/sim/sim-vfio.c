@@ -104,6 +104,16 @@ char *up_to_root(const char *devpath) {
         return s;
 }
 
+const VfModel vf_model_nvidia = {
+        .statement = "vfio",
+        .driver = "nvidia",
+        .vendor = "0x10de",
+        .dir = "nvidia",
+        .creatable = "creatable_vgpu_types",
+        .current = "current_vgpu_type",
+        .info = true,
+};
+
 static void vfio_vf_add(Pf *pf, unsigned i, const char *addr, const char *devpath) {
         Vf *v = xcalloc(1, sizeof(Vf));
         _cleanup_free_ char *up = up_to_root(devpath);
@@ -113,17 +123,19 @@ static void vfio_vf_add(Pf *pf, unsigned i, const char *addr, const char *devpat
         v->index = i;
         v->dev = device_add(addr, devpath);
         node_link(v->dev, "physfn", xasprintf("../%s", pf->name));
-        node_link(v->dev, "driver", xasprintf("%sbus/pci/drivers/nvidia", up));
+        node_link(v->dev, "driver", xasprintf("%sbus/pci/drivers/%s", up, pf->vfm->driver));
         node_link(v->dev, "iommu_group", xasprintf("%skernel/iommu_groups/%u", up, 100 + model.n_vfio_dev));
-        node_text(v->dev, "vendor", "0x10de");
+        node_text(v->dev, "vendor", pf->vfm->vendor);
         node_dir(node_dir(v->dev, "vfio-dev"), vfio);
-        Node *nv = node_dir(v->dev, "nvidia");
-        node_attr(nv, "creatable_vgpu_types", K_CREATABLE, 0444, v);
-        node_attr(nv, "current_vgpu_type", K_CURRENT, 0644, v);
-        node_attr(nv, "gpu_instance_id", K_VFINFO, 0444, v);
-        node_attr(nv, "placement_id", K_VFINFO, 0444, v);
-        node_attr(nv, "vgpu_params", K_VFINFO, 0444, v);
-        node_text(nv, "warm_update", "0");
+        Node *nv = node_dir(v->dev, pf->vfm->dir);
+        node_attr(nv, pf->vfm->creatable, K_CREATABLE, 0444, v);
+        node_attr(nv, pf->vfm->current, K_CURRENT, 0644, v);
+        if (pf->vfm->info) {
+                node_attr(nv, "gpu_instance_id", K_VFINFO, 0444, v);
+                node_attr(nv, "placement_id", K_VFINFO, 0444, v);
+                node_attr(nv, "vgpu_params", K_VFINFO, 0444, v);
+                node_text(nv, "warm_update", "0");
+        }
         pf->vvfs[i] = v;
 }
 

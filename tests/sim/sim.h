@@ -138,6 +138,20 @@ struct Parent {
         Pf *pf; /* the physical function, for a VF */
 };
 
+/* A kind of VF that carries a vGPU through attributes of its own: the
+ * names its driver gives them (sim-vfio.c: NVIDIA's; sim-fake.c: the fake
+ * kind the tests' fake backend drives, lib/backend-fake.c). */
+typedef struct VfModel {
+        const char *statement;  /* the topology's: "vfio" */
+        const char *driver;     /* bus/pci/drivers/<driver> */
+        const char *vendor;     /* "0x10de" */
+        const char *dir;        /* <VF>/<dir>/ */
+        const char *creatable;  /* "creatable_vgpu_types" */
+        const char *current;    /* "current_vgpu_type" */
+        bool info;              /* gpu_instance_id, placement_id, vgpu_params, warm_update */
+} VfModel;
+extern const VfModel vf_model_nvidia, vf_model_fake;
+
 struct Pf {
         char *name;
         char *devpath;
@@ -151,6 +165,7 @@ struct Pf {
         /* NVIDIA's vendor-specific VFIO framework (a "vfio" statement): the
          * VFs are no mdev parents but carry nvidia/ with current_vgpu_type. */
         bool vfio;
+        const VfModel *vfm; /* vfio: whose VFs (NVIDIA's, or the fake kind's) */
         unsigned fb; /* the GPU's framebuffer in MiB */
         Vf **vvfs;   /* num entries */
 };

@@ -101,6 +101,37 @@ static void test_pci_address_is_valid(void) {
         check(!pci_address_is_valid(NULL));
 }
 
+/* One parser for every PCI address (pciaddr.h): the parts, the one form
+ * out (lower case), and the same rule as pci_address_is_valid(). */
+static void test_pci_address_parts(void) {
+        char out[PCI_ADDRESS_STRING_MAX], same[PCI_ADDRESS_STRING_MAX] = "0000:C1:1F.7";
+        PciAddress a = { 1, 2, 3, 4 };
+
+        check(pci_address_split("0000:C1:02.3", &a) == 0);
+        check(a.domain == 0 && a.bus == 0xc1 && a.slot == 2 && a.function == 3);
+        check(pci_address_split("ffff:ff:1f.7", &a) == 0);
+        check(a.domain == 0xffff && a.bus == 0xff && a.slot == 0x1f && a.function == 7);
+        check(pci_address_split("0000:84:20.0", &a) == -EINVAL); /* slot > 0x1f */
+        check(pci_address_split("0000:84:00.8", &a) == -EINVAL);
+        check(pci_address_split(NULL, &a) == -EINVAL);
+        check(a.domain == 0xffff && a.slot == 0x1f); /* untouched on failure */
+        check(pci_address_split("0000:84:00.0", NULL) == 0);
+
+        check(pci_address_normalize("0000:AF:00.0", out) && streq(out, "0000:af:00.0"));
+        check(pci_address_normalize("0000:41:00.4", out) && streq(out, "0000:41:00.4"));
+        check(pci_address_normalize(same, same) && streq(same, "0000:c1:1f.7"));
+        strcpy(out, "unchanged");
+        check(!pci_address_normalize("0000:41:2f.0", out) && streq(out, "unchanged"));
+        check(!pci_address_normalize("../../etc/x", out));
+        check(!pci_address_normalize("0000:41:00.4\n", out));
+
+        check(pci_address_format(&(PciAddress) { 0, 0x84, 0x1f, 7 }, out) == 0 && streq(out, "0000:84:1f.7"));
+        check(pci_address_format(&(PciAddress) { 0x10000, 0, 0, 0 }, out) == -EINVAL);
+        check(pci_address_format(&(PciAddress) { 0, 0x100, 0, 0 }, out) == -EINVAL);
+        check(pci_address_format(&(PciAddress) { 0, 0, 0x20, 0 }, out) == -EINVAL);
+        check(pci_address_format(&(PciAddress) { 0, 0, 0, 8 }, out) == -EINVAL);
+}
+
 /* The index is on disk: a guest's directory name must be the same in every
  * version, or an upgrade would lose the guests indexed before it. */
 static void test_guest_index(void) {
@@ -254,6 +285,7 @@ int main(void) {
         test_uuid_is_valid();
         test_name_is_valid();
         test_pci_address_is_valid();
+        test_pci_address_parts();
         test_guest_index();
         test_hook_op_table();
         test_uevent_kind_table();
