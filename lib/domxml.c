@@ -733,7 +733,10 @@ static int parse_tree(Domxml *d) {
         return apply_metadata(d, entries, n_entries);
 }
 
-int domxml_parse(const char *buf, size_t len, Domxml **ret) {
+/* partial: the tree holds only what is read here (domxml_parse()); else
+ * the whole document (domxml_parse_full()), whose uuid= positions are not
+ * known, so that a rewrite of it goes through libxml2's writer. */
+static int parse(const char *buf, size_t len, bool partial, Domxml **ret) {
         _cleanup_domxml_free_ Domxml *d = NULL;
         _cleanup_free_ UuidPos *pos = NULL;
         DomxmlPrivate *p;
@@ -751,7 +754,7 @@ int domxml_parse(const char *buf, size_t len, Domxml **ret) {
         d = &p->pub;
 
         memset(&st, 0, sizeof st);
-        r = parse_doc(buf, len, true, &st, &d->doc);
+        r = parse_doc(buf, len, partial, &st, &d->doc);
         pos = st.pos;
         if (r < 0)
                 return r;
@@ -774,6 +777,14 @@ int domxml_parse(const char *buf, size_t len, Domxml **ret) {
         }
         *ret = steal_pointer(&d);
         return 0;
+}
+
+int domxml_parse(const char *buf, size_t len, Domxml **ret) {
+        return parse(buf, len, true, ret);
+}
+
+int domxml_parse_full(const char *buf, size_t len, Domxml **ret) {
+        return parse(buf, len, false, ret);
 }
 
 void domxml_free(Domxml *d) {
@@ -1004,33 +1015,6 @@ static int format_tree(xmlDoc *doc, char **ret_buf, size_t *ret_len) {
         return 0;
 }
 
-int domxml_parse_full(const char *buf, size_t len, Domxml **ret) {
-        _cleanup_domxml_free_ Domxml *d = NULL;
-        DomxmlPrivate *p;
-        ParseState st;
-        int r;
-
-        if (len > DOMXML_MAX_SIZE)
-                return error_set(-EFBIG, "domain XML is larger than %u bytes, refusing it", DOMXML_MAX_SIZE);
-        if (len == 0)
-                return error_set(-EBADMSG, "domain XML is empty");
-        p = calloc(1, sizeof *p);
-        if (!p)
-                return -ENOMEM;
-        d = &p->pub;
-        memset(&st, 0, sizeof st);
-        r = parse_doc(buf, len, false, &st, &d->doc);
-        free(st.pos);
-        if (r < 0)
-                return r;
-        r = parse_tree(d);
-        if (r < 0)
-                return r;
-        p->src = buf;
-        p->src_len = len;
-        *ret = steal_pointer(&d);
-        return 0;
-}
 
 /* The slow way: the whole document as a tree, the same UUIDs set, and
  * libxml2's serialiser. */
