@@ -9,88 +9,18 @@
  * written back as libxml2 read it.
  */
 #include <stdio.h>
-#include <sys/random.h>
 
-#include "alloc.h"
 #include "attach.h"
+#include "backend.h"
 #include "hook.h"
 #include "ledger.h"
 #include "lock.h"
 #include "log.h"
-#include "sysfs.h"
-#include "vfio.h"
-#include "vgpu.h"
+#include "pciaddr.h"
 
 /* --- choosing ------------------------------------------------------------ */
 
-/* A new random (version 4) UUID. */
-static int uuid_random(char out[UUID_STRING_MAX]) {
-        uint8_t b[16];
-
-        if (getrandom(b, sizeof b, 0) != (ssize_t) sizeof b)
-                return error_set(-errno, "cannot make a UUID: %s", strerror(errno));
-        b[6] = (uint8_t) ((b[6] & 0x0f) | 0x40);
-        b[8] = (uint8_t) ((b[8] & 0x3f) | 0x80);
-        snprintf(out, UUID_STRING_MAX, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-                 b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
-        return 0;
-}
-
-static bool dom_names_uuid(const Domxml *d, const char *uuid) {
-        return d && (domxml_find_mdev(d, uuid) >= 0 || domxml_has_orphan_meta(d, uuid));
-}
-
-/* A UUID no mdev here, no hostdev or entry of the guest and no earlier
- * choice of this call has. */
-static int uuid_new(int rootfd, const Domxml *def, const Domxml *live, const AttachDevice *chosen, size_t n_chosen,
-                    char out[UUID_STRING_MAX]) {
-        for (unsigned tries = 0; tries < 16; tries++) {
-                bool used = false;
-                SysfsMdev m;
-                int r;
-
-                r = uuid_random(out);
-                if (r < 0)
-                        return r;
-                for (size_t i = 0; i < n_chosen; i++)
-                        used = used || streq(chosen[i].key, out);
-                if (used || dom_names_uuid(def, out) || dom_names_uuid(live, out))
-                        continue;
-                r = sysfs_mdev_get(rootfd, out, &m);
-                if (r == -ENOENT) {
-                        error_clear();
-                        return 0;
-                }
-                if (r < 0)
-                        return error_prefix(r, "cannot look up mdev %s", out);
-        }
-        return error_set(-EEXIST, "cannot find an unused UUID");
-}
-
-/* ATTACH_VGPU when every type is NVIDIA's (nvidia-<ID>), the host has PFs of
- * NVIDIA's VFIO framework, and no mdev parent offers any of the types (the
- * two frameworks name a vGPU type alike); else ATTACH_MDEV. */
-static AttachKind kind_of(int rootfd, char *const *types) {
-        _cleanup_strv_free_ char **pfs = NULL, **parents = NULL;
-        unsigned id, avail;
-
-        for (size_t t = 0; types[t]; t++)
-                if (vfio_type_id(types[t], &id) < 0)
-                        return ATTACH_MDEV;
-        if (vfio_pf_list(&vfio_nvidia, rootfd, &pfs) < 0 || strv_length(pfs) == 0) {
-                error_clear();
-                return ATTACH_MDEV;
-        }
-        if (sysfs_parent_list(rootfd, &parents) >= 0)
-                for (char **p = parents; p && *p; p++)
-                        for (size_t t = 0; types[t]; t++)
-                                if (sysfs_type_available(rootfd, *p, types[t], &avail) >= 0)
-                                        return ATTACH_MDEV;
-        error_clear();
-        return ATTACH_VGPU;
-}
-
-static void device_fill(AttachDevice *d, AttachKind kind, const char *key, const AttachRequest *req, const char *what) {
+void attach_device_fill(AttachDevice *d, AttachKind kind, const char *key, const AttachRequest *req, const char *what) {
         *d = (AttachDevice) { .kind = kind };
         snprintf(d->key, sizeof d->key, "%s", key);
         snprintf(d->type, sizeof d->type, "%s", strempty(req->type));
@@ -100,105 +30,15 @@ static void device_fill(AttachDevice *d, AttachKind kind, const char *key, const
         snprintf(d->what, sizeof d->what, "%s", what);
 }
 
-static int mdevs_choose(Alloc *a, AllocWant *w, const Domxml *def, const Domxml *live, const AttachRequest *req,
-                        AttachDevice *out) {
-        _cleanup_free_ char (*uuids)[UUID_STRING_MAX] = calloc(req->count, sizeof *uuids);
-        int r;
+/* The backend that serves the request: the first that says so, else the
+ * first in the table, which says why nothing fits. */
+static const Backend *backend_serving(const AttachChoosing *ch) {
+        const Backend *b;
 
-        if (!uuids)
-                return -ENOMEM;
-        for (unsigned i = 0; i < req->count; i++) {
-                r = uuid_new(a->rootfd, def, live, out, i, uuids[i]);
-                if (r < 0)
-                        return r;
-                device_fill(&out[i], ATTACH_MDEV, uuids[i], req, w->what);
-        }
-        return alloc_check_room(a, w, uuids, req->count);
-}
-
-/* The VFs --parent allows: itself when it names a VF, its VFs when it names
- * a PF. */
-static int parent_vfs(int rootfd, const char *parent, char ***ret) {
-        char pci[PCI_ADDRESS_MAX];
-
-        if (!vfio_pci_address_parse(parent, pci))
-                return error_set(-EINVAL, "--parent '%s' is not a PCI address; for a vGPU of NVIDIA's VFIO framework name its GPU (PF) or a VF", parent);
-        if (vfio_is_vf(&vfio_nvidia, rootfd, pci) > 0)
-                return strv_extend(ret, pci);
-        if (vfio_is_pf(&vfio_nvidia, rootfd, pci) > 0)
-                return vfio_pf_vfs(rootfd, pci, ret);
-        error_clear();
-        return error_set(-ENODEV, "--parent %s is neither a GPU (PF) nor a VF of NVIDIA's VFIO framework here", pci);
-}
-
-static void taken_add(char (*taken)[PCI_ADDRESS_MAX], size_t *n, const char *pci) {
-        snprintf(taken[(*n)++], PCI_ADDRESS_MAX, "%.12s", pci);
-}
-
-static int vgpus_choose(int rootfd, int ledgerfd, const Config *c, const char *boot_id, const Domxml *def,
-                        const Domxml *live, const AttachRequest *req, AttachDevice *out) {
-        _cleanup_free_ char (*taken)[PCI_ADDRESS_MAX] = NULL;
-        _cleanup_strv_free_ char **types = NULL, **allowed = NULL;
-        DomxmlVgpu want = { 0 };
-        size_t n_taken = 0, room;
-        int r;
-
-        snprintf(want.type, sizeof want.type, "%s", strempty(req->type));
-        snprintf(want.mdev_class, sizeof want.mdev_class, "%s", strempty(req->mdev_class));
-        error_clear();
-        r = vgpu_want_types(&vfio_nvidia, c, &want, NULL, 0, &types);
-        if (r < 0)
-                return r;
-        if (req->parent) {
-                r = parent_vfs(rootfd, req->parent, &allowed);
-                if (r < 0)
-                        return r;
-        }
-
-        room = (def ? def->n_vgpus : 0) + (live ? live->n_vgpus : 0) + strv_length(req->avoid) + req->count + 1;
-        taken = calloc(room, sizeof *taken);
-        if (!taken)
-                return -ENOMEM;
-        for (size_t i = 0; def && i < def->n_vgpus; i++)
-                taken_add(taken, &n_taken, def->vgpus[i].pci);
-        for (size_t i = 0; live && i < live->n_vgpus; i++)
-                taken_add(taken, &n_taken, live->vgpus[i].pci);
-        for (char **v = req->avoid; v && *v; v++)
-                taken_add(taken, &n_taken, *v);
-
-        for (unsigned k = 0; k < req->count; k++) {
-                VgpuChoice ch = { 0 };
-
-                error_clear();
-                if (!allowed)
-                        r = vgpu_choose(&vfio_nvidia, rootfd, ledgerfd, c, boot_id, NULL, types, NULL, taken, n_taken, &ch);
-                else {
-                        /* the first VF of the PF (or the VF) that can take it */
-                        r = -ENOSPC;
-                        for (char **vf = allowed; *vf && r < 0; vf++) {
-                                bool skip = false;
-
-                                for (size_t i = 0; i < n_taken; i++)
-                                        skip = skip || streq(taken[i], *vf);
-                                if (skip)
-                                        continue;
-                                r = vgpu_choose(&vfio_nvidia, rootfd, ledgerfd, c, boot_id, NULL, types, *vf, taken, n_taken, &ch);
-                                if (r >= 0 && !streq(ch.vf, *vf))
-                                        r = -ENOSPC;
-                        }
-                        if (r < 0) {
-                                error_clear();
-                                return error_set(-ENOSPC, "no capacity for %s on %s: no free VF there can take it%s (see mdev-hooks list)",
-                                                 req->type ? req->type : req->mdev_class, req->parent,
-                                                 k > 0 ? " after the ones chosen" : "");
-                        }
-                }
-                if (r < 0)
-                        return r;
-                device_fill(&out[k], ATTACH_VGPU, ch.vf, req, ch.type);
-                taken_add(taken, &n_taken, ch.vf);
-        }
-        return 0;
+        BACKEND_FOREACH(b)
+                if (b->attach_serves && b->attach_serves(ch))
+                        return b;
+        return backends[0];
 }
 
 int attach_choose(int rootfd, const Config *c, const char *guest, const Domxml *def, const Domxml *live,
@@ -206,9 +46,8 @@ int attach_choose(int rootfd, const Config *c, const char *guest, const Domxml *
         _cleanup_close_ int ledgerfd = -1;
         _cleanup_free_ AttachDevice *out = NULL;
         char boot_id[UUID_STRING_MAX] = "";
-        DomxmlMdev m = { .has_meta = true };
-        AllocWant w = { 0 };
-        Alloc a;
+        AttachChoosing ch = { .rootfd = rootfd, .config = c, .guest = guest, .boot_id = boot_id,
+                              .def = def, .live = live, .req = req };
         int r;
 
         if (req->count < 1)
@@ -228,24 +67,11 @@ int attach_choose(int rootfd, const Config *c, const char *guest, const Domxml *
         if (ledger_open_existing(rootfd, &ledgerfd) < 0)
                 ledgerfd = -1;
         error_clear();
+        ch.ledgerfd = ledgerfd;
         out = calloc(req->count, sizeof *out);
         if (!out)
                 return -ENOMEM;
-
-        /* The types, as the hook reads the metadata entry attach writes. */
-        snprintf(m.type, sizeof m.type, "%s", strempty(req->type));
-        snprintf(m.mdev_class, sizeof m.mdev_class, "%s", strempty(req->mdev_class));
-        snprintf(m.parent, sizeof m.parent, "%s", strempty(req->parent));
-        alloc_init(&a, rootfd, ledgerfd, c, guest, NULL, boot_id);
-        r = alloc_want_resolve(&a, &m, NULL, &w);
-        if (r >= 0) {
-                if (kind_of(rootfd, w.types) == ATTACH_MDEV)
-                        r = mdevs_choose(&a, &w, def, live, req, out);
-                else
-                        r = vgpus_choose(rootfd, ledgerfd, c, boot_id, def, live, req, out);
-        }
-        alloc_want_done(&w);
-        alloc_done(&a);
+        r = backend_serving(&ch)->attach_choose(&ch, out);
         if (r < 0)
                 return r;
         *ret = steal_pointer(&out);
@@ -428,7 +254,7 @@ static bool entry_names(xmlNode *e, const AttachDevice *d) {
         }
         if (!is_element(e, "vgpu") || !(v = xmlGetProp(e, BAD_CAST "pci")))
                 return false;
-        return vfio_pci_address_parse((const char *) v, a) && streq(a, d->key);
+        return pci_address_normalize((const char *) v, a) && streq(a, d->key);
 }
 
 int attach_metadata_remove(const char *element, const AttachDevice *d, size_t n, char **ret) {
@@ -572,9 +398,9 @@ static void device_from_vgpu(AttachDevice *d, const DomxmlVgpu *v) {
 }
 
 /* 1 when PCI hostdev v is a vGPU of mdev-hooks: it has an <mh:vgpu> entry, or
- * its device is a VF of NVIDIA's VFIO framework here. */
+ * its device is one of a backend's here (a VF of a VF kind). */
 static bool vgpu_listed(int rootfd, const DomxmlVgpu *v) {
-        bool ours = v->has_meta || vgpu_is_ours(&vfio_nvidia, rootfd, v) > 0;
+        bool ours = v->has_meta || backend_of_device(rootfd, v->pci);
 
         error_clear();
         return ours;
@@ -600,7 +426,7 @@ int attach_find(int rootfd, const Domxml *dom, const char *key, AttachDevice **r
                 if (i < 0)
                         return error_set(-ENOENT, "the guest has no mdev %s; 'mdev-hooks list' shows which mdevs it holds", norm);
                 device_from_mdev(&out[n++], &dom->mdevs[i]);
-        } else if (vfio_pci_address_parse(key, norm)) {
+        } else if (pci_address_normalize(key, norm)) {
                 i = domxml_find_vgpu(dom, norm);
                 if (i < 0)
                         return error_set(-ENOENT, "the guest has no PCI hostdev %s", norm);

@@ -6,11 +6,11 @@
  * (helpers/cli-attach.c) asks libvirt for the guest's XML and metadata and
  * hands it what is made here.
  *
- * attach_choose() picks the devices, read only, and refuses in one line
- * when the config does not enable the type or the host has no room: an
- * mdev gets a new random UUID, checked against the room its type has
- * (alloc_check_room(), the hook's own reading); a vGPU of NVIDIA's VFIO
- * framework gets a VF chosen as `mdev-hooks pick` chooses (vgpu_choose()).
+ * attach_choose() picks the devices through the backend table, read only,
+ * and refuses in one line when the config does not enable the type or the
+ * host has no room: an mdev gets a new random UUID, checked against the
+ * room its type has (the hook's own reading); a VF kind's vGPU gets a VF
+ * chosen as `mdev-hooks pick` chooses.
  *
  * attach_claim() and attach_release() are `--live`: under the host-wide
  * lock, the devices are claimed and created (or programmed) by the hook's
@@ -51,8 +51,26 @@ typedef struct AttachRequest {
         char **avoid;
 } AttachRequest;
 
+/* What a backend chooses attach's devices with (backend.h, attach_serves
+ * and attach_choose). */
+typedef struct AttachChoosing {
+        int rootfd;
+        int ledgerfd;            /* -1: no record yet */
+        const Config *config;
+        const char *guest;
+        const char *boot_id;     /* "" when unknown */
+        const Domxml *def, *live; /* the guest's XML; either may be NULL */
+        const AttachRequest *req;
+} AttachChoosing;
+
+/* d as a device of kind with key, asked for by req; what: the type chosen,
+ * for messages. */
+void attach_device_fill(AttachDevice *d, AttachKind kind, const char *key, const AttachRequest *req, const char *what);
+
 /* Chooses count devices for the guest (its XML: def, and live when it runs,
- * either may be NULL), read only. -errno with a one-line reason that can
+ * either may be NULL), read only: the first backend whose attach_serves()
+ * says so chooses them (backend.h; none: the first backend says why it
+ * cannot). -errno with a one-line reason that can
  * follow "mdev-hooks: <guest>: ", nothing changed. */
 int attach_choose(int rootfd, const Config *c, const char *guest, const Domxml *def, const Domxml *live,
                   const AttachRequest *req, AttachDevice **ret, size_t *ret_n);

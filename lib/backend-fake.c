@@ -87,6 +87,14 @@ static int fake_release_one(HookContext *ctx, LedgerEntry *e, unsigned timeout_m
         return vgpu_kind_release_one(&fake_kind, &fake_release, ctx, e, timeout_msec);
 }
 
+static bool fake_attach_serves(const AttachChoosing *ch) {
+        return vf_attach_serves(&fake_kind, ch);
+}
+
+static int fake_attach_choose(const AttachChoosing *ch, AttachDevice *out) {
+        return vf_attach_choose(&fake_kind, ch, out);
+}
+
 const Backend backend_fake = {
         .name = "fake",
         .noun = "fake vGPU",
@@ -113,4 +121,6 @@ const Backend backend_fake = {
         .txn_free = vf_txn_free,
         .reconnect = fake_reconnect,
         .release_one = fake_release_one,
+        .attach_serves = fake_attach_serves,
+        .attach_choose = fake_attach_choose,
 };

@@ -248,4 +248,6 @@ const Backend backend_mdev = {
         .txn_free = mdev_txn_free,
         .reconnect = mdev_reconnect,
         .release_one = mdev_release_one,
+        .attach_serves = mdev_attach_serves,
+        .attach_choose = mdev_attach_choose,
 };

@@ -8,6 +8,7 @@
 #pragma once
 
 #include "alloc.h"
+#include "attach.h"
 #include "hook.h"
 
 /* An Alloc for one hook call on ctx's guest, under ctx's lock. */
@@ -33,3 +34,8 @@ int mdev_migrate_apply(MdevMigrate *m);
 int mdev_migrate_rollback(MdevMigrate *m);
 void mdev_migrate_commit(MdevMigrate *m);
 void mdev_migrate_free(MdevMigrate *m);
+
+/* attach (backend-mdev-attach.c): whether an mdev parent here offers one of
+ * the types asked for; new UUIDs, checked against the room the type has. */
+bool mdev_attach_serves(const AttachChoosing *ch);
+int mdev_attach_choose(const AttachChoosing *ch, AttachDevice *out);

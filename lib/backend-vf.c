@@ -8,6 +8,7 @@
 #include "backend-vf.h"
 #include "error.h"
 #include "log.h"
+#include "pciaddr.h"
 #include "vgpu.h"
 
 bool vf_key_is_mine(const char *key) {
@@ -103,6 +104,139 @@ int vf_pick(const VfioKind *k, int rootfd, int ledgerfd, const Config *c, const 
 
 bool vf_dom_has(const Domxml *d) {
         return vgpu_dom_may_have(d);
+}
+
+/* --- attach ------------------------------------------------------------------ */
+
+/* Whether every type asked for is one of k's names (as the hook reads the
+ * entry attach writes: its type, or its class's types) and the host has
+ * PFs of k. */
+bool vf_attach_serves(const VfioKind *k, const AttachChoosing *ch) {
+        _cleanup_strv_free_ char **types = NULL, **pfs = NULL;
+        DomxmlVgpu want = { 0 };
+        bool serves = true;
+
+        snprintf(want.type, sizeof want.type, "%s", strempty(ch->req->type));
+        snprintf(want.mdev_class, sizeof want.mdev_class, "%s", strempty(ch->req->mdev_class));
+        if (vgpu_want_types(k, ch->config, &want, NULL, 0, &types) < 0 || !types[0])
+                serves = false;
+        for (char **t = types; serves && *t; t++)
+                serves = vf_type_is_mine(k, *t);
+        if (serves)
+                serves = vfio_pf_list(k, ch->rootfd, &pfs) >= 0 && strv_length(pfs) > 0;
+        error_clear();
+        return serves;
+}
+
+/* The VFs --parent allows: itself when it names a VF, its VFs when it names
+ * a PF. */
+static int parent_vfs(const VfioKind *k, int rootfd, const char *parent, char ***ret) {
+        char pci[PCI_ADDRESS_STRING_MAX];
+
+        if (!pci_address_normalize(parent, pci))
+                return error_set(-EINVAL, "--parent '%s' is not a PCI address; for a vGPU of the %s name its GPU (PF) or a VF",
+                                 parent, k->label);
+        if (vfio_is_vf(k, rootfd, pci) > 0)
+                return strv_extend(ret, pci);
+        if (vfio_is_pf(k, rootfd, pci) > 0)
+                return vfio_pf_vfs(rootfd, pci, ret);
+        error_clear();
+        return error_set(-ENODEV, "--parent %s is neither a GPU (PF) nor a VF of the %s here", pci, k->label);
+}
+
+/* What one attach_choose() call may not choose: the VFs of the guest's XML,
+ * those other guests' definitions name, and those it chose. */
+typedef struct Taken {
+        char (*vf)[PCI_ADDRESS_STRING_MAX];
+        size_t n;
+} Taken;
+
+static void taken_add(Taken *t, const char *pci) {
+        snprintf(t->vf[t->n++], PCI_ADDRESS_STRING_MAX, "%.12s", pci);
+}
+
+static bool taken_has(const Taken *t, const char *pci) {
+        for (size_t i = 0; i < t->n; i++)
+                if (streq(t->vf[i], pci))
+                        return true;
+        return false;
+}
+
+static int taken_init(const AttachChoosing *ch, Taken *t) {
+        const Domxml *def = ch->def, *live = ch->live;
+        size_t room = (def ? def->n_vgpus : 0) + (live ? live->n_vgpus : 0) + strv_length(ch->req->avoid) +
+                      ch->req->count + 1;
+
+        t->n = 0;
+        t->vf = calloc(room, sizeof *t->vf);
+        if (!t->vf)
+                return -ENOMEM;
+        for (size_t i = 0; def && i < def->n_vgpus; i++)
+                taken_add(t, def->vgpus[i].pci);
+        for (size_t i = 0; live && i < live->n_vgpus; i++)
+                taken_add(t, live->vgpus[i].pci);
+        for (char **v = ch->req->avoid; v && *v; v++)
+                taken_add(t, *v);
+        return 0;
+}
+
+/* The first VF of those --parent allows that can take one of types. */
+static int choose_on_parent(const VfioKind *k, const AttachChoosing *ch, char **types, char **allowed,
+                            const Taken *t, VgpuChoice *ret) {
+        int r = -ENOSPC;
+
+        for (char **vf = allowed; *vf && r < 0; vf++) {
+                if (taken_has(t, *vf))
+                        continue;
+                r = vgpu_choose(k, ch->rootfd, ch->ledgerfd, ch->config, ch->boot_id, NULL, types, *vf, t->vf, t->n, ret);
+                if (r >= 0 && !streq(ret->vf, *vf))
+                        r = -ENOSPC;
+        }
+        return r;
+}
+
+int vf_attach_choose(const VfioKind *k, const AttachChoosing *ch, AttachDevice *out) {
+        const AttachRequest *req = ch->req;
+        _cleanup_strv_free_ char **types = NULL, **allowed = NULL;
+        _cleanup_free_ char (*taken)[PCI_ADDRESS_STRING_MAX] = NULL;
+        DomxmlVgpu want = { 0 };
+        Taken t;
+        int r;
+
+        snprintf(want.type, sizeof want.type, "%s", strempty(req->type));
+        snprintf(want.mdev_class, sizeof want.mdev_class, "%s", strempty(req->mdev_class));
+        error_clear();
+        r = vgpu_want_types(k, ch->config, &want, NULL, 0, &types);
+        if (r < 0)
+                return r;
+        if (req->parent) {
+                r = parent_vfs(k, ch->rootfd, req->parent, &allowed);
+                if (r < 0)
+                        return r;
+        }
+        r = taken_init(ch, &t);
+        if (r < 0)
+                return r;
+        taken = t.vf; /* freed on every way out */
+
+        for (unsigned i = 0; i < req->count; i++) {
+                VgpuChoice c = { 0 };
+
+                error_clear();
+                if (!allowed)
+                        r = vgpu_choose(k, ch->rootfd, ch->ledgerfd, ch->config, ch->boot_id, NULL, types, NULL, t.vf, t.n, &c);
+                else if (choose_on_parent(k, ch, types, allowed, &t, &c) < 0) {
+                        error_clear();
+                        return error_set(-ENOSPC, "no capacity for %s on %s: no free VF there can take it%s (see mdev-hooks list)",
+                                         req->type ? req->type : req->mdev_class, req->parent,
+                                         i > 0 ? " after the ones chosen" : "");
+                }
+                if (r < 0)
+                        return r;
+                attach_device_fill(&out[i], ATTACH_VGPU, c.vf, req, c.type);
+                taken_add(&t, c.vf);
+        }
+        return 0;
 }
 
 /* --- the hook's transaction: vgpu.c's plan ----------------------------------- */

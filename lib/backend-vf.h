@@ -24,6 +24,11 @@ int vf_pick(const VfioKind *k, int rootfd, int ledgerfd, const Config *c, const 
             SysfsMdev *ret);
 bool vf_dom_has(const Domxml *d);
 
+/* attach: whether every type asked for is one of k's and the host has PFs
+ * of k; VFs chosen as `mdev-hooks pick` chooses, within --parent. */
+bool vf_attach_serves(const VfioKind *k, const AttachChoosing *ch);
+int vf_attach_choose(const VfioKind *k, const AttachChoosing *ch, AttachDevice *out);
+
 /* The hook's transaction (vgpu.c's plan), for the kind k. */
 int vf_txn_new(const VfioKind *k, HookContext *ctx, HookOp op, void **ret);
 int vf_txn_check(void *t);

@@ -130,6 +130,14 @@ static int nvidia_reconnect(HookContext *ctx) {
         return vf_reconnect(&vfio_nvidia, ctx);
 }
 
+static bool nvidia_attach_serves(const AttachChoosing *ch) {
+        return vf_attach_serves(&vfio_nvidia, ch);
+}
+
+static int nvidia_attach_choose(const AttachChoosing *ch, AttachDevice *out) {
+        return vf_attach_choose(&vfio_nvidia, ch, out);
+}
+
 const Backend backend_nvidia_vfio = {
         .name = "nvidia-vfio",
         .noun = "vGPU",
@@ -156,4 +164,6 @@ const Backend backend_nvidia_vfio = {
         .txn_free = vf_txn_free,
         .reconnect = nvidia_reconnect,
         .release_one = vgpu_release_one,
+        .attach_serves = nvidia_attach_serves,
+        .attach_choose = nvidia_attach_choose,
 };

@@ -39,6 +39,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "attach.h"
 #include "hook.h"
 #include "ledger.h"
 #include "sysfs.h"
@@ -128,6 +129,15 @@ typedef struct Backend {
         int (*reconnect)(HookContext *ctx);
         /* release: frees one record of the guest (one of key_is_mine()). */
         int (*release_one)(HookContext *ctx, LedgerEntry *e, unsigned timeout_msec);
+
+        /* --- attach ----------------------------------------------------- */
+        /* `mdev-hooks attach`: whether a guest asking for ch->req's type or
+         * class gets this backend's devices here. */
+        bool (*attach_serves)(const AttachChoosing *ch);
+        /* Chooses ch->req->count new devices for the guest, read only (the
+         * guest claims them when it starts): out[0..count). -errno with a
+         * one-line reason. */
+        int (*attach_choose)(const AttachChoosing *ch, AttachDevice *out);
 } Backend;
 
 extern const Backend backend_mdev;
