@@ -18,6 +18,7 @@
 #include "log.h"
 #include "owner.h"
 #include "parentwait.h"
+#include "place.h"
 
 /* --- creating ----------------------------------------------------------- */
 
@@ -381,11 +382,9 @@ static int type_parents(const Alloc *a, const ConfigType *ct, char ***all, char 
         return 0;
 }
 
-/* max_instances, by the inventory's rule (inventory.h): a candidate of a
- * capped type has room only where the type's inventory, built from what
- * this call read of every parent of the type and the mdevs that exist or
- * are planned, shows free capacity. So the hook never places where
- * `mdev-hooks inventory` says there is none. */
+/* max_instances, by the placement engine's rule (place.h): the type's
+ * inventory built from what this call read of every parent of the type and
+ * the mdevs that exist or are planned. */
 int candidates_apply_max(Alloc *a, const AllocWant *w, CandidateList *l) {
         _cleanup_free_ SysfsMdev *mdevs = NULL;
         _cleanup_strv_free_ char **all = NULL;
@@ -450,12 +449,8 @@ int candidates_apply_max(Alloc *a, const AllocWant *w, CandidateList *l) {
                 inventory_compute(inv, n);
                 for (size_t i = 0; i < l->n; i++) {
                         AllocCandidate *c = &l->c[i];
-                        const InventoryParent *ip;
 
-                        if (!streq(c->type, ct->name) || c->verdict != ALLOC_OK)
-                                continue;
-                        ip = inventory_find(inv, n, c->parent);
-                        if (ip && ip->free == 0)
+                        if (streq(c->type, ct->name) && c->verdict == ALLOC_OK && place_over_max(inv, n, c->parent))
                                 c->verdict = ALLOC_OVER_MAX;
                 }
         }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Ordering and reading candidates: the pure helpers of alloc.c (alloc.h),
- * unit-tested (test-alloc-order.c).
+ * unit-tested (test-alloc-order.c). The order is the placement engine's
+ * (place.h), with an mdev parent's available_instances as its room.
  */
 #include <limits.h>
 #include <pthread.h>
@@ -17,6 +18,7 @@
 #include "log.h"
 #include "owner.h"
 #include "parentwait.h"
+#include "place.h"
 
 /* --- small pure helpers (unit-tested) ----------------------------------- */
 
@@ -25,23 +27,19 @@ void alloc_want_done(AllocWant *w) {
         w->types = NULL;
 }
 
+static PlaceKey candidate_key(const AllocCandidate *c) {
+        return (PlaceKey) { .parent = c->parent, .order = c->order, .room = c->available };
+}
+
 /* The parents offering one type are GPUs of one model, with the same total
  * per type (and with the one-type rule, a parent holding other types offers
  * 0): so fewer available means more of the type held. Ordering by
  * available_instances gives pack and spread without listing every
  * candidate's devices/ directory. */
 static int candidate_cmp(const void *x, const void *y, void *userdata) {
-        const AllocCandidate *a = x, *b = y;
-        const ConfigPlacement *placement = userdata;
+        PlaceKey a = candidate_key(x), b = candidate_key(y);
 
-        if (a->available != b->available) {
-                if (*placement == CONFIG_PLACEMENT_PACK)
-                        return a->available < b->available ? -1 : 1;
-                return a->available > b->available ? -1 : 1;
-        }
-        if (a->order != b->order)
-                return a->order < b->order ? -1 : 1;
-        return strcmp(a->parent, b->parent);
+        return place_cmp(&a, &b, *(const ConfigPlacement *) userdata);
 }
 
 void alloc_candidates_sort(AllocCandidate *c, size_t n, ConfigPlacement placement) {
@@ -50,11 +48,9 @@ void alloc_candidates_sort(AllocCandidate *c, size_t n, ConfigPlacement placemen
 }
 
 static int tie_cmp(const void *x, const void *y) {
-        const AllocCandidate *a = x, *b = y;
+        PlaceKey a = candidate_key(x), b = candidate_key(y);
 
-        if (a->order != b->order)
-                return a->order < b->order ? -1 : 1;
-        return strcmp(a->parent, b->parent);
+        return place_cmp_ties(&a, &b);
 }
 
 void alloc_candidates_sort_ties(AllocCandidate *c, size_t n) {

@@ -9,8 +9,10 @@
 #include <string.h>
 
 #include "backend.h"
+#include "inventory.h"
 #include "log.h"
 #include "owner.h"
+#include "place.h"
 #include "vgpu.h"
 
 typedef struct PfStat {
@@ -122,24 +124,14 @@ static int type_pfs(const VfioKind *kind, int rootfd, const Config *c, const cha
         return 0;
 }
 
-static void sort_stats(PfStat *s, size_t n, ConfigPlacement placement) {
-        for (size_t i = 1; i < n; i++)
-                for (size_t j = i; j > 0; j--) {
-                        PfStat *a = &s[j - 1], *b = &s[j];
-                        int d;
-                        if (a->order != b->order)
-                                d = a->order > b->order ? 1 : -1;
-                        else if (a->of_type != b->of_type)
-                                d = placement == CONFIG_PLACEMENT_SPREAD ? (a->of_type > b->of_type ? 1 : -1)
-                                                                         : (a->of_type < b->of_type ? 1 : -1);
-                        else
-                                d = strcmp(a->pf, b->pf);
-                        if (d <= 0)
-                                break;
-                        PfStat t = *a;
-                        *a = *b;
-                        *b = t;
-                }
+/* The placement engine's order (place.h), with a PF's unprogrammed VFs as
+ * its room. */
+static int stat_cmp(const void *x, const void *y, void *userdata) {
+        const PfStat *s = x, *t = y;
+        PlaceKey a = { .parent = s->pf, .order = s->order, .room = s->nvfs - s->of_type - s->other };
+        PlaceKey b = { .parent = t->pf, .order = t->order, .room = t->nvfs - t->of_type - t->other };
+
+        return place_cmp(&a, &b, *(const ConfigPlacement *) userdata);
 }
 
 /* One vgpu_choose() call: what it reads with, and the PFs it has read. */
@@ -199,15 +191,63 @@ static int pf_stat_read(Choose *ch, PfStat *s, const char *pf, const char *type,
         return 0;
 }
 
-/* Reads the PFs of the type types[order] into ch->st, and marks them all
- * when the type has reached max_instances on the host. 1, 0, -errno as
- * pf_stat_read(). */
+/* max_instances, by the placement engine's rule (place.h): the type's
+ * inventory over its PFs just read (ch->st[first..]), each with its offer
+ * and with the VFs this call has chosen counted as made on their PF. A PF
+ * without free capacity there is marked. */
+static int type_cap(Choose *ch, const ConfigType *ct, size_t first) {
+        size_t n = ch->n_st - first;
+        _cleanup_free_ InventoryParent *inv = calloc(n + 1, sizeof *inv);
+        int r;
+
+        if (!inv)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                const PfStat *s = &ch->st[first + i];
+                VfioOffer o;
+                bool offered;
+
+                r = vfio_pf_offer(ch->kind, ch->rootfd, s->pf, ct->name, &o, &offered);
+                if (r < 0) {
+                        error_clear();
+                        o = (VfioOffer) { .existing = s->of_type };
+                        offered = false;
+                }
+                inv[i] = (InventoryParent) { .parent = s->pf, .type = ct->name, .max_instances = ct->max_instances,
+                                             .offered = offered, .existing = o.existing, .available = o.creatable };
+        }
+        inventory_sort(inv, n);
+        for (size_t k = 0; k < ch->n_taken; k++) {
+                char pf[PCI_ADDRESS_STRING_MAX];
+                InventoryParent *ip;
+
+                if (vfio_vf_pf(ch->rootfd, ch->taken[k], pf) < 0) {
+                        error_clear();
+                        continue;
+                }
+                ip = inventory_find(inv, n, pf);
+                if (ip)
+                        ip->existing++;
+        }
+        inventory_compute(inv, n);
+        for (size_t i = first; i < ch->n_st; i++) {
+                PfStat *s = &ch->st[i];
+
+                if (!s->why[0] && place_over_max(inv, n, s->pf))
+                        snprintf(s->why, sizeof s->why, "%s: %s has reached max_instances = %u on this host", s->pf,
+                                 ct->name, ct->max_instances);
+        }
+        return 0;
+}
+
+/* Reads the PFs of the type types[order] into ch->st, and marks those that
+ * max_instances leaves no room on. 1, 0, -errno as pf_stat_read(). */
 static int type_stats_read(Choose *ch, char *const *types, unsigned order, VgpuChoice *ret) {
         const char *type = types[order];
         const ConfigType *ct = config_find_type(ch->c, type);
         _cleanup_strv_free_ char **pfs = NULL;
-        unsigned id, host_count = 0;
         size_t first = ch->n_st;
+        unsigned id;
         int r;
 
         if (vfio_kind_type_id(ch->kind, type, &id) < 0)
@@ -226,16 +266,9 @@ static int type_stats_read(Choose *ch, char *const *types, unsigned order, VgpuC
                 r = pf_stat_read(ch, s, *pf, type, id, ret);
                 if (r != 0)
                         return r;
-                host_count += s->of_type;
         }
-        /* VFs this call chose and has not programmed yet count as
-         * taken (conservatively, whatever their type). */
-        host_count += (unsigned) ch->n_taken;
-        if (ct && ct->max_instances && host_count >= ct->max_instances)
-                for (size_t i = first; i < ch->n_st; i++)
-                        if (!ch->st[i].why[0])
-                                snprintf(ch->st[i].why, sizeof ch->st[i].why, "%s: %s has reached max_instances = %u on this host",
-                                         ch->st[i].pf, type, ct->max_instances);
+        if (ct && ct->max_instances)
+                return type_cap(ch, ct, first);
         return 0;
 }
 
@@ -286,7 +319,8 @@ int vgpu_choose(const VfioKind *kind, int rootfd, int ledgerfd, const Config *c,
                 if (r != 0)
                         return r < 0 ? r : 0;
         }
-        sort_stats(st, ch.n_st, c->placement);
+        if (ch.n_st > 1)
+                qsort_r(st, ch.n_st, sizeof *st, stat_cmp, (void *) &c->placement);
         for (size_t i = 0; i < ch.n_st; i++) {
                 PfStat *s = &st[i];
 

@@ -699,6 +699,29 @@ two_hosts() {
         [ "$(printf '%s' "$output" | jq -c "[.parents[] | [.parent, .total]]")" = "[[\"$PF1\",16],[\"$PF2\",0]]" ]
 }
 
+@test "placement never takes a PF that max_instances caps in the inventory, even where spread would" {
+        sim_mount nvidia-vfio
+        config_write <<-EOF
+	[devices]
+	enabled_mdev_types = nvidia-$Q4
+
+	[mdev_nvidia-$Q4]
+	device_addresses = $PF1, $PF2
+	max_instances = 20
+
+	[hooks]
+	placement = spread
+	EOF
+        run vprepare g1 "pci=$VF1,type=nvidia-$Q4"
+        [ "$status" -eq 0 ]
+        # PF2 is emptier, but its 16 would take the type past 20: the
+        # inventory gives it none, and so does placement
+        run "$MH_CLI" inventory --json
+        [ "$(printf '%s' "$output" | jq -c "[.parents[] | [.parent, .total]]")" = "[[\"$PF1\",16],[\"$PF2\",0]]" ]
+        run -0 "$MH_CLI" pick "nvidia-$Q4"
+        [[ "$output" == "$VF2"* ]]
+}
+
 @test "check-config checks PFs of the VFIO framework: the type must be creatable on its VFs" {
         sim_mount nvidia-vfio
         vfio_conf

@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The one placement engine: where a new device of a guest goes, for every
+ * backend (backend.h). A backend reads its candidates (alloc.c's for
+ * mdevs: a parent and a type; vgpu-place.c's for VF kinds: a PF and a
+ * type) and places them by these rules only:
+ *
+ *   - the order (place_cmp()): `placement = pack` puts the candidate with
+ *     the least room first (fill a GPU before the next: the others stay
+ *     whole for a big type), `spread` the most room first; ties by the
+ *     type's place in the guest's list (the first type it names first),
+ *     then by the parent's name. Room is the backend's: an mdev parent's
+ *     available_instances, a PF's unprogrammed VFs;
+ *   - max_instances (place_over_max()): a candidate of a capped type has
+ *     room only where the type's inventory (inventory.h, Nova's arithmetic,
+ *     over every parent of the type with the devices that exist or this call
+ *     plans counted as made) shows it free capacity, so the hook never
+ *     places where `mdev-hooks inventory` says there is none;
+ *   - a pinned parent (an entry's parent=, attach's --parent) limits the
+ *     candidates to it before they are ordered.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "config.h"
+#include "inventory.h"
+
+typedef struct PlaceKey {
+        const char *parent;
+        unsigned order; /* of the candidate's type in the guest's list */
+        unsigned room;  /* how many more of the type it can take now (for VFs: an upper bound) */
+} PlaceKey;
+
+/* <0, 0, >0 as a goes before, with, after b. */
+int place_cmp(const PlaceKey *a, const PlaceKey *b, ConfigPlacement placement);
+/* The ties of place_cmp() alone: by type order, then parent name. */
+int place_cmp_ties(const PlaceKey *a, const PlaceKey *b);
+
+/* max_instances: whether parent, one of the n parents of a capped type in
+ * inv (each as read: offered, available, with the devices that exist or
+ * are planned on it in existing; computed by inventory_compute()), has no
+ * free capacity left. false when parent is not one of them. */
+bool place_over_max(InventoryParent *inv, size_t n, const char *parent);
