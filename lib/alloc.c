@@ -258,18 +258,11 @@ int undo_push(Alloc *a, const char *uuid, bool created) {
 }
 
 void entry_fill(const Alloc *a, LedgerEntry *e, const char *uuid, const char *parent,
-                       const char *type, LedgerState state, LedgerOrigin origin) {
-        memset(e, 0, sizeof *e);
-        snprintf(e->uuid, sizeof e->uuid, "%s", uuid);
-        snprintf(e->parent, sizeof e->parent, "%s", parent);
-        snprintf(e->type, sizeof e->type, "%s", type);
-        e->state = state;
-        e->origin = origin;
-        snprintf(e->guest, sizeof e->guest, "%s", a->guest);
-        if (a->guest_uuid && uuid_is_valid(a->guest_uuid))
-                uuid_normalize(a->guest_uuid, e->guest_uuid);
-        snprintf(e->boot_id, sizeof e->boot_id, "%s", a->boot_id);
-        e->since = (uint64_t) time(NULL);
+                const char *type, LedgerState state, LedgerOrigin origin) {
+        LedgerHolder h = { .guest = a->guest, .guest_uuid = a->guest_uuid, .boot_id = a->boot_id,
+                          .since = (uint64_t) time(NULL) };
+
+        ledger_entry_init(e, uuid, parent, type, state, origin, &h);
 }
 
 int alloc_remove_mdev(int rootfd, const char *uuid, unsigned timeout_msec) {

@@ -17,6 +17,7 @@
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include <ini.h>
 
@@ -33,6 +34,21 @@ ENUM_IMPL(ledger_state, LedgerState, _LEDGER_STATE_MAX,
 ENUM_IMPL(ledger_origin, LedgerOrigin, _LEDGER_ORIGIN_MAX,
           "created",
           "borrowed");
+
+void ledger_entry_init(LedgerEntry *e, const char *key, const char *parent, const char *type, LedgerState state,
+                       LedgerOrigin origin, const LedgerHolder *h) {
+        memset(e, 0, sizeof *e);
+        snprintf(e->uuid, sizeof e->uuid, "%s", key);
+        snprintf(e->parent, sizeof e->parent, "%s", parent);
+        snprintf(e->type, sizeof e->type, "%s", type);
+        e->state = state;
+        e->origin = origin;
+        snprintf(e->guest, sizeof e->guest, "%s", strempty(h->guest));
+        if (h->guest_uuid && uuid_is_valid(h->guest_uuid))
+                uuid_normalize(h->guest_uuid, e->guest_uuid);
+        snprintf(e->boot_id, sizeof e->boot_id, "%s", strempty(h->boot_id));
+        e->since = h->since;
+}
 
 void ledger_entry_set_free(LedgerEntry *e, uint64_t since) {
         e->state = LEDGER_FREE;

@@ -70,6 +70,21 @@ bool ledger_key_is_vf(const char *s);
 ENUM_DECL(ledger_state, LedgerState);
 ENUM_DECL(ledger_origin, LedgerOrigin);
 
+/* Who a new record is for and since when: a guest (its name, its UUID or
+ * NULL; a UUID that is not valid is left out) in this boot. */
+typedef struct LedgerHolder {
+        const char *guest;
+        const char *guest_uuid;
+        const char *boot_id;
+        uint64_t since;
+} LedgerHolder;
+
+/* The one record filler of every backend: e as a new record of the device
+ * key (an mdev's UUID, a VF's address) on parent, of type, in state, of
+ * origin, held by h. */
+void ledger_entry_init(LedgerEntry *e, const char *key, const char *parent, const char *type, LedgerState state,
+                       LedgerOrigin origin, const LedgerHolder *h);
+
 /* Makes e a free record, held by no guest since the given time (release =
  * keep, or a remove that failed). Its origin and remove_pending stay. */
 void ledger_entry_set_free(LedgerEntry *e, uint64_t since);

@@ -180,20 +180,12 @@ static char *record_describe(const LedgerEntry *e) {
         }
 }
 
-static LedgerEntry entry_assigned(const LedgerEntry *old, const SysfsMdev *m, const ReconcileGuest *g,
-                                  LedgerOrigin origin, const ReconcileInput *in) {
-        LedgerEntry e = old ? *old : (LedgerEntry) { 0 };
+static LedgerEntry entry_assigned(const SysfsMdev *m, const ReconcileGuest *g, LedgerOrigin origin,
+                                  const ReconcileInput *in) {
+        LedgerHolder h = { .guest = g->name, .guest_uuid = g->uuid, .boot_id = in->boot_id, .since = in->now };
+        LedgerEntry e;
 
-        snprintf(e.uuid, sizeof e.uuid, "%s", m->uuid);
-        snprintf(e.parent, sizeof e.parent, "%s", m->parent);
-        snprintf(e.type, sizeof e.type, "%s", m->type);
-        e.state = LEDGER_ASSIGNED;
-        e.origin = origin;
-        snprintf(e.guest, sizeof e.guest, "%s", g->name);
-        snprintf(e.guest_uuid, sizeof e.guest_uuid, "%s", g->uuid);
-        snprintf(e.boot_id, sizeof e.boot_id, "%s", strempty(in->boot_id));
-        e.since = in->now;
-        e.remove_pending = false;
+        ledger_entry_init(&e, m->uuid, m->parent, m->type, LEDGER_ASSIGNED, origin, &h);
         return e;
 }
 
@@ -257,7 +249,7 @@ static Users uuid_users(const ReconcileInput *in, const char *uuid, const Ledger
 static int plan_unreadable(ReconcilePlan *p, const ReconcileInput *in, const char *uuid,
                            const SysfsMdev *m, const ReconcileGuest *run) {
         if (m && run) {
-                LedgerEntry f = entry_assigned(NULL, m, run, LEDGER_BORROWED, in);
+                LedgerEntry f = entry_assigned(m, run, LEDGER_BORROWED, in);
                 return plan_add(p, uuid, "unreadable-record", run->name, RECONCILE_ACTION_RECORD, true, &f,
                                 "its record file '/" LEDGER_DIR "/%s' does not parse; running guest '%s' uses "
                                 "this mdev (%s, %s), and nothing readable shows mdev-hooks created it",
@@ -274,7 +266,7 @@ static int plan_unreadable(ReconcilePlan *p, const ReconcileInput *in, const cha
 static int plan_unrecorded(ReconcilePlan *p, const ReconcileInput *in, const char *uuid,
                            const SysfsMdev *m, const Users *u) {
         if (m && u->run) {
-                LedgerEntry f = entry_assigned(NULL, m, u->run, LEDGER_BORROWED, in);
+                LedgerEntry f = entry_assigned(m, u->run, LEDGER_BORROWED, in);
                 return plan_add(p, uuid, "unrecorded-in-use", u->run->name, RECONCILE_ACTION_RECORD, true, &f,
                                 "running guest '%s' uses this mdev (%s, %s) but it has no record, "
                                 "and nothing shows mdev-hooks created it",
@@ -341,7 +333,7 @@ static const char *record_stale_why(const LedgerEntry *e, const SysfsMdev *m, co
 static int plan_stale(ReconcilePlan *p, const ReconcileInput *in, const LedgerEntry *e, const SysfsMdev *m,
                       const char *desc, const char *why, const ReconcileGuest *run) {
         if (run) {
-                LedgerEntry f = entry_assigned(e, m, run, LEDGER_BORROWED, in);
+                LedgerEntry f = entry_assigned(m, run, LEDGER_BORROWED, in);
                 return plan_add(p, e->uuid, "stale-record", run->name, RECONCILE_ACTION_RECORD, true, &f,
                                 "record (%s, %s/%s) %s, but the mdev exists (%s, %s) and running guest '%s' "
                                 "uses it; mdev-hooks did not create it in this boot",
@@ -360,7 +352,7 @@ static int plan_in_use(ReconcilePlan *p, const ReconcileInput *in, const LedgerE
 
         if (record_is_guest(e, run) && e->state == LEDGER_ASSIGNED && !e->remove_pending)
                 return 0; /* all agrees */
-        f = entry_assigned(e, m, run, e->origin, in);
+        f = entry_assigned(m, run, e->origin, in);
         if (record_is_guest(e, run))
                 return plan_add(p, e->uuid, "unrecorded-in-use", run->name, RECONCILE_ACTION_RECORD, true, &f,
                                 "%s%s, and running guest '%s' uses it",

@@ -150,17 +150,10 @@ int vgpu_prepare_check(HookContext *ctx, VgpuPlan *p, LedgerState state) {
 
 static void entry_fill(const HookContext *ctx, LedgerEntry *e, const VgpuItem *it, LedgerState state,
                        LedgerOrigin origin) {
-        memset(e, 0, sizeof *e);
-        snprintf(e->uuid, sizeof e->uuid, "%s", it->vf);
-        snprintf(e->parent, sizeof e->parent, "%s", it->pf);
-        snprintf(e->type, sizeof e->type, "%s", it->type);
-        e->state = state;
-        e->origin = origin;
-        snprintf(e->guest, sizeof e->guest, "%s", ctx->guest);
-        if (ctx->dom && ctx->dom->uuid[0])
-                snprintf(e->guest_uuid, sizeof e->guest_uuid, "%s", ctx->dom->uuid);
-        snprintf(e->boot_id, sizeof e->boot_id, "%s", ctx->boot_id);
-        e->since = (uint64_t) time(NULL);
+        LedgerHolder h = { .guest = ctx->guest, .guest_uuid = ctx->dom ? ctx->dom->uuid : NULL, .boot_id = ctx->boot_id,
+                          .since = (uint64_t) time(NULL) };
+
+        ledger_entry_init(e, it->vf, it->pf, it->type, state, origin, &h);
 }
 
 static void sleep_msec(unsigned ms) {
