@@ -325,16 +325,51 @@ static int attach_parse(int argc, char *argv[], const char *config_path, AttachO
         return -1;
 }
 
+/* The guest's XML (its definition when config_too, the running one when it
+ * runs) and the devices attach_choose() gives it, read only. 0, or -1 with
+ * the reason logged. */
+static int choose_devices(Guest *g, int rootfd, const Config *config, const AttachOptions *a, bool config_too,
+                          AttachDevice **ret, size_t *ret_n) {
+        _cleanup_free_ char *def_xml = NULL, *live_xml = NULL;
+        _cleanup_domxml_free_ Domxml *def = NULL, *live = NULL;
+        _cleanup_strv_free_ char **avoid = NULL;
+        AttachRequest req;
+        int r;
+
+        error_clear();
+        r = config_too ? guest_xml(g, VIR_DOMAIN_XML_INACTIVE, &def_xml, &def) : 0;
+        if (r >= 0 && g->active)
+                r = guest_xml(g, 0, &live_xml, &live);
+        if (r < 0) {
+                log_error("%s", error_get(r));
+                return -1;
+        }
+        if (others_vfs(g, &avoid) < 0)
+                return -1;
+
+        /* Every refusal is here, before anything changes. */
+        req = (AttachRequest) {
+                .type = a->mdev_class ? NULL : a->o.args[1],
+                .mdev_class = a->mdev_class,
+                .parent = a->o.parent,
+                .count = a->count,
+                .avoid = avoid,
+        };
+        error_clear();
+        r = attach_choose(rootfd, config, g->name, def, live, &req, ret, ret_n);
+        if (r < 0) {
+                log_error("%s", error_get(r));
+                return -1;
+        }
+        return 0;
+}
+
 int cli_attach_main(int argc, char *argv[], const char *config_path) {
         _cleanup_(guest_done) Guest g = { 0 };
         _cleanup_config_free_ Config *config = NULL;
         _cleanup_close_ int rootfd = -1;
-        _cleanup_free_ char *def_xml = NULL, *live_xml = NULL;
-        _cleanup_domxml_free_ Domxml *def = NULL, *live = NULL;
         _cleanup_free_ AttachDevice *d = NULL;
-        _cleanup_strv_free_ char **avoid = NULL;
         AttachOptions a = { 0 };
-        AttachRequest req;
         bool config_too;
         size_t n = 0, plugged;
         int r;
@@ -356,31 +391,8 @@ int cli_attach_main(int argc, char *argv[], const char *config_path) {
                 log_error("the guest is transient: it has no definition to add to; use --live alone");
                 return CLI_EXIT_FAILED;
         }
-        error_clear();
-        r = config_too ? guest_xml(&g, VIR_DOMAIN_XML_INACTIVE, &def_xml, &def) : 0;
-        if (r >= 0 && g.active)
-                r = guest_xml(&g, 0, &live_xml, &live);
-        if (r < 0) {
-                log_error("%s", error_get(r));
+        if (choose_devices(&g, rootfd, config, &a, config_too, &d, &n) < 0)
                 return CLI_EXIT_FAILED;
-        }
-        if (others_vfs(&g, &avoid) < 0)
-                return CLI_EXIT_FAILED;
-
-        /* Every refusal is here, before anything changes. */
-        req = (AttachRequest) {
-                .type = a.mdev_class ? NULL : a.o.args[1],
-                .mdev_class = a.mdev_class,
-                .parent = a.o.parent,
-                .count = a.count,
-                .avoid = avoid,
-        };
-        error_clear();
-        r = attach_choose(rootfd, config, g.name, def, live, &req, &d, &n);
-        if (r < 0) {
-                log_error("%s", error_get(r));
-                return CLI_EXIT_FAILED;
-        }
 
         /* The entries first: one without its hostdev is ignored. */
         if ((a.live && metadata_update(&g, VIR_DOMAIN_AFFECT_LIVE, d, n, true) < 0) ||
