@@ -184,26 +184,33 @@ out:
                 snprintf(buf + strlen(buf), size - strlen(buf), ", and %u more (see mdev-hooks inventory)", omitted);
 }
 
+/* candidates_read(), and -ENOENT with the reason when the config enables
+ * none of w's types. */
+static int candidates_read_enabled(Alloc *a, const AllocWant *w, CandidateList *l) {
+        bool any_enabled = false;
+        char enabled[512];
+        int r;
+
+        r = candidates_read(a, w, l, &any_enabled);
+        if (r < 0 || any_enabled)
+                return r;
+        config_enabled_types_string(a->config, enabled, sizeof enabled);
+        return error_set(-ENOENT, "type %s is not enabled here; enabled: %s", w->what, enabled);
+}
+
 int alloc_create(Alloc *a, const AllocWant *w, const char *uuid, LedgerState state, LedgerEntry *ret) {
         _cleanup_free_ AllocCandidate *cand = NULL;
         CandidateList l = { 0 };
-        bool any_enabled = false;
         char msg[1024];
         int r;
 
         if (!uuid_is_valid(uuid))
                 return error_set(-EINVAL, "'%s' is not a UUID", uuid);
 
-        r = candidates_read(a, w, &l, &any_enabled);
+        r = candidates_read_enabled(a, w, &l);
         cand = l.c;
         if (r < 0)
                 return r;
-        if (!any_enabled) {
-                char enabled[512];
-
-                config_enabled_types_string(a->config, enabled, sizeof enabled);
-                return error_set(-ENOENT, "type %s is not enabled here; enabled: %s", w->what, enabled);
-        }
         r = candidates_wait_unlocked(a, &l);
         if (r < 0)
                 return r;
@@ -476,7 +483,6 @@ int alloc_check_room(Alloc *a, const AllocWant *w, char (*uuids)[UUID_STRING_MAX
         _cleanup_free_ LedgerEntry *entries = calloc(count + 1, sizeof *entries);
         _cleanup_free_ AllocCandidate *cand = NULL;
         CandidateList l = { 0 };
-        bool any_enabled = false;
         size_t planned = 0;
         char msg[1024];
         int r = 0;
@@ -497,16 +503,10 @@ int alloc_check_room(Alloc *a, const AllocWant *w, char (*uuids)[UUID_STRING_MAX
                 return 0;
 
         /* As alloc_create() explains it. */
-        r = candidates_read(a, w, &l, &any_enabled);
+        r = candidates_read_enabled(a, w, &l);
         cand = l.c;
         if (r < 0)
                 return r;
-        if (!any_enabled) {
-                char enabled[512];
-
-                config_enabled_types_string(a->config, enabled, sizeof enabled);
-                return error_set(-ENOENT, "type %s is not enabled here; enabled: %s", w->what, enabled);
-        }
         r = candidates_order(a, w, &l);
         if (r < 0)
                 return r;

@@ -81,16 +81,6 @@ void ledger_guest_encode(const char *s, char *out) {
         *out = '\0';
 }
 
-static int hexval(char c) {
-        if (c >= '0' && c <= '9')
-                return c - '0';
-        if (c >= 'a' && c <= 'f')
-                return c - 'a' + 10;
-        if (c >= 'A' && c <= 'F')
-                return c - 'A' + 10;
-        return -1;
-}
-
 /* Decodes and appends to out (size GUEST_NAME_MAX). */
 static int guest_decode_append(const char *s, char *out) {
         size_t len = strlen(out);
@@ -99,7 +89,7 @@ static int guest_decode_append(const char *s, char *out) {
                 unsigned char c;
 
                 if (*s == '%') {
-                        int hi = hexval(s[1]), lo = hi >= 0 ? hexval(s[2]) : -1;
+                        int hi = hex_digit_value(s[1]), lo = hi >= 0 ? hex_digit_value(s[2]) : -1;
                         if (lo < 0)
                                 return -EINVAL;
                         c = (unsigned char) (hi << 4 | lo);

@@ -5,17 +5,7 @@
 #include <string.h>
 
 #include "pciaddr.h"
-
-/* isxdigit() without the locale's table: a PCI address is ASCII. */
-static int hex_value(char c) {
-        if (c >= '0' && c <= '9')
-                return c - '0';
-        if (c >= 'a' && c <= 'f')
-                return c - 'a' + 10;
-        if (c >= 'A' && c <= 'F')
-                return c - 'A' + 10;
-        return -1;
-}
+#include "util.h"
 
 int pci_address_split(const char *s, PciAddress *ret) {
         static const char pattern[] = "xxxx:xx:xx.x";
@@ -27,7 +17,7 @@ int pci_address_split(const char *s, PciAddress *ret) {
         /* a NUL before the end fails its position's test */
         for (size_t i = 0; pattern[i]; i++) {
                 if (pattern[i] == 'x') {
-                        int v = hex_value(s[i]);
+                        int v = hex_digit_value(s[i]);
                         if (v < 0)
                                 return -EINVAL;
                         part[k] = part[k] * 16 + (unsigned) v;

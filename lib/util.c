@@ -28,6 +28,16 @@ int safe_atou(const char *s, unsigned *ret) {
         return 0;
 }
 
+int hex_digit_value(char c) {
+        if (c >= '0' && c <= '9')
+                return c - '0';
+        if (c >= 'a' && c <= 'f')
+                return c - 'a' + 10;
+        if (c >= 'A' && c <= 'F')
+                return c - 'A' + 10;
+        return -1;
+}
+
 bool uuid_is_valid(const char *s) {
         static const unsigned groups[] = { 8, 4, 4, 4, 12 };
 

@@ -36,6 +36,10 @@ static inline uint32_t fnv1a32(uint32_t h, const char *s) {
 
 /* Decimal, no sign, no spaces except one trailing newline, fits in unsigned. */
 int safe_atou(const char *s, unsigned *ret);
+/* The value of an ASCII hex digit (either case), -1 for any other byte:
+ * isxdigit() without the locale's table. */
+int hex_digit_value(char c);
+
 /* 8-4-4-4-12 hex digits, either case. */
 bool uuid_is_valid(const char *s);
 /* Lower-cases a valid UUID into out. */
