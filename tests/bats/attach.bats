@@ -334,6 +334,25 @@ vfio_setup() {
         [[ "$after" == *"pci=\"$VF2\""* ]]
 }
 
+@test "attach gives a vGPU of a third kind through the backend table (the test build's fake backend)" {
+        needs_crashpoints
+        sim_umount
+        hook_setup fake-vf
+        config_types nvidia-1150 0000:41:00.0 fake-7 0000:a1:00.0
+        guest web1
+        vs define "$BATS_TEST_TMPDIR/web1.xml" \; mdev-hooks attach web1 fake-7 \; \
+                mdev-hooks attach web1 nvidia-1150 \; dumpxml web1 --inactive
+        [[ "$output" == *"added vGPU 0000:a1:00.4 (fake-7) to 'web1': its definition"* ]]
+        [[ "$output" == *"added vGPU $VF1 (nvidia-1150) to 'web1': its definition"* ]]
+        after="$(xml_after)"
+        [[ "$after" == *'<mh:vgpu pci="0000:a1:00.4" type="fake-7"/>'* ]]
+        printf '%s\n' "$after" > "$BATS_TEST_TMPDIR/web1-after.xml"
+        run hook web1 prepare begin - < "$BATS_TEST_TMPDIR/web1-after.xml"
+        [ "$status" -eq 0 ]
+        [ "$(cat "$SIM_SYS/bus/pci/devices/0000:a1:00.4/fakegpu/current_type")" = 7 ]
+        [ "$(sim_vf_type "$VF1")" = 1150 ]
+}
+
 @test "attach --parent takes a VF of that GPU or that VF" {
         vfio_setup
         config_types "nvidia-$Q4" "0000:41:00.0, 0000:c1:00.0"
