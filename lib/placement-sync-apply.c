@@ -52,10 +52,10 @@ static int refresh_generation(Sync *s, PlacementProvider *p) {
                 p->generation = 0;
                 return 0;
         }
-        r = get_json(s, path, &body);
+        r = sync_get_json(s, path, &body);
         if (r < 0)
                 return r;
-        if (!get_generation(body, "generation", &p->generation))
+        if (!sync_json_get_generation(body, "generation", &p->generation))
                 r = error_set(-EBADMSG, "Placement at %s answered GET %s without a generation", placement_http_url(s->h), path);
         json_object_put(body);
         return r;
@@ -98,7 +98,7 @@ static int apply_ensure(Sync *s, const PlacementOp *op) {
                 return -ENOMEM;
         r = send_write(s, "PUT", path, NULL, what, NULL);
         if (r >= 0 && r != 200 && r != 201 && r != 204)
-                r = unexpected(s, "PUT", path, r, NULL);
+                r = sync_unexpected(s, "PUT", path, r, NULL);
         return r < 0 ? r : 0;
 }
 
@@ -119,8 +119,8 @@ static int apply_create(Sync *s, const PlacementOp *op, PlacementState *after) {
         r = send_write(s, "POST", "/resource_providers", body, what, &answer);
         json_object_put(body);
         if (r >= 0 && r != 200 && r != 201)
-                r = unexpected(s, "POST", "/resource_providers", r, answer);
-        if (r >= 0 && !s->o->dry_run && !get_generation(answer, "generation", &gen))
+                r = sync_unexpected(s, "POST", "/resource_providers", r, answer);
+        if (r >= 0 && !s->o->dry_run && !sync_json_get_generation(answer, "generation", &gen))
                 gen = -1;
         json_object_put(answer);
         if (r < 0)
@@ -159,8 +159,8 @@ static int apply_provider_put(Sync *s, const PlacementOp *op, PlacementState *af
         r = send_write(s, "PUT", path, body, what, &answer);
         json_object_put(body);
         if (r >= 0 && r != 200)
-                r = unexpected(s, "PUT", path, r, answer);
-        if (r >= 0 && !s->o->dry_run && !get_generation(answer, "resource_provider_generation", &gen))
+                r = sync_unexpected(s, "PUT", path, r, answer);
+        if (r >= 0 && !s->o->dry_run && !sync_json_get_generation(answer, "resource_provider_generation", &gen))
                 gen = -1;
         json_object_put(answer);
         if (r < 0)
@@ -250,7 +250,7 @@ static int apply_allocations(Sync *s, const PlacementOp *op, const PlacementStat
         if (!path || !what)
                 return -ENOMEM;
         if (!s->o->dry_run) {
-                r = get_json(s, path, &current);
+                r = sync_get_json(s, path, &current);
                 if (r < 0)
                         return r;
                 PAUSEPOINT("placement-allocations-read");
@@ -265,10 +265,10 @@ static int apply_allocations(Sync *s, const PlacementOp *op, const PlacementStat
         allocs = json_object_new_object();
         json_object_object_add(body, "allocations", allocs);
         /* The consumer's allocations outside this host's tree stay. */
-        x = get(current, "allocations", json_type_object);
+        x = sync_json_get(current, "allocations", json_type_object);
         if (x) {
                 json_object_object_foreach(x, rp, v) {
-                        json_object *res = get(v, "resources", json_type_object), *keep;
+                        json_object *res = sync_json_get(v, "resources", json_type_object), *keep;
 
                         const PlacementProvider *p = placement_state_find_uuid(&s->fetched, rp);
 
@@ -291,26 +291,26 @@ static int apply_allocations(Sync *s, const PlacementOp *op, const PlacementStat
                         json_object_object_add(mine, "resources", json_object_new_object());
                         json_object_object_add(allocs, want[i].consumer, mine);
                 }
-                res = get(mine, "resources", json_type_object);
+                res = sync_json_get(mine, "resources", json_type_object);
                 json_object_object_add(res, want[i].resource_class, json_object_new_int64(want[i].used));
         }
         placement_usages_free(want, n_want);
-        if ((x = get(current, "consumer_generation", json_type_int)))
+        if ((x = sync_json_get(current, "consumer_generation", json_type_int)))
                 json_object_object_add(body, "consumer_generation", json_object_new_int64(json_object_get_int64(x)));
         else
                 json_object_object_add(body, "consumer_generation", NULL);
-        x = get(current, "project_id", json_type_string);
+        x = sync_json_get(current, "project_id", json_type_string);
         json_object_object_add(body, "project_id", json_object_new_string(x ? json_object_get_string(x) : PLACEMENT_PROJECT_ID));
-        x = get(current, "user_id", json_type_string);
+        x = sync_json_get(current, "user_id", json_type_string);
         json_object_object_add(body, "user_id", json_object_new_string(x ? json_object_get_string(x) : PLACEMENT_USER_ID));
-        x = get(current, "consumer_type", json_type_string);
+        x = sync_json_get(current, "consumer_type", json_type_string);
         json_object_object_add(body, "consumer_type", json_object_new_string(x ? json_object_get_string(x) : PLACEMENT_CONSUMER_TYPE));
         json_object_put(current);
 
         r = send_write(s, "PUT", path, body, what, NULL);
         json_object_put(body);
         if (r >= 0 && r != 200 && r != 204)
-                r = unexpected(s, "PUT", path, r, NULL);
+                r = sync_unexpected(s, "PUT", path, r, NULL);
         if (r < 0)
                 return r;
         return track_allocations(after, desired, op->name, s->o->dry_run);
@@ -326,7 +326,7 @@ static int apply_delete(Sync *s, const PlacementOp *op, PlacementState *after) {
                 return -ENOMEM;
         r = send_write(s, "DELETE", path, NULL, what, NULL);
         if (r >= 0 && r != 204 && r != 200 && r != 404)
-                r = unexpected(s, "DELETE", path, r, NULL);
+                r = sync_unexpected(s, "DELETE", path, r, NULL);
         if (r < 0)
                 return r;
         p = placement_state_find_uuid(after, op->uuid);
@@ -338,7 +338,7 @@ static int apply_delete(Sync *s, const PlacementOp *op, PlacementState *after) {
         return 0;
 }
 
-int apply(Sync *s, const PlacementPlan *plan, const PlacementState *desired, PlacementState *after) {
+int sync_apply(Sync *s, const PlacementPlan *plan, const PlacementState *desired, PlacementState *after) {
         for (size_t i = 0; i < plan->n_ops; i++) {
                 const PlacementOp *op = &plan->ops[i];
                 int r;

@@ -25,10 +25,10 @@ typedef struct Sync {
         PlacementSyncResult *result;
 } Sync;
 
-json_object *get(json_object *o, const char *key, json_type type);
-bool get_generation(json_object *o, const char *key, int64_t *ret);
+json_object *sync_json_get(json_object *o, const char *key, json_type type);
+bool sync_json_get_generation(json_object *o, const char *key, int64_t *ret);
 json_object *inventories_to_json(const PlacementProvider *p);
 json_object *traits_to_json(const PlacementProvider *p);
-int unexpected(Sync *s, const char *method, const char *path, int status, json_object *body);
-int get_json(Sync *s, const char *path, json_object **ret);
-int apply(Sync *s, const PlacementPlan *plan, const PlacementState *desired, PlacementState *after);
+int sync_unexpected(Sync *s, const char *method, const char *path, int status, json_object *body);
+int sync_get_json(Sync *s, const char *path, json_object **ret);
+int sync_apply(Sync *s, const PlacementPlan *plan, const PlacementState *desired, PlacementState *after);

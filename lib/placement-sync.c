@@ -15,7 +15,7 @@
 
 /* --- JSON <-> model ---------------------------------------------------- */
 
-json_object *get(json_object *o, const char *key, json_type type) {
+json_object *sync_json_get(json_object *o, const char *key, json_type type) {
         json_object *v;
 
         if (!o || !json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, type))
@@ -24,7 +24,7 @@ json_object *get(json_object *o, const char *key, json_type type) {
 }
 
 static bool get_uint(json_object *o, const char *key, unsigned *ret) {
-        json_object *v = get(o, key, json_type_int);
+        json_object *v = sync_json_get(o, key, json_type_int);
         int64_t i;
 
         if (!v)
@@ -36,8 +36,8 @@ static bool get_uint(json_object *o, const char *key, unsigned *ret) {
         return true;
 }
 
-bool get_generation(json_object *o, const char *key, int64_t *ret) {
-        json_object *v = get(o, key, json_type_int);
+bool sync_json_get_generation(json_object *o, const char *key, int64_t *ret) {
+        json_object *v = sync_json_get(o, key, json_type_int);
 
         if (!v)
                 return false;
@@ -85,7 +85,7 @@ static json_object *usages_to_json(const PlacementProvider *p) {
                         json_object_object_add(c, "resources", json_object_new_object());
                         json_object_object_add(o, p->usages[i].consumer, c);
                 }
-                res = get(c, "resources", json_type_object);
+                res = sync_json_get(c, "resources", json_type_object);
                 json_object_object_add(res, p->usages[i].resource_class, json_object_new_int64(p->usages[i].used));
         }
         return o;
@@ -99,8 +99,8 @@ static int parse_inventories(json_object *inventories, PlacementProvider *p) {
                 return -ENOMEM;
         json_object_object_foreach(inventories, rc, v) {
                 PlacementInventory *inv = &p->inventories[k];
-                json_object *ratio = get(v, "allocation_ratio", json_type_double);
-                json_object *iratio = get(v, "allocation_ratio", json_type_int);
+                json_object *ratio = sync_json_get(v, "allocation_ratio", json_type_double);
+                json_object *iratio = sync_json_get(v, "allocation_ratio", json_type_int);
 
                 if (!json_object_is_type(v, json_type_object) || !get_uint(v, "total", &inv->total) ||
                     !get_uint(v, "reserved", &inv->reserved) || !get_uint(v, "min_unit", &inv->min_unit) ||
@@ -132,7 +132,7 @@ static int parse_traits(json_object *traits, PlacementProvider *p) {
 
 static int parse_usages(json_object *allocations, PlacementProvider *p) {
         json_object_object_foreach(allocations, consumer, v) {
-                json_object *res = get(v, "resources", json_type_object);
+                json_object *res = sync_json_get(v, "resources", json_type_object);
 
                 if (!res || !uuid_is_valid(consumer))
                         return -EBADMSG;
@@ -158,12 +158,12 @@ static int parse_usages(json_object *allocations, PlacementProvider *p) {
 
 /* name, uuid, parent_provider_uuid, generation: an entry of GET /resource_providers. */
 static int parse_summary(json_object *o, PlacementProvider *p) {
-        json_object *name = get(o, "name", json_type_string), *uuid = get(o, "uuid", json_type_string);
-        json_object *parent = get(o, "parent_provider_uuid", json_type_string);
+        json_object *name = sync_json_get(o, "name", json_type_string), *uuid = sync_json_get(o, "uuid", json_type_string);
+        json_object *parent = sync_json_get(o, "parent_provider_uuid", json_type_string);
 
         *p = (PlacementProvider) { .generation = -1 };
         if (!name || !uuid || !uuid_is_valid(json_object_get_string(uuid)) ||
-            !get_generation(o, "generation", &p->generation) ||
+            !sync_json_get_generation(o, "generation", &p->generation) ||
             (parent && !uuid_is_valid(json_object_get_string(parent))))
                 return -EBADMSG;
         p->name = strdup(json_object_get_string(name));
@@ -198,9 +198,9 @@ static void cache_load(int rootfd, const char *url, const char *host, Cache *ret
         if (fd < 0)
                 return;
         root = json_object_from_fd(fd);
-        u = get(root, "url", json_type_string);
-        h = get(root, "host", json_type_string);
-        providers = get(root, "providers", json_type_array);
+        u = sync_json_get(root, "url", json_type_string);
+        h = sync_json_get(root, "host", json_type_string);
+        providers = sync_json_get(root, "providers", json_type_array);
         if (!u || !h || !providers || !streq(json_object_get_string(u), url) || !streq(json_object_get_string(h), host))
                 goto out;
         for (size_t i = 0; i < json_object_array_length(providers); i++) {
@@ -209,9 +209,9 @@ static void cache_load(int rootfd, const char *url, const char *host, Cache *ret
 
                 if (parse_summary(o, &p) < 0)
                         goto bad;
-                if (((x = get(o, "inventories", json_type_object)) && parse_inventories(x, &p) < 0) ||
-                    ((x = get(o, "traits", json_type_array)) && parse_traits(x, &p) < 0) ||
-                    ((x = get(o, "allocations", json_type_object)) && parse_usages(x, &p) < 0)) {
+                if (((x = sync_json_get(o, "inventories", json_type_object)) && parse_inventories(x, &p) < 0) ||
+                    ((x = sync_json_get(o, "traits", json_type_array)) && parse_traits(x, &p) < 0) ||
+                    ((x = sync_json_get(o, "allocations", json_type_object)) && parse_usages(x, &p) < 0)) {
                         placement_provider_done(&p);
                         goto bad;
                 }
@@ -295,20 +295,20 @@ static int cache_save(int rootfd, const char *url, const char *host, const Place
 
 /* A request whose status is not one of the expected: a message with
  * Placement's own detail. */
-int unexpected(Sync *s, const char *method, const char *path, int status, json_object *body) {
+int sync_unexpected(Sync *s, const char *method, const char *path, int status, json_object *body) {
         return error_set(-EIO, "Placement at %s answered %s %s with HTTP %d%s%s", placement_http_url(s->h), method, path,
                          status, *placement_http_error_detail(body) ? ": " : "", placement_http_error_detail(body));
 }
 
 /* GET path, expecting 200 and a JSON object. */
-int get_json(Sync *s, const char *path, json_object **ret) {
+int sync_get_json(Sync *s, const char *path, json_object **ret) {
         json_object *body = NULL;
         int r = placement_http_request(s->h, "GET", path, NULL, &body);
 
         if (r < 0)
                 return r;
         if (r != 200 || !json_object_is_type(body, json_type_object)) {
-                r = unexpected(s, "GET", path, r, body);
+                r = sync_unexpected(s, "GET", path, r, body);
                 json_object_put(body);
                 return r;
         }
@@ -323,10 +323,10 @@ static int fetch_list(Sync *s, const char *query, json_object **ret_list, json_o
 
         if (!path)
                 return -ENOMEM;
-        r = get_json(s, path, &body);
+        r = sync_get_json(s, path, &body);
         if (r < 0)
                 return r;
-        list = get(body, "resource_providers", json_type_array);
+        list = sync_json_get(body, "resource_providers", json_type_array);
         if (!list) {
                 json_object_put(body);
                 return error_set(-EBADMSG, "Placement at %s answered GET %s without resource_providers", placement_http_url(s->h), path);
@@ -355,13 +355,13 @@ static int fetch_details(Sync *s, PlacementProvider *p) {
                         return error_set(-EAGAIN, "provider %s went away while it was read", p->name);
                 }
                 if (r >= 0 && (r != 200 || !json_object_is_type(body, json_type_object)))
-                        r = unexpected(s, "GET", path, r, body);
+                        r = sync_unexpected(s, "GET", path, r, body);
                 if (r < 0) {
                         json_object_put(body);
                         return r;
                 }
-                x = get(body, what[i], i == 1 ? json_type_array : json_type_object);
-                if (!x || !get_generation(body, "resource_provider_generation", &gen))
+                x = sync_json_get(body, what[i], i == 1 ? json_type_array : json_type_object);
+                if (!x || !sync_json_get_generation(body, "resource_provider_generation", &gen))
                         r = error_set(-EBADMSG, "Placement at %s answered GET %s without %s", placement_http_url(s->h), path, what[i]);
                 else if (i == 0)
                         r = parse_inventories(x, p);
@@ -507,7 +507,7 @@ int placement_sync(PlacementHttp *h, PlacementState *desired, const PlacementSyn
                         r = placement_state_add(&after, &s.fetched.providers[i], NULL);
                 if (r < 0)
                         break;
-                r = apply(&s, &plan, desired, &after);
+                r = sync_apply(&s, &plan, desired, &after);
                 if (r == -EAGAIN && !o->dry_run) {
                         /* Someone else wrote: what we hold of this tree is stale. */
                         result.conflicts++;
