@@ -17,6 +17,62 @@ int cli_parse_options(int argc, char *argv[], unsigned accepted, const char *hel
         return cli_parse_options_own(argc, argv, accepted, NULL, help, o);
 }
 
+/* What one of the options every command knows does to o: -1 to read on,
+ * or the exit status to return at once (--help and --version printed, a
+ * value refused with a message). -ENOENT: c is none of them. */
+static int common_option_take(int c, char *argv[], unsigned accepted, const char *help, CliOptions *o) {
+        switch (c) {
+        case 'c':
+                /* -c: virsh's, the libvirt URI, after attach and detach */
+                if (accepted & CLI_OPT_SHORT_C_CONNECT)
+                        o->connect = optarg;
+                else
+                        o->config_path = optarg;
+                break;
+        case 'F':
+                o->config_path = optarg;
+                break;
+        case 'j':
+                o->json = true;
+                break;
+        case 'L':
+                o->placement = true;
+                break;
+        case 'p':
+                if (!name_is_valid(optarg)) {
+                        log_error("%s: --parent '%s' is not a parent's name", argv[0], optarg);
+                        return CLI_EXIT_USAGE;
+                }
+                o->parent = optarg;
+                break;
+        case 'u':
+                if (!uuid_is_valid(optarg)) {
+                        log_error("%s: --uuid '%s' is not a UUID", argv[0], optarg);
+                        return CLI_EXIT_USAGE;
+                }
+                uuid_normalize(optarg, o->uuid);
+                break;
+        case 'H':
+                o->hostname = optarg;
+                break;
+        case 'C':
+                o->connect = optarg;
+                break;
+        case 'A':
+                o->apply = true;
+                break;
+        case 'h':
+                fputs(help, stdout);
+                return CLI_EXIT_OK;
+        case 'V':
+                puts("mdev-hooks " PACKAGE_VERSION);
+                return CLI_EXIT_OK;
+        default:
+                return -ENOENT;
+        }
+        return -1;
+}
+
 int cli_parse_options_own(int argc, char *argv[], unsigned accepted, const CliOption *own, const char *help,
                           CliOptions *o) {
         /* The options every command knows; one with a flag is refused
@@ -39,7 +95,7 @@ int cli_parse_options_own(int argc, char *argv[], unsigned accepted, const CliOp
         struct option options[ELEMENTSOF(common) + CLI_OWN_MAX + 1] = { { 0 } };
         size_t n = 0;
         bool refused_arg;
-        int c;
+        int c, r;
 
         for (; own && own[n].name; n++) {
                 assert(n < CLI_OWN_MAX);
@@ -60,65 +116,23 @@ int cli_parse_options_own(int argc, char *argv[], unsigned accepted, const CliOp
                                 refused_arg = optarg && optarg == argv[optind - 1]; /* "--opt ARG" */
                                 c = '?';
                         }
-                switch (c) {
-                case 'c':
-                        /* -c: virsh's, the libvirt URI, after attach and detach */
-                        if (accepted & CLI_OPT_SHORT_C_CONNECT)
-                                o->connect = optarg;
-                        else
-                                o->config_path = optarg;
-                        break;
-                case 'F':
-                        o->config_path = optarg;
-                        break;
-                case 'j':
-                        o->json = true;
-                        break;
-                case 'L':
-                        o->placement = true;
-                        break;
-                case 'p':
-                        if (!name_is_valid(optarg)) {
-                                log_error("%s: --parent '%s' is not a parent's name", argv[0], optarg);
-                                return CLI_EXIT_USAGE;
-                        }
-                        o->parent = optarg;
-                        break;
-                case 'u':
-                        if (!uuid_is_valid(optarg)) {
-                                log_error("%s: --uuid '%s' is not a UUID", argv[0], optarg);
-                                return CLI_EXIT_USAGE;
-                        }
-                        uuid_normalize(optarg, o->uuid);
-                        break;
-                case 'H':
-                        o->hostname = optarg;
-                        break;
-                case 'C':
-                        o->connect = optarg;
-                        break;
-                case 'A':
-                        o->apply = true;
-                        break;
-                case 'h':
-                        fputs(help, stdout);
-                        return CLI_EXIT_OK;
-                case 'V':
-                        puts("mdev-hooks " PACKAGE_VERSION);
-                        return CLI_EXIT_OK;
-                default:
-                        if (c >= CLI_OWN_FIRST && c < CLI_OWN_FIRST + (int) n) {
-                                if (own[c - CLI_OWN_FIRST].arg)
-                                        *own[c - CLI_OWN_FIRST].arg = optarg;
-                                else
-                                        *own[c - CLI_OWN_FIRST].flag = true;
-                                break;
-                        }
-                        /* name the option, not the argument it took */
-                        log_error("%s: unknown option or missing argument '%s'; see 'mdev-hooks %s --help'",
-                                  argv[0], argv[optind - (refused_arg ? 2 : 1)], argv[0]);
-                        return CLI_EXIT_USAGE;
+                r = common_option_take(c, argv, accepted, help, o);
+                if (r != -ENOENT) {
+                        if (r >= 0)
+                                return r;
+                        continue;
                 }
+                if (c >= CLI_OWN_FIRST && c < CLI_OWN_FIRST + (int) n) {
+                        if (own[c - CLI_OWN_FIRST].arg)
+                                *own[c - CLI_OWN_FIRST].arg = optarg;
+                        else
+                                *own[c - CLI_OWN_FIRST].flag = true;
+                        continue;
+                }
+                /* name the option, not the argument it took */
+                log_error("%s: unknown option or missing argument '%s'; see 'mdev-hooks %s --help'",
+                          argv[0], argv[optind - (refused_arg ? 2 : 1)], argv[0]);
+                return CLI_EXIT_USAGE;
         }
         if (accepted & CLI_OPT_ARGS) {
                 o->args = argv + optind;

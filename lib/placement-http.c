@@ -171,40 +171,41 @@ static char *one_line(const char *s) {
         return r;
 }
 
-int placement_http_request(PlacementHttp *h, const char *method, const char *path, json_object *body,
-                           json_object **ret_body) {
-        _cleanup_free_ char *url = NULL, *token_header = NULL;
+/* The request's headers: the microversion, JSON, and the token when there
+ * is one, in *token_header, which the caller frees after the request. */
+static int request_headers(const PlacementHttp *h, bool has_body, char **token_header, struct curl_slist **ret) {
         struct curl_slist *headers = NULL;
-        Buffer answer = { 0 };
-        const char *payload = NULL;
-        json_object *parsed = NULL;
-        long status = 0;
-        CURLcode c;
 
-        url = strdup_printf("%s%s", h->url, path);
-        if (!url)
-                return -ENOMEM;
         headers = curl_slist_append(headers, "OpenStack-API-Version: placement " PLACEMENT_MICROVERSION);
         headers = curl_slist_append(headers, "Accept: application/json");
-        if (body)
+        if (has_body)
                 headers = curl_slist_append(headers, "Content-Type: application/json");
         if (h->token) {
-                token_header = strdup_printf("X-Auth-Token: %s", h->token);
-                if (!token_header) {
+                *token_header = strdup_printf("X-Auth-Token: %s", h->token);
+                if (!*token_header) {
                         curl_slist_free_all(headers);
                         return -ENOMEM;
                 }
-                headers = curl_slist_append(headers, token_header);
+                headers = curl_slist_append(headers, *token_header);
         }
         if (!headers)
                 return -ENOMEM;
+        *ret = headers;
+        return 0;
+}
+
+/* Sets up h->curl for one request: its URL, method and headers, where the
+ * answer goes, the timeouts, and the body (NULL: none). */
+static int request_setup(PlacementHttp *h, const char *method, const char *url, struct curl_slist *headers,
+                         json_object *body, Buffer *answer) {
+        const char *payload = NULL;
 
         curl_easy_reset(h->curl);
         curl_easy_setopt(h->curl, CURLOPT_URL, url);
         curl_easy_setopt(h->curl, CURLOPT_CUSTOMREQUEST, method);
         curl_easy_setopt(h->curl, CURLOPT_HTTPHEADER, headers);
         curl_easy_setopt(h->curl, CURLOPT_WRITEFUNCTION, write_cb);
-        curl_easy_setopt(h->curl, CURLOPT_WRITEDATA, &answer);
+        curl_easy_setopt(h->curl, CURLOPT_WRITEDATA, answer);
         curl_easy_setopt(h->curl, CURLOPT_ERRORBUFFER, h->errbuf);
         curl_easy_setopt(h->curl, CURLOPT_TIMEOUT, (long) h->timeout);
         curl_easy_setopt(h->curl, CURLOPT_CONNECTTIMEOUT, (long) (h->timeout < 5 ? h->timeout : 5));
@@ -213,12 +214,55 @@ int placement_http_request(PlacementHttp *h, const char *method, const char *pat
         curl_easy_setopt(h->curl, CURLOPT_FOLLOWLOCATION, 0L);
         if (body) {
                 payload = json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
-                if (!payload) {
-                        curl_slist_free_all(headers);
+                if (!payload)
                         return -ENOMEM;
-                }
                 curl_easy_setopt(h->curl, CURLOPT_POSTFIELDS, payload);
                 curl_easy_setopt(h->curl, CURLOPT_POSTFIELDSIZE, (long) strlen(payload));
+        }
+        return 0;
+}
+
+/* The answer's body as JSON: NULL in *ret when there is none or it is not
+ * JSON. */
+static int answer_parse(const Buffer *answer, json_object **ret) {
+        json_object *parsed = NULL;
+
+        if (answer->size > 0) {
+                struct json_tokener *tok = json_tokener_new();
+
+                if (!tok)
+                        return -ENOMEM;
+                parsed = json_tokener_parse_ex(tok, answer->data, (int) answer->size);
+                if (json_tokener_get_error(tok) != json_tokener_success) {
+                        json_object_put(parsed);
+                        parsed = NULL;
+                }
+                json_tokener_free(tok);
+        }
+        *ret = parsed;
+        return 0;
+}
+
+int placement_http_request(PlacementHttp *h, const char *method, const char *path, json_object *body,
+                           json_object **ret_body) {
+        _cleanup_free_ char *url = NULL, *token_header = NULL;
+        struct curl_slist *headers = NULL;
+        Buffer answer = { 0 };
+        json_object *parsed = NULL;
+        long status = 0;
+        CURLcode c;
+        int r;
+
+        url = strdup_printf("%s%s", h->url, path);
+        if (!url)
+                return -ENOMEM;
+        r = request_headers(h, body != NULL, &token_header, &headers);
+        if (r < 0)
+                return r;
+        r = request_setup(h, method, url, headers, body, &answer);
+        if (r < 0) {
+                curl_slist_free_all(headers);
+                return r;
         }
         h->errbuf[0] = '\0';
         h->requests++;
@@ -229,8 +273,7 @@ int placement_http_request(PlacementHttp *h, const char *method, const char *pat
         if (token_header)
                 explicit_bzero(token_header, strlen(token_header));
         if (c != CURLE_OK) {
-                int r = answer.too_big ? -EFBIG : curl_errno(c);
-
+                r = answer.too_big ? -EFBIG : curl_errno(c);
                 free(answer.data);
                 if (r == -EFBIG)
                         return error_set(r, "Placement at %s answered %s %s with more than %u bytes", h->url, method, path, BODY_MAX);
@@ -238,26 +281,14 @@ int placement_http_request(PlacementHttp *h, const char *method, const char *pat
                                  h->errbuf[0] ? h->errbuf : curl_easy_strerror(c));
         }
         curl_easy_getinfo(h->curl, CURLINFO_RESPONSE_CODE, &status);
-        if (answer.size > 0) {
-                struct json_tokener *tok = json_tokener_new();
-
-                if (!tok) {
-                        free(answer.data);
-                        return -ENOMEM;
-                }
-                parsed = json_tokener_parse_ex(tok, answer.data, (int) answer.size);
-                if (json_tokener_get_error(tok) != json_tokener_success) {
-                        json_object_put(parsed);
-                        parsed = NULL;
-                }
-                json_tokener_free(tok);
-        }
+        r = answer_parse(&answer, &parsed);
         free(answer.data);
+        if (r < 0)
+                return r;
 
         if (status == 401 || status == 403 || status == 406) {
                 _cleanup_free_ char *detail = one_line(placement_http_error_detail(parsed));
-                int r = status == 406 ? -EPROTO : -EACCES;
-
+                r = status == 406 ? -EPROTO : -EACCES;
                 json_object_put(parsed);
                 if (status == 406)
                         return error_set(r, "Placement at %s does not serve microversion %s (%s %s: %s); mdev-hooks needs Placement 6.0 (Xena) or later",

@@ -176,6 +176,29 @@ static int cmp_provider_name(const void *a, const void *b) {
         return strcmp(((const PlacementProvider *) a)->name, ((const PlacementProvider *) b)->name);
 }
 
+/* A parent's provider's one inventory, as Nova records a vGPU inventory;
+ * none for a parent of total 0. */
+static int provider_set_inventory(PlacementProvider *c, const PlacementParent *parent) {
+        if (parent->total == 0)
+                return 0;
+        c->inventories = calloc(1, sizeof *c->inventories);
+        if (!c->inventories)
+                return -ENOMEM;
+        c->inventories[0] = (PlacementInventory) {
+                .resource_class = strdup(parent->resource_class),
+                .total = parent->total,
+                .reserved = 0,
+                .min_unit = 1,
+                .max_unit = parent->total,
+                .step_size = 1,
+                .allocation_ratio = 1.0,
+        };
+        if (!c->inventories[0].resource_class)
+                return -ENOMEM;
+        c->n_inventories = 1;
+        return 0;
+}
+
 int placement_desired(const char *host, const PlacementParent *parents, size_t n_parents,
                       const PlacementHolding *holdings, size_t n_holdings,
                       PlacementState *ret, size_t *ret_skipped) {
@@ -209,23 +232,9 @@ int placement_desired(const char *host, const PlacementParent *parents, size_t n
                 memcpy(c->parent_uuid, root->uuid, sizeof c->parent_uuid);
                 if (strv_consume(&c->traits, steal_pointer(&trait)) < 0)
                         return -ENOMEM;
-                if (parents[i].total > 0) {
-                        c->inventories = calloc(1, sizeof *c->inventories);
-                        if (!c->inventories)
-                                return -ENOMEM;
-                        c->inventories[0] = (PlacementInventory) {
-                                .resource_class = strdup(parents[i].resource_class),
-                                .total = parents[i].total,
-                                .reserved = 0,
-                                .min_unit = 1,
-                                .max_unit = parents[i].total,
-                                .step_size = 1,
-                                .allocation_ratio = 1.0,
-                        };
-                        if (!c->inventories[0].resource_class)
-                                return -ENOMEM;
-                        c->n_inventories = 1;
-                }
+                r = provider_set_inventory(c, &parents[i]);
+                if (r < 0)
+                        return r;
                 parent_of[s.n_providers - 1] = (char *) parents[i].parent;
         }
 
