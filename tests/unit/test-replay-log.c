@@ -210,6 +210,18 @@ static void test_check_points(void) {
         check_streq(b, "C.0.BB..");
 }
 
+static void test_check_from(void) {
+        _cleanup_free_ char *out = NULL, *seen = NULL;
+
+        write_log("log", MAGIC);
+        write_target("img");
+        check(run("replay log img --between 1 --check-from 3 --check 'echo $MH_REPLAY_ENTRY $MH_REPLAY_KIND >> seen2'") == 0);
+        out = slurp("out");
+        check_streq(out, "replayed 6 entries, 3 crash states checked\n");
+        seen = slurp("seen2");
+        check_streq(seen, "4 fua\n5 between\n6 end\n");
+}
+
 static void test_failed_check_stops(void) {
         _cleanup_free_ char *err = NULL;
         char b[9];
@@ -263,6 +275,7 @@ int main(int argc, char **argv) {
         test_list();
         test_replay_all_and_to();
         test_check_points();
+        test_check_from();
         test_failed_check_stops();
         test_bad_logs();
         check(asprintf(&rm, "rm -rf '%s'", dir) > 0);
