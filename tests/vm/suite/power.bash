@@ -193,8 +193,10 @@ pw_record_off() {
 
 pw_mkfs() {
         case "$1" in
-        ext4) mkfs.ext4 -q -F "$2" ;;
-        xfs) mkfs.xfs -q -f "$2" ;;
+        # no discard of the whole device: the log would hold it, and the
+        # replay write it out as zeros
+        ext4) mkfs.ext4 -q -F -E nodiscard "$2" ;;
+        xfs) mkfs.xfs -q -f -K "$2" ;;
         esac
 }
 
@@ -248,8 +250,8 @@ pw_root_setup() {
 }
 
 pw_root_teardown() {
-        ! mountpoint -q "$PW_ROOT/sys" || umount "$PW_ROOT/sys"
-        rm -rf "$PW_ROOT"
+        ! mountpoint -q "$PW_ROOT/sys" || umount "$PW_ROOT/sys" || return 1
+        rm -rf --one-file-system "$PW_ROOT"
 }
 
 # pw_replay_all FS: every crash state of the storm's log, checked by
