@@ -231,7 +231,7 @@ pw_logged_storm() {
         local rc=$?
         pw_record_off
         umount "$PW_MNT" || rc=1
-        dmsetup remove "$PW_LW" || rc=1
+        dmsetup remove --retry "$PW_LW" || rc=1
         losetup -d "$dev" "$logdev"
         rm -f "$PW/data.img"
         "$PW_REPLAY" list "$PW/log.img" > "$PW/entries" || rc=1
