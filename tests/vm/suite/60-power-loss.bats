@@ -59,9 +59,9 @@ replay_and_report() {
         [ "$status" -eq 0 ]
         local states distinct flushes
         states=$(wc -l < "$PW/states")
-        distinct=$(grep -c ' checked$' "$PW/states")
+        distinct=$(grep -c ' checked tmp=' "$PW/states")
         flushes=$(grep -cE '^[0-9]+ [^ ]*(flush|fua)' "$PW/entries")
-        echo "# $fs: $(grep -c . "$PW/entries") log entries ($flushes flush or FUA), $states crash states mounted and checked, $distinct distinct records run through a boot and the next hooks" >&3
+        echo "# $fs: $(grep -c . "$PW/entries") log entries ($flushes flush or FUA), $states crash states mounted and checked, $distinct distinct records run through a boot and the next hooks; $(grep -vc ' tmp=0$' "$PW/states") states held a temporary file a record write left" >&3
         # every check the replay ran got to its end, and there were some
         [ "$(sed -n 's/^replayed [0-9]* entries, \([0-9]*\) crash states checked$/\1/p' <<< "$output")" -eq "$states" ]
         [ "$states" -ge 10 ]
