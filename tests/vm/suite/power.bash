@@ -347,17 +347,17 @@ pw_check_held() {
 }
 
 # pw_reconcile ROOT: what reconcile finds holds no unreadable record, and
-# --apply fixes all of it.
+# --apply fixes all of it (one run: its JSON lists what it found).
 pw_reconcile() {
-        local root=$1
-        pw_in "$root" mdev-hooks reconcile --connect qemu:///system --json > "$PW/reconcile.json" 2> "$PW/reconcile.err"
-        jq -e '[.. | objects | select(.finding? == "unreadable-record" or .finding? == "unreadable-records")] | length == 0' \
+        local root=$1 rc=0
+        pw_in "$root" mdev-hooks reconcile --connect qemu:///system --apply --json > "$PW/reconcile.json" 2> "$PW/reconcile.err" || rc=$?
+        jq -e '[.findings[] | select(.finding == "unreadable-record" or .finding == "unreadable-records")] | length == 0' \
                 "$PW/reconcile.json" > /dev/null || {
-                echo "reconcile finds a record that does not parse: $(jq -c '[.. | objects | select(.finding?) | .message]' "$PW/reconcile.json")" >&2
+                echo "reconcile finds a record that does not parse: $(jq -c '[.findings[] | .message]' "$PW/reconcile.json" 2>&1) $(tr '\n' ' ' < "$PW/reconcile.err")" >&2
                 return 1
         }
-        pw_in "$root" mdev-hooks reconcile --connect qemu:///system --apply > "$PW/reconcile-apply.out" 2>&1 || {
-                echo "reconcile --apply did not fix everything: $(tr '\n' ' ' < "$PW/reconcile-apply.out")" >&2
+        [ "$rc" -eq 0 ] || {
+                echo "reconcile --apply did not fix everything (exit $rc): $(jq -c '[.findings[] | select(.result != "done") | .message]' "$PW/reconcile.json" 2>&1) $(tr '\n' ' ' < "$PW/reconcile.err")" >&2
                 return 1
         }
 }
