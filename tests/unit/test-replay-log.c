@@ -222,6 +222,20 @@ static void test_check_from(void) {
         check_streq(seen, "4 fua\n5 between\n6 end\n");
 }
 
+static void test_stride(void) {
+        _cleanup_free_ char *out = NULL, *seen = NULL;
+
+        write_log("log", MAGIC);
+        write_target("img");
+        /* points 1 between, 2 flush, 4 fua, 5 between: the 1st and 3rd, and the end */
+        check(run("replay log img --between 1 --stride 2 --check 'echo $MH_REPLAY_ENTRY $MH_REPLAY_KIND >> seen3'") == 0);
+        out = slurp("out");
+        check_streq(out, "replayed 6 entries, 3 crash states checked\n");
+        seen = slurp("seen3");
+        check_streq(seen, "1 between\n4 fua\n6 end\n");
+        check(run("replay log img --stride 0 --check true") == 2);
+}
+
 static void test_failed_check_stops(void) {
         _cleanup_free_ char *err = NULL;
         char b[9];
@@ -276,6 +290,7 @@ int main(int argc, char **argv) {
         test_replay_all_and_to();
         test_check_points();
         test_check_from();
+        test_stride();
         test_failed_check_stops();
         test_bad_logs();
         check(asprintf(&rm, "rm -rf '%s'", dir) > 0);

@@ -23,14 +23,16 @@
  *       one line per entry: INDEX FLAGS SECTOR COUNT [MARK], FLAGS a comma
  *       list of flush, fua, discard, mark, meta, or "write"
  *   replay-log replay LOG TARGET [--to N] [--check CMD] [--between K]
- *                    [--check-from M]
+ *                    [--check-from M] [--stride S]
  *       writes entries 0 .. N-1 (all by default) to TARGET (a file or a
  *       block device) in order, discards as zeros. With --check, TARGET is
  *       flushed and CMD run (sh -c) after each entry that is a flush or a
  *       FUA write, after every K-th write between two of them (--between,
  *       default 0: none), and after the last entry, from entry M on
  *       (--check-from: the states before it, such as a half-made file
- *       system, are written but not checked), with MH_REPLAY_ENTRY
+ *       system, are written but not checked), and of those only every S-th
+ *       (--stride, default 1: each; the last entry's state is always
+ *       checked), with MH_REPLAY_ENTRY
  *       (the number of entries written) and MH_REPLAY_KIND (flush, fua,
  *       between or end) in its environment. The first CMD that fails stops
  *       the replay. Prints "replayed E entries, C crash states checked".
@@ -370,13 +372,13 @@ static int parse_u64(const char *s, uint64_t *ret) {
 
 static int usage(void) {
         fprintf(stderr, "usage: replay-log list LOG\n"
-                        "       replay-log replay LOG TARGET [--to N] [--check CMD] [--between K] [--check-from M]\n");
+                        "       replay-log replay LOG TARGET [--to N] [--check CMD] [--between K] [--check-from M] [--stride S]\n");
         return 2;
 }
 
 static int cmd_replay(int argc, char **argv) {
         const char *logpath = argv[0], *targetpath = argv[1], *check = NULL;
-        uint64_t to = UINT64_MAX, between = 0, from = 0, checks = 0, since_flush = 0;
+        uint64_t to = UINT64_MAX, between = 0, from = 0, stride = 1, checks = 0, since_flush = 0, points = 0;
         Log log;
         Entry e;
         int target, r = 0;
@@ -389,6 +391,8 @@ static int cmd_replay(int argc, char **argv) {
                 if (strcmp(argv[i], "--between") == 0 && parse_u64(argv[i + 1], &between) == 0)
                         continue;
                 if (strcmp(argv[i], "--check-from") == 0 && parse_u64(argv[i + 1], &from) == 0)
+                        continue;
+                if (strcmp(argv[i], "--stride") == 0 && parse_u64(argv[i + 1], &stride) == 0 && stride > 0)
                         continue;
                 if (strcmp(argv[i], "--check") == 0 && argv[i + 1][0] != '\0') {
                         check = argv[i + 1];
@@ -430,7 +434,7 @@ static int cmd_replay(int argc, char **argv) {
                         kind = "fua";
                 else if (between > 0 && ++since_flush % between == 0)
                         kind = "between";
-                if (kind && log.next < to && index >= from) {
+                if (kind && log.next < to && index >= from && points++ % stride == 0) {
                         r = run_check(check, target, targetpath, log.next, kind);
                         checks++;
                 }

@@ -32,7 +32,7 @@ setup() {
                 skip "the power-loss tests run on Debian 13's image (tests/vm/run --suite trixie): they take minutes under TCG"
         export PW_REPLAY=/mh/suite/replay-log
         [ ! -s /mh/power.env ] || . /mh/power.env
-        export PW_GUESTS PW_ROUNDS PW_BETWEEN MH_VM_OUT
+        export PW_GUESTS PW_ROUNDS PW_BETWEEN PW_STRIDE MH_VM_OUT
 }
 
 # The storm did what it is for: every guest started, some migrated with a

@@ -267,6 +267,7 @@ pw_replay_all() {
         rm -rf "$PW/seen" && mkdir -p "$PW/seen"
         PW_FS=$fs PW_RDEV=$rdev PW_CDEV=$cdev \
                 "$PW_REPLAY" replay "$PW/log.img" "$rdev" --check-from "$start" --between "${PW_BETWEEN:-4}" \
+                --stride "${PW_STRIDE:-1}" \
                 --check "bash /mh/suite/power-check"
         rc=$?
         pw_root_teardown
