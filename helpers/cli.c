@@ -25,7 +25,7 @@ int cli_parse_options_own(int argc, char *argv[], unsigned accepted, const CliOp
                 struct option option;
                 unsigned flag;
         } common[] = {
-                { { "config",    required_argument, NULL, 'c' }, 0 },
+                { { "config",    required_argument, NULL, 'F' }, 0 },
                 { { "json",      no_argument,       NULL, 'j' }, CLI_OPT_JSON },
                 { { "placement", no_argument,       NULL, 'L' }, CLI_OPT_PLACEMENT },
                 { { "hostname",  required_argument, NULL, 'H' }, CLI_OPT_HOSTNAME },
@@ -62,6 +62,13 @@ int cli_parse_options_own(int argc, char *argv[], unsigned accepted, const CliOp
                         }
                 switch (c) {
                 case 'c':
+                        /* -c: virsh's, the libvirt URI, after attach and detach */
+                        if (accepted & CLI_OPT_SHORT_C_CONNECT)
+                                o->connect = optarg;
+                        else
+                                o->config_path = optarg;
+                        break;
+                case 'F':
                         o->config_path = optarg;
                         break;
                 case 'j':

@@ -26,6 +26,9 @@ int cli_check_config_main(int argc, char *argv[], const char *config_path);
 int cli_pick_main(int argc, char *argv[], const char *config_path);
 int cli_metrics_main(int argc, char *argv[], const char *config_path);
 int cli_placement_main(int argc, char *argv[], const char *config_path);
+/* In mdev-hooks-reconcile, the program that links libvirt (cli-attach.c). */
+int cli_attach_main(int argc, char *argv[], const char *config_path);
+int cli_detach_main(int argc, char *argv[], const char *config_path);
 /* The main() of a program behind one command (mdev-hooks-reconcile,
  * mdev-hooks-placement): argv is "PROGRAM [--config FILE] COMMAND ARGS...",
  * as the CLI runs it; runs fn on "COMMAND ARGS...". */
@@ -45,7 +48,7 @@ typedef struct CliOptions {
         const char *hostname;
         const char *parent;   /* --parent / -p: only this parent (mdevctl's filter) */
         char uuid[UUID_STRING_MAX]; /* --uuid / -u: only this mdev, lower case; "" for any */
-        const char *connect;  /* --connect: libvirt's URI (reconcile) */
+        const char *connect;  /* --connect: libvirt's URI (reconcile, attach, detach) */
         bool apply;           /* --apply: fix what is found (reconcile) */
         char **args;  /* CLI_OPT_ARGS: the arguments after the options */
         int n_args;
@@ -69,6 +72,7 @@ enum {
         CLI_OPT_ARGS = 1 << 5, /* arguments after the options (o->args) */
         CLI_OPT_CONNECT = 1 << 6,
         CLI_OPT_APPLY = 1 << 7,
+        CLI_OPT_SHORT_C_CONNECT = 1 << 8, /* -c is --connect (virsh's), not --config */
 };
 
 /* Parses a command's argv. Returns -1 to go on, else the exit status to

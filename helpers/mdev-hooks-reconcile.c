@@ -17,10 +17,8 @@
  */
 #include <time.h>
 
-#include <libvirt/libvirt.h>
-#include <libvirt/virterror.h>
-
 #include "cli.h"
+#include "cli-libvirt.h"
 #include "config.h"
 #include "domxml.h"
 #include "ledger.h"
@@ -34,26 +32,6 @@
 #define RECONCILE_DEFAULT_URI "qemu:///system"
 
 /* --- libvirt ----------------------------------------------------------- */
-
-/* libvirt prints every error to stderr unless told otherwise; we report its
- * message ourselves, once. */
-static void libvirt_error_silent(void *userdata, virErrorPtr err) {
-}
-
-static void virDomainFreep(virDomainPtr *d) {
-        if (*d)
-                virDomainFree(*d);
-}
-
-static void virConnectClosep(virConnectPtr *c) {
-        if (*c)
-                virConnectClose(*c);
-}
-
-static const char *libvirt_message(void) {
-        const char *m = virGetLastErrorMessage();
-        return m ? m : "unknown libvirt error";
-}
 
 /* The sorted mdev UUIDs of one domain XML. */
 static int guest_mdevs_from_xml(const char *xml, char ***ret) {
@@ -526,6 +504,21 @@ finish:
         return status;
 }
 
+/* The commands that need libvirt's API: reconcile, and attach and detach
+ * (cli-attach.c), as the CLI runs them: PROGRAM [--config FILE] COMMAND ... */
 int main(int argc, char *argv[]) {
+        static const struct {
+                const char *name;
+                CliMain fn;
+        } commands[] = {
+                { "attach",    cli_attach_main },
+                { "detach",    cli_detach_main },
+                { "reconcile", reconcile_main },
+        };
+        int i = argc > 2 && streq(argv[1], "--config") ? 3 : 1;
+
+        for (size_t k = 0; k < ELEMENTSOF(commands) && i < argc; k++)
+                if (streq(argv[i], commands[k].name))
+                        return cli_libexec_main(argc, argv, "mdev-hooks-reconcile", commands[k].name, commands[k].fn);
         return cli_libexec_main(argc, argv, "mdev-hooks-reconcile", "reconcile", reconcile_main);
 }

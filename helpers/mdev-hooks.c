@@ -10,10 +10,11 @@
 #include "log.h"
 #include "util.h"
 
-/* Two commands run in programs of their own, so that this one loads neither
+/* Some commands run in programs of their own, so that this one loads neither
  * libvirt (and glib, gnutls, ...) nor libcurl (and its TLS, Kerberos, LDAP,
  * ... libraries: 35 more, which made every `list` several times slower) for
- * every `types` or `list`: `reconcile` in mdev-hooks-reconcile, `placement`
+ * every `types` or `list`: `reconcile`, `attach` and `detach` in
+ * mdev-hooks-reconcile, `placement`
  * in mdev-hooks-placement. Each is looked for where `meson install` puts it
  * relative to this program, then beside it (the build tree). */
 static int libexec_run(const char *program, int argc, char *argv[], const char *config_path) {
@@ -57,7 +58,7 @@ static int libexec_run(const char *program, int argc, char *argv[], const char *
         return 1;
 }
 
-static int reconcile_exec(int argc, char *argv[], const char *config_path) {
+static int libvirt_exec(int argc, char *argv[], const char *config_path) {
         return libexec_run("mdev-hooks-reconcile", argc, argv, config_path);
 }
 
@@ -79,7 +80,9 @@ static const CliCommand commands[] = {
         { "metrics",      cli_metrics_main,      "capacity and states for Prometheus (node_exporter textfile)" },
         { "placement",    placement_exec,    "placement sync: publish this host to OpenStack Placement" },
         { "pick",         cli_pick_main,         "a free VF for a VFIO vGPU type (--xml: what to paste)" },
-        { "reconcile",    reconcile_exec,        "libvirt's guests against the record and sysfs" },
+        { "attach",       libvirt_exec,        "give a guest vGPUs, defined or running (--live)" },
+        { "detach",       libvirt_exec,        "take vGPUs from a guest, defined or running (--live)" },
+        { "reconcile",    libvirt_exec,        "libvirt's guests against the record and sysfs" },
 };
 
 static void usage(FILE *f) {

@@ -1548,6 +1548,71 @@ out:
         return r;
 }
 
+/* --- room, read only (mdev-hooks attach) ------------------------------- */
+
+/* Kept free mdevs (release = keep) of one of w's types, which alloc_create()
+ * removes to make room when every candidate is full. */
+static unsigned kept_free_count(const Alloc *a, const AllocWant *w) {
+        _cleanup_free_ LedgerEntry *recs = NULL;
+        unsigned kept = 0;
+        size_t n;
+
+        if (a->ledgerfd < 0 || ledger_list_free(a->ledgerfd, &recs, &n) < 0) {
+                error_clear();
+                return 0;
+        }
+        for (size_t i = 0; i < n; i++)
+                if (recs[i].state == LEDGER_FREE && recs[i].origin == LEDGER_CREATED &&
+                    streq(recs[i].boot_id, a->boot_id) && strv_contains(w->types, recs[i].type) &&
+                    (!w->parent[0] || streq(recs[i].parent, w->parent)))
+                        kept++;
+        return kept;
+}
+
+int alloc_check_room(Alloc *a, const AllocWant *w, char (*uuids)[UUID_STRING_MAX], size_t count) {
+        _cleanup_free_ LedgerEntry *entries = calloc(count + 1, sizeof *entries);
+        _cleanup_free_ AllocCandidate *cand = NULL;
+        CandidateList l = { 0 };
+        bool any_enabled = false;
+        size_t planned = 0;
+        char msg[1024];
+        int r = 0;
+
+        if (!entries)
+                return -ENOMEM;
+        while (planned < count) {
+                r = alloc_plan(a, w, uuids[planned], LEDGER_ASSIGNED, &entries[planned]);
+                if (r <= 0)
+                        break;
+                planned++;
+        }
+        plans_clear(a); /* only counted: nothing is made */
+        probe_forget(a, NULL);
+        if (r < 0)
+                return r;
+        if (planned == count || planned + kept_free_count(a, w) >= count)
+                return 0;
+
+        /* As alloc_create() explains it. */
+        r = candidates_read(a, w, &l, &any_enabled);
+        cand = l.c;
+        if (r < 0)
+                return r;
+        if (!any_enabled) {
+                char enabled[512];
+
+                config_enabled_types_string(a->config, enabled, sizeof enabled);
+                return error_set(-ENOENT, "type %s is not enabled here; enabled: %s", w->what, enabled);
+        }
+        r = candidates_order(a, w, &l);
+        if (r < 0)
+                return r;
+        candidates_message(a, w, &l, msg, sizeof msg);
+        if (planned > 0)
+                return error_set(-ENOSPC, "%s (room for %zu of the %zu asked for)", msg, planned, count);
+        return error_set(-ENOSPC, "%s", msg);
+}
+
 /* How many files alloc_preopen() may open: ALLOC_OPENED_MAX, and a quarter
  * of what this process may have open. */
 static size_t opened_max(void) {

@@ -291,6 +291,14 @@ int alloc_create(Alloc *a, const AllocWant *w, const char *uuid, LedgerState sta
 int alloc_plan(Alloc *a, const AllocWant *w, const char *uuid, LedgerState state, LedgerEntry *ret);
 int alloc_run_plans(Alloc *a);
 
+/* Read only, for `mdev-hooks attach`: whether count mdevs of w (UUIDs
+ * uuids, none of which exists) could be created now, as alloc_plan() and
+ * alloc_create() would see it; kept free mdevs that a create would remove to
+ * make room count as room. Writes nothing; the Alloc's plans are forgotten.
+ * 0, or -ENOSPC (-ENOENT: the type is not enabled) with alloc_create()'s
+ * message: "no capacity for nvidia-35: 0000:84:00.0 has 0 of 16 left, ...". */
+int alloc_check_room(Alloc *a, const AllocWant *w, char (*uuids)[UUID_STRING_MAX], size_t count);
+
 /* Opens the available_instances of each candidate of each of the mdevs
  * (their types as alloc_want_resolve() gives them), but not of an mdev that
  * exists already: a prepare calls it while it waits for the lock

@@ -12,6 +12,11 @@
  *   migrate-after-create        migrate created an mdev, record not yet written
  *   prepare-before-sync         prepare made everything and let the lock
  *                               go; the record's directory not yet fsynced
+ *   attach-after-metadata       attach wrote the metadata entries, no hostdev yet
+ *   attach-after-claim          attach --live claimed and created, not plugged
+ *   attach-after-hotplug        attach --live plugged, the definition not yet
+ *   detach-after-unplug         the guest gave it back, the record not yet freed
+ *   detach-before-metadata      detach took the hostdev, not yet its entry
  *
  * FAILPOINT("name") (same build only) is true when MDEV_HOOKS_FAIL_AT equals
  * "name", for a failure the tests cannot cause otherwise. Names in use:

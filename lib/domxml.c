@@ -282,6 +282,27 @@ static void sax_reference(void *userdata, const xmlChar *name) {
                 xmlSAX2Reference(ctxt, name);
 }
 
+/* libxml2 reads the caller's buffer through these, a few KiB at a time,
+ * rather than from a copy of the whole document (xmlCtxtReadMemory makes
+ * one): a megabyte of XML is then not copied and faulted in a second time. */
+typedef struct MemReader {
+        const char *buf;
+        size_t len, off;
+} MemReader;
+
+static int mem_read(void *userdata, char *out, int len) {
+        MemReader *m = userdata;
+        size_t n = m->len - m->off < (size_t) len ? m->len - m->off : (size_t) len;
+
+        memcpy(out, m->buf + m->off, n);
+        m->off += n;
+        return (int) n;
+}
+
+static int mem_close(void *userdata) {
+        return 0;
+}
+
 /* Parses buf with the hardening above; partial: build only what is read
  * here and note where uuid= values lie. */
 static int parse_doc(const char *buf, size_t len, bool partial, ParseState *st, xmlDoc **ret) {
@@ -307,7 +328,8 @@ static int parse_doc(const char *buf, size_t len, bool partial, ParseState *st, 
                 ctxt->sax->processingInstruction = sax_pi;
                 ctxt->sax->reference = sax_reference;
         }
-        doc = xmlCtxtReadMemory(ctxt, buf, (int) len, "domain.xml", NULL, PARSE_OPTIONS);
+        doc = xmlCtxtReadIO(ctxt, mem_read, mem_close, &(MemReader) { .buf = buf, .len = len },
+                            "domain.xml", NULL, PARSE_OPTIONS);
 
         if (st->oom)
                 return -ENOMEM;
@@ -710,7 +732,10 @@ static int parse_tree(Domxml *d) {
         return apply_metadata(d, entries, n_entries);
 }
 
-int domxml_parse(const char *buf, size_t len, Domxml **ret) {
+/* partial: the tree holds only what is read here (domxml_parse()); else
+ * the whole document (domxml_parse_full()), whose uuid= positions are not
+ * known, so that a rewrite of it goes through libxml2's writer. */
+static int parse(const char *buf, size_t len, bool partial, Domxml **ret) {
         _cleanup_domxml_free_ Domxml *d = NULL;
         _cleanup_free_ UuidPos *pos = NULL;
         DomxmlPrivate *p;
@@ -728,7 +753,7 @@ int domxml_parse(const char *buf, size_t len, Domxml **ret) {
         d = &p->pub;
 
         memset(&st, 0, sizeof st);
-        r = parse_doc(buf, len, true, &st, &d->doc);
+        r = parse_doc(buf, len, partial, &st, &d->doc);
         pos = st.pos;
         if (r < 0)
                 return r;
@@ -751,6 +776,14 @@ int domxml_parse(const char *buf, size_t len, Domxml **ret) {
         }
         *ret = steal_pointer(&d);
         return 0;
+}
+
+int domxml_parse(const char *buf, size_t len, Domxml **ret) {
+        return parse(buf, len, true, ret);
+}
+
+int domxml_parse_full(const char *buf, size_t len, Domxml **ret) {
+        return parse(buf, len, false, ret);
 }
 
 void domxml_free(Domxml *d) {
@@ -980,6 +1013,7 @@ static int format_tree(xmlDoc *doc, char **ret_buf, size_t *ret_len) {
         *ret_len = len;
         return 0;
 }
+
 
 /* The slow way: the whole document as a tree, the same UUIDs set, and
  * libxml2's serialiser. */

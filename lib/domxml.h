@@ -84,6 +84,12 @@ int domxml_find_vgpu(const Domxml *d, const char *pci);
  * two metadata entries for one UUID. Metadata entries for UUIDs that no
  * hostdev uses are ignored. */
 int domxml_parse(const char *buf, size_t len, Domxml **ret);
+/* As domxml_parse(), with the same hardening and checks, but the whole
+ * document is kept as a tree (d->doc), for a caller that changes its
+ * structure (attach.c adds and removes <hostdev>s) and serialises it with
+ * libxml2. Slower: domxml_parse() keeps only what it reads.
+ * domxml_format() and domxml_write() are not for such a Domxml. */
+int domxml_parse_full(const char *buf, size_t len, Domxml **ret);
 void domxml_free(Domxml *d);
 static inline void domxml_freep(Domxml **d) {
         domxml_free(*d);

@@ -309,6 +309,10 @@ static int release_one(HookContext *ctx, LedgerEntry *e) {
         return hook_release_record(ctx, e, &release_mdev, r, RELEASE_REMOVE_MSEC);
 }
 
+int hook_release_one(HookContext *ctx, LedgerEntry *e) {
+        return hook_sync(ctx, release_one(ctx, e));
+}
+
 /* Adds the records of the XML's UUIDs that name this guest and that the
  * guest index did not list (a record written by other means than ledger.c),
  * and to *unreadable those of its UUIDs whose record does not parse. */

@@ -61,6 +61,11 @@ typedef struct HookReleaseKind {
  * PRESENT: 0 the device is there, -ENOENT gone, another -errno to return. */
 int hook_release_record(HookContext *ctx, LedgerEntry *e, const HookReleaseKind *k, int present,
                         unsigned timeout_msec);
+/* Frees one record of the guest (an mdev or a VF's vGPU) as release frees
+ * each (`mdev-hooks detach --live`, once the guest gave the device back),
+ * and fsyncs the record's directory. <0 with the message when something is
+ * left for later. */
+int hook_release_one(HookContext *ctx, LedgerEntry *e);
 /* reconnect begin: re-assert the guest's claims; the caller always exits 0. */
 int hook_reconnect(HookContext *ctx);
 /* migrate begin / restore begin (migrate.c): find or create local mdevs of the

@@ -229,6 +229,13 @@ lock_let_go() {
         LOCK_HOLDER=""
 }
 
+# needs_crashpoints: skips the test unless this build has the crash points
+# (meson -Dcrashpoints=true; scripts/test's builds have them).
+needs_crashpoints() {
+        grep -qx '#define MDEV_HOOKS_CRASHPOINTS 1' "$MH_BUILD_DIR/config-build.h" ||
+                skip "built without -Dcrashpoints"
+}
+
 # stop_started: what a test started in the background and did not stop, as
 # a test that failed half way leaves it: the lock holder of lock_hold lets
 # go, then the jobs still running (a hook that waited for that lock goes on

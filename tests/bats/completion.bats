@@ -102,3 +102,18 @@ complete_words() {
         run complete_words placement ""
         [ "$output" = sync ]
 }
+
+@test "attach and detach complete guests from libvirt (-c), then the host's types or the guest's vGPUs" {
+        load libvirt-node
+        uri="$(node_xml "$BATS_TEST_TMPDIR/node.xml" web1 db1:off plain)"
+        run complete_words attach -c "$uri" ""
+        [ "$output" = $'db1\nplain\nweb1' ]
+        run complete_words attach --connect "$uri" web1 nvidia-3
+        [ "$output" = "$(printf 'nvidia-%s\n' 35 36 37 38 39)" ]
+        run complete_words detach -c "$uri" we
+        [ "$output" = web1 ]
+        run complete_words detach -c "$uri" web1 ""
+        [ "$output" = aaaaaaaa-0000-4000-8000-000000000001 ]
+        run complete_words attach web1 --c
+        [ "$output" = $'--class\n--connect\n--count' ]
+}

@@ -27,8 +27,7 @@ UF=ffffffff-0000-4000-8000-00000000000f
 PF=0000:87:00.0
 
 setup() {
-        grep -qx '#define MDEV_HOOKS_CRASHPOINTS 1' "$MH_BUILD_DIR/config-build.h" ||
-                skip "built without -Dcrashpoints"
+        needs_crashpoints
         sim_mount nvidia-timesliced
         config_write "[devices]
 enabled_mdev_types = $T"

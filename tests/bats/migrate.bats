@@ -743,9 +743,7 @@ assert_only_uuids_changed() {
 # the guest keeps running on A. B is left with the created mdev under an
 # incoming claim.
 crash_in_migrate_on_b() {
-        if ! strings "$MH_BUILD_DIR/hooks/mdev-hooks-qemu-worker.so" | grep -q MDEV_HOOKS_CRASH_AT; then
-                skip "built without -Dcrashpoints=true"
-        fi
+        needs_crashpoints
         one_type_conf "$A"
         one_type_conf "$B"
         sim_use "$A"

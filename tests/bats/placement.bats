@@ -250,6 +250,7 @@ pl_send() {
 }
 
 @test "placement sync: concurrent syncs of two hosts holding one guest converge after a generation conflict" {
+        needs_crashpoints # MDEV_HOOKS_PAUSE_AT
         U1=7c1d2e3f-1a2b-4c3d-8e4f-5a6b7c8d9e01
         U2=7c1d2e3f-1a2b-4c3d-8e4f-5a6b7c8d9e02
         # one guest (a migration half done) with an mdev on each host
@@ -285,6 +286,7 @@ pl_send() {
 }
 
 @test "placement sync retries when another writer moves a provider's generation" {
+        needs_crashpoints # MDEV_HOOKS_PAUSE_AT
         sim_mount nvidia-timesliced
         config_timesliced
         run -0 sync gen1
@@ -308,6 +310,7 @@ pl_send() {
 }
 
 @test "placement sync gives up after 5 rounds of conflicts, in one line, exit 1" {
+        needs_crashpoints # MDEV_HOOKS_PAUSE_AT
         sim_mount nvidia-timesliced
         config_timesliced
         run -0 sync busy1
@@ -340,6 +343,7 @@ pl_send() {
 }
 
 @test "placement sync: Placement stopped mid-sync fails in one line and the next sync completes" {
+        needs_crashpoints # MDEV_HOOKS_PAUSE_AT
         sim_mount nvidia-timesliced
         config_timesliced
         export MDEV_HOOKS_PAUSE_FILE="$BATS_TEST_TMPDIR/pause"

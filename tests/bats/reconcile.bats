@@ -23,6 +23,7 @@ enabled_mdev_types = $T"
 teardown() {
         # A background process a failed test left behind (blocked on a FIFO).
         [ -z "${pid:-}" ] || kill "$pid" 2> /dev/null || true
+        stop_started
         sim_umount
 }
 

@@ -159,3 +159,25 @@ assert_clean() {
         ACTION=add SUBSYSTEM=pci DEVPATH="$pdev" vg pf "$MH_UDEV" "$P84"
         assert_clean
 }
+
+@test "attach and detach, definition and --live (refused by the test driver), are clean under valgrind" {
+        export LIBVIRT_DEFAULT_URI=test:///default
+        cat > "$BATS_TEST_TMPDIR/g.xml" <<-EOF2
+	<domain type='test'>
+	  <name>web1</name>
+	  <metadata><nova:instance xmlns:nova="http://openstack.org/xmlns/libvirt/nova/1.1"/></metadata>
+	  <memory unit='KiB'>1048576</memory>
+	  <os><type arch='x86_64'>hvm</type></os>
+	  <devices/>
+	</domain>
+	EOF2
+        run vg attach "$MH_BUILD_DIR/tests/virt-shell" define "$BATS_TEST_TMPDIR/g.xml" \; \
+                mdev-hooks attach web1 nvidia-35 --count 2 \; mdev-hooks attach web1 nvidia-45 \; \
+                mdev-hooks detach web1 --all \; start web1 \; mdev-hooks attach web1 nvidia-35 --live \; \
+                mdev-hooks detach web1 "$U1" --live
+        echo "$output"
+        assert_clean
+        [ "$status" -eq 0 ]
+        [ "$(grep -c '^\[exit 0\]' <<< "$output")" -eq 2 ]
+        [ "$(grep -c '^\[exit 1\]' <<< "$output")" -eq 3 ]
+}

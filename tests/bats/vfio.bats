@@ -821,6 +821,7 @@ vf_event() {
 }
 
 @test "crash: a prepare killed after programming a VF leaves a record that release clears" {
+        needs_crashpoints
         sim_mount nvidia-vfio
         vfio_conf
         vxml g1 "pci=$VF1,type=nvidia-$Q4" > "$BATS_TEST_TMPDIR/g1.xml"
@@ -836,6 +837,7 @@ vf_event() {
 }
 
 @test "crash: a release killed after clearing a VF leaves a record the next release forgets" {
+        needs_crashpoints
         sim_mount nvidia-vfio
         vfio_conf
         run vprepare g1 "pci=$VF1,type=nvidia-$Q4"

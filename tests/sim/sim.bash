@@ -26,9 +26,12 @@ source "$SIM_DIR/../pid.bash"
 : "${MH_SIM:=${MH_BUILD_DIR:+$MH_BUILD_DIR/tests/sim/mdev-sysfs-sim}}"
 _SIM_MOUNTS=()
 
-# In a bats file, the default teardown: unmount what the test mounted.
+# In a bats file, the default teardown: stop what the test left running in
+# the background (common.bash's stop_started: a test that failed half way),
+# then unmount what it mounted.
 if [ -n "${BATS_TEST_FILENAME:-}" ]; then
         teardown() {
+                ! declare -F stop_started > /dev/null || stop_started
                 sim_umount
         }
 fi

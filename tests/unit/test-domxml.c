@@ -654,8 +654,32 @@ static void check_rewrite_bytes(const char *in) {
         check(text_len == strlen(expected));
 }
 
+/* text with about pad bytes of disks inserted after the root's start tag */
+static char *pad_after_root(const char *text, size_t pad) {
+        static const char disk[] = "\n  <disk type='file' device='disk'><source file='/var/lib/images/pad.qcow2'/>"
+                                   "<target dev='vdz' bus='virtio'/></disk>";
+        const char *gt = strchr(text, '>');
+        size_t head, n = pad / (sizeof disk - 1) + 1, len = strlen(text);
+        char *out, *o;
+
+        check(gt);
+        if (!gt)
+                return NULL;
+        head = (size_t) (gt - text) + 1;
+        out = malloc(len + n * (sizeof disk - 1) + 1);
+        check(out);
+        if (!out)
+                return NULL;
+        memcpy(out, text, head);
+        o = out + head;
+        for (size_t i = 0; i < n; i++, o += sizeof disk - 1)
+                memcpy(o, disk, sizeof disk - 1);
+        memcpy(o, text + head, len - head + 1);
+        return out;
+}
+
 static void test_rewrite_bytes(void) {
-        _cleanup_free_ char *buf = NULL, *quoted = NULL, *bom = NULL;
+        _cleanup_free_ char *buf = NULL, *quoted = NULL, *bom = NULL, *padded = NULL;
         size_t len;
 
         buf = read_data("two-mdevs.xml", &len);
@@ -664,6 +688,11 @@ static void test_rewrite_bytes(void) {
         check_rewrite_bytes(quoted);
         bom = strdup_printf("\xef\xbb\xbf<?xml version='1.0' encoding='UTF-8'?>\n<!-- saved -->\n%s", quoted);
         check_rewrite_bytes(bom);
+
+        /* libxml2 reads the input a few KiB at a time and drops what it
+         * has parsed: UUIDs a megabyte in are still found in place. */
+        padded = pad_after_root(quoted, 1u << 20);
+        check_rewrite_bytes(padded);
 }
 
 static void test_set_uuid_checks(void) {
