@@ -14,62 +14,6 @@ Q4=1150 # NVIDIA L40S-4Q in the topology (4 GiB)
 C4=1149 # NVIDIA L40S-4C (4 GiB)
 Q8=1155 # NVIDIA L40S-8Q (8 GiB)
 
-# vxml NAME SPEC...: a domain XML as libvirt formats it; SPEC is an mdev
-# (UUID[,type=T][,class=C]) or a vGPU on a VF: pci=ADDR[,type=T][,class=C]
-# (the attributes become its <mh:vgpu> entry; "nometa" leaves the entry out,
-# "managed" makes the hostdev managed='yes').
-vxml() {
-        local name="$1" spec key attrs a kv meta managed
-        shift
-        printf "<domain type='kvm'>\n  <name>%s</name>\n  <uuid>%s</uuid>\n" "$name" \
-                "$(printf '%s' "$name" | md5sum | sed -E 's/^(.{8})(.{4}).(.{3}).(.{3})(.{12}).*/\1-\2-4\3-8\4-\5/')"
-        printf "  <metadata>\n    <mh:mdevs xmlns:mh=\"http://mdev-hooks.org/xmlns/domain/1.0\">\n"
-        for spec in "$@"; do
-                IFS=, read -ra a <<< "$spec"
-                key="${a[0]}"
-                attrs=""
-                meta=1
-                for kv in "${a[@]:1}"; do
-                        case "$kv" in
-                        nometa) meta=0 ;;
-                        managed) ;;
-                        *) attrs+=" ${kv%%=*}=\"${kv#*=}\"" ;;
-                        esac
-                done
-                [ "$meta" = 1 ] || continue
-                if [[ "$key" == pci=* ]]; then
-                        printf "      <mh:vgpu pci=\"%s\"%s/>\n" "${key#pci=}" "$attrs"
-                elif [ -n "$attrs" ]; then
-                        printf "      <mh:mdev uuid=\"%s\"%s/>\n" "$key" "$attrs"
-                fi
-        done
-        printf "    </mh:mdevs>\n  </metadata>\n  <devices>\n"
-        for spec in "$@"; do
-                key="${spec%%,*}"
-                if [[ "$key" == pci=* ]]; then
-                        key="${key#pci=}"
-                        managed=no
-                        [[ ",$spec," == *,managed,* ]] && managed=yes
-                        printf "    <hostdev mode='subsystem' type='pci' managed='%s'>\n      <source>\n" "$managed"
-                        printf "        <address domain='0x%s' bus='0x%s' slot='0x%s' function='0x%s'/>\n" \
-                                "${key:0:4}" "${key:5:2}" "${key:8:2}" "${key:11:1}"
-                        printf "      </source>\n    </hostdev>\n"
-                else
-                        printf "    <hostdev mode='subsystem' type='mdev' managed='no' model='vfio-pci'>\n"
-                        printf "      <source>\n        <address uuid='%s'/>\n      </source>\n    </hostdev>\n" "$key"
-                fi
-        done
-        printf "  </devices>\n</domain>\n"
-}
-
-# vprepare NAME SPEC...: prepare with vxml's XML (kept for release).
-vprepare() {
-        local name="$1"
-        shift
-        vxml "$name" "$@" > "$BATS_TEST_TMPDIR/$name.xml"
-        hook "$name" prepare begin - < "$BATS_TEST_TMPDIR/$name.xml"
-}
-
 # vfio_conf: the config for nvidia-vfio: nvidia-$Q4 on PF1's VFs, nvidia-$Q8
 # on PF2's.
 vfio_conf() {
