@@ -25,46 +25,6 @@ fake_type() {
         cat "$SIM_SYS/bus/pci/devices/$1/fakegpu/current_type"
 }
 
-# fxml NAME [pci=ADDR,type=T | UUID,type=T]...: a guest with a PCI hostdev
-# (managed='no') and an <mh:vgpu> entry per VF, an mdev hostdev per UUID.
-fxml() {
-        local name="$1" spec key type
-        shift
-        printf "<domain type='kvm'>\n  <name>%s</name>\n  <uuid>%s</uuid>\n" "$name" \
-                "$(printf '%s' "$name" | md5sum | sed -E 's/^(.{8})(.{4}).(.{3}).(.{3})(.{12}).*/\1-\2-4\3-8\4-\5/')"
-        printf "  <metadata>\n    <mh:mdevs xmlns:mh=\"http://mdev-hooks.org/xmlns/domain/1.0\">\n"
-        for spec in "$@"; do
-                key="${spec%%,*}" type="${spec#*,type=}"
-                if [[ "$key" == pci=* ]]; then
-                        printf "      <mh:vgpu pci=\"%s\" type=\"%s\"/>\n" "${key#pci=}" "$type"
-                else
-                        printf "      <mh:mdev uuid=\"%s\" type=\"%s\"/>\n" "$key" "$type"
-                fi
-        done
-        printf "    </mh:mdevs>\n  </metadata>\n  <devices>\n"
-        for spec in "$@"; do
-                key="${spec%%,*}"
-                if [[ "$key" == pci=* ]]; then
-                        key="${key#pci=}"
-                        printf "    <hostdev mode='subsystem' type='pci' managed='no'>\n      <source>\n"
-                        printf "        <address domain='0x%s' bus='0x%s' slot='0x%s' function='0x%s'/>\n" \
-                                "${key:0:4}" "${key:5:2}" "${key:8:2}" "${key:11:1}"
-                        printf "      </source>\n    </hostdev>\n"
-                else
-                        printf "    <hostdev mode='subsystem' type='mdev' managed='no' model='vfio-pci'>\n"
-                        printf "      <source>\n        <address uuid='%s'/>\n      </source>\n    </hostdev>\n" "$key"
-                fi
-        done
-        printf "  </devices>\n</domain>\n"
-}
-
-fprepare() {
-        local name="$1"
-        shift
-        fxml "$name" "$@" > "$BATS_TEST_TMPDIR/$name.xml"
-        hook "$name" prepare begin - < "$BATS_TEST_TMPDIR/$name.xml"
-}
-
 all_conf() {
         config_types nvidia-35 "$P84" nvidia-1150 "$NPF" "$FAKE4" "$FPF"
 }
@@ -82,7 +42,7 @@ all_conf() {
 @test "prepare programs a fake VF, an NVIDIA VF and an mdev of one guest, each by its backend" {
         sim_mount fake-vf
         all_conf
-        run fprepare g1 "pci=$FVF1,type=$FAKE4" "pci=$NVF1,type=nvidia-1150" "$U1,type=nvidia-35"
+        run vprepare g1 "pci=$FVF1,type=$FAKE4" "pci=$NVF1,type=nvidia-1150" "$U1,type=nvidia-35"
         [ "$status" -eq 0 ]
         [ "$(fake_type "$FVF1")" = 7 ]
         [ "$(cat "$SIM_SYS/bus/pci/devices/$NVF1/nvidia/current_vgpu_type")" = 1150 ]
@@ -98,7 +58,7 @@ all_conf() {
         sim_mount fake-vf
         all_conf
         sim_create_fail EIO "$FVF1"
-        run fprepare g1 "$U1,type=nvidia-35" "pci=$NVF1,type=nvidia-1150" "pci=$FVF1,type=$FAKE4"
+        run vprepare g1 "$U1,type=nvidia-35" "pci=$NVF1,type=nvidia-1150" "pci=$FVF1,type=$FAKE4"
         [ "$status" -eq 1 ]
         [[ "$output" == *"$FVF1"* ]]
         mdev_absent "$U1"
@@ -110,11 +70,11 @@ all_conf() {
 @test "another guest's fake VF is refused, and release clears only the guest's own" {
         sim_mount fake-vf
         all_conf
-        run -0 fprepare g1 "pci=$FVF1,type=$FAKE4"
-        run fprepare g2 "pci=$FVF1,type=$FAKE4"
+        run -0 vprepare g1 "pci=$FVF1,type=$FAKE4"
+        run vprepare g2 "pci=$FVF1,type=$FAKE4"
         [ "$status" -eq 1 ]
         [[ "$output" == *"held by guest 'g1'"* ]]
-        run -0 fprepare g2 "pci=$FVF2,type=$FAKE4"
+        run -0 vprepare g2 "pci=$FVF2,type=$FAKE4"
         run -0 release g1
         [ "$(fake_type "$FVF1")" = 0 ]
         [ "$(fake_type "$FVF2")" = 7 ]
@@ -125,7 +85,7 @@ all_conf() {
 @test "list, types and inventory show the fake backend's devices and GPU beside the others" {
         sim_mount fake-vf
         all_conf
-        run -0 fprepare g1 "pci=$FVF1,type=$FAKE4" "$U1,type=nvidia-35"
+        run -0 vprepare g1 "pci=$FVF1,type=$FAKE4" "$U1,type=nvidia-35"
         run -0 "$MH_CLI" list
         [ "$(printf '%s\n' "$output" | grep -c "$FVF1.*$FAKE4.*g1")" = 1 ]
         [ "$(printf '%s\n' "$output" | grep -c "$U1.*nvidia-35.*g1")" = 1 ]
@@ -142,10 +102,10 @@ all_conf() {
         all_conf
         sim_use "$A"
         all_conf
-        fxml web1 "pci=$FVF2,type=$FAKE4" > "$T/web1.xml"
+        vxml web1 "pci=$FVF2,type=$FAKE4" > "$T/web1.xml"
         # FVF2 is another guest's on B: web1 gets another fake VF there
         sim_use "$B"
-        run -0 fprepare other "pci=$FVF2,type=$FAKE4"
+        run -0 vprepare other "pci=$FVF2,type=$FAKE4"
         run --separate-stderr hook web1 migrate begin - < "$T/web1.xml"
         [ "$status" -eq 0 ]
         [[ "$output" == *'function="0x4"'* ]]
@@ -159,7 +119,7 @@ all_conf() {
 @test "udev: a fake VF that comes back without its vGPU marks its guest's record lost" {
         sim_mount fake-vf
         all_conf
-        run -0 fprepare g1 "pci=$FVF1,type=$FAKE4"
+        run -0 vprepare g1 "pci=$FVF1,type=$FAKE4"
         printf '0\n' > "$SIM_SYS/bus/pci/devices/$FVF1/fakegpu/current_type"
         run env -i MDEV_HOOKS_ROOT="$MDEV_HOOKS_ROOT" ACTION=bind SUBSYSTEM=pci \
                 DEVPATH="/devices/pci0000:00/$FVF1" SEQNUM=1 "$MH_UDEV" "$FVF1"
