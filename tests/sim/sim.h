@@ -52,6 +52,7 @@ typedef enum NodeKind {
         K_CREATABLE, /* nvidia/creatable_vgpu_types of a Vf */
         K_CURRENT,   /* nvidia/current_vgpu_type of a Vf */
         K_VFINFO,    /* nvidia/gpu_instance_id, placement_id, vgpu_params of a Vf (ENXIO without a vGPU) */
+        K_PARTITION, /* a GIM PF's partition attribute: a write "succeeds" and changes nothing (sim-amd.c) */
 } NodeKind;
 
 typedef struct Node Node;
@@ -149,8 +150,13 @@ typedef struct VfModel {
         const char *creatable;  /* "creatable_vgpu_types" */
         const char *current;    /* "current_vgpu_type" */
         bool info;              /* gpu_instance_id, placement_id, vgpu_params, warm_update */
+        const char *pf_driver;  /* the PF's driver: "nvidia" */
+        const char *pf_vendor;  /* the PF's vendor: "0x10de" */
+        const char *device;     /* the VFs' PCI device ID, NULL: no device file */
+        int numvfs_errno;       /* a write to sriov_numvfs fails so (GIM: ENOENT), 0: the PCI core's */
+        void (*pf_build)(Pf *pf); /* adds the PF's own attributes, NULL: none */
 } VfModel;
-extern const VfModel vf_model_nvidia, vf_model_fake;
+extern const VfModel vf_model_nvidia, vf_model_fake, vf_model_amdgim;
 
 struct Pf {
         char *name;
@@ -168,6 +174,7 @@ struct Pf {
         const VfModel *vfm; /* vfio: whose VFs (NVIDIA's, or the fake kind's) */
         unsigned fb; /* the GPU's framebuffer in MiB */
         Vf **vvfs;   /* num entries */
+        char *partition; /* amdgim: the spatial partition mode ("CPX") */
 };
 
 /* A VF of a vfio PF: one vGPU at most, programmed through current_vgpu_type. */
@@ -294,6 +301,10 @@ Vf *vf_find(const char *name);
 void pf_enable(Pf *pf, unsigned n);
 void vf_free(Vf *v);
 int pf_write_numvfs(Pf *pf, const char *buf);
+
+/* sim-amd.c */
+const char *stmt_amdgim(char **w, size_t n, const TypeSet *cur);
+int partition_write(Pf *pf, const char *buf, size_t len);
 
 /* sim-counters.c */
 void count(const char *path, int what);
