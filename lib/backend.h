@@ -142,6 +142,7 @@ typedef struct Backend {
 
 extern const Backend backend_mdev;
 extern const Backend backend_nvidia_vfio;
+extern const Backend backend_amd;
 #if MDEV_HOOKS_CRASHPOINTS
 extern const Backend backend_fake; /* the test build's only */
 #endif
@@ -152,7 +153,7 @@ extern const Backend *const backends[];
 
 #define BACKEND_FOREACH(b) for (const Backend *const *_bp = backends; ((b) = *_bp); _bp++)
 /* How many there are: the size of an array with one slot per backend. */
-#define BACKENDS_MAX 4
+#define BACKENDS_MAX 6
 
 /* Every backend's parents, in the table's order (unsorted). */
 int backend_parent_list(int rootfd, char ***ret);
