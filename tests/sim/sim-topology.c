@@ -267,10 +267,12 @@ int topo_load(const char *file) {
                         bad = stmt_pf(w, n, cur);
                 else if (streq(w[0], vf_model_amdgim.statement))
                         bad = stmt_amdgim(w, n, cur);
+                else if (streq(w[0], vf_model_xe.statement))
+                        bad = stmt_xe(w, n, cur);
                 else if (streq(w[0], "mdev_bus"))
                         bad = stmt_mdev_bus(w, n);
                 else
-                        bad = "unknown statement (types, type, end, parent, sriov, vfio, fakevf, amdgim, mdev_bus)";
+                        bad = "unknown statement (types, type, end, parent, sriov, vfio, fakevf, amdgim, xe, mdev_bus)";
                 if (bad)
                         return topo_fail(file, lineno, bad);
         }
@@ -319,8 +321,11 @@ void topo_build(void) {
                 _cleanup_free_ char *total = xasprintf("%u", pf->total);
                 node_text(pf->dev, "sriov_totalvfs", total);
                 node_attr(pf->dev, "sriov_numvfs", K_NUMVFS, 0644, pf);
-                if (pf->start_num)
+                if (pf->start_num) {
                         pf_enable(pf, pf->start_num);
+                        if (pf->vfm && pf->vfm->enabled)
+                                pf->vfm->enabled(pf);
+                }
         }
 }
 
@@ -332,6 +337,8 @@ void model_free(void) {
                 free(pf->vvfs);
                 free(pf->vfs);
                 free(pf->partition);
+                if (pf->vfm && pf->vfm->pf_free)
+                        pf->vfm->pf_free(pf);
                 free(pf->name);
                 free(pf->devpath);
                 free(pf);

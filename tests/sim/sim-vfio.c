@@ -229,6 +229,8 @@ int pf_write_numvfs(Pf *pf, const char *buf) {
                 return -EINVAL;
         if (pf->vfm && pf->vfm->numvfs_errno)
                 return -pf->vfm->numvfs_errno;
+        if (pf->vfm && pf->vfm->numvfs_check && pf->vfm->numvfs_check(pf, n))
+                return -pf->vfm->numvfs_check(pf, n);
         if (n > pf->total)
                 return -ERANGE;
         if (n == pf->num)
@@ -237,11 +239,15 @@ int pf_write_numvfs(Pf *pf, const char *buf) {
                 for (unsigned i = 0; pf->vfio && i < pf->num; i++)
                         if (pf->vvfs[i]->cur)
                                 return -EBUSY; /* a VF carries a vGPU */
+                if (pf->vfm && pf->vfm->disabling)
+                        pf->vfm->disabling(pf);
                 pf_disable(pf);
                 return 0;
         }
         if (pf->num)
                 return -EBUSY;
         pf_enable(pf, (unsigned) n);
+        if (pf->vfm && pf->vfm->enabled)
+                pf->vfm->enabled(pf);
         return 0;
 }

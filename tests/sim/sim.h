@@ -53,6 +53,7 @@ typedef enum NodeKind {
         K_CURRENT,   /* nvidia/current_vgpu_type of a Vf */
         K_VFINFO,    /* nvidia/gpu_instance_id, placement_id, vgpu_params of a Vf (ENXIO without a vGPU) */
         K_PARTITION, /* a GIM PF's partition attribute: a write "succeeds" and changes nothing (sim-amd.c) */
+        K_XEADMIN,   /* an xe PF's sriov_admin/vfN/ attribute: profile/... or stop (sim-xe.c) */
 } NodeKind;
 
 typedef struct Node Node;
@@ -155,8 +156,12 @@ typedef struct VfModel {
         const char *device;     /* the VFs' PCI device ID, NULL: no device file */
         int numvfs_errno;       /* a write to sriov_numvfs fails so (GIM: ENOENT), 0: the PCI core's */
         void (*pf_build)(Pf *pf); /* adds the PF's own attributes, NULL: none */
+        int (*numvfs_check)(const Pf *pf, unsigned long n); /* an errno for the write, 0: go on */
+        void (*enabled)(Pf *pf);  /* after the VFs appear */
+        void (*disabling)(Pf *pf); /* before they go */
+        void (*pf_free)(Pf *pf);
 } VfModel;
-extern const VfModel vf_model_nvidia, vf_model_fake, vf_model_amdgim;
+extern const VfModel vf_model_nvidia, vf_model_fake, vf_model_amdgim, vf_model_xe;
 
 struct Pf {
         char *name;
@@ -175,6 +180,7 @@ struct Pf {
         unsigned fb; /* the GPU's framebuffer in MiB */
         Vf **vvfs;   /* num entries */
         char *partition; /* amdgim: the spatial partition mode ("CPX") */
+        struct XeAdmin *xe; /* xe: sriov_admin/ (sim-xe.c) */
 };
 
 /* A VF of a vfio PF: one vGPU at most, programmed through current_vgpu_type. */
@@ -305,6 +311,11 @@ int pf_write_numvfs(Pf *pf, const char *buf);
 /* sim-amd.c */
 const char *stmt_amdgim(char **w, size_t n, const TypeSet *cur);
 int partition_write(Pf *pf, const char *buf, size_t len);
+
+/* sim-xe.c */
+const char *stmt_xe(char **w, size_t n, const TypeSet *cur);
+char *xe_admin_text(const Node *n);
+int xe_admin_write(const Node *n, const char *buf, size_t len);
 
 /* sim-counters.c */
 void count(const char *path, int what);
