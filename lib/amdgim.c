@@ -109,19 +109,3 @@ void amdgim_describe(const AmdgimPartition *p, char *buf, size_t size) {
         snprintf(buf, size, "%s %s%s%s, 1/%u of the GPU", p->model, p->spatial[0] ? p->spatial : "?",
                  p->memory[0] ? "/" : "", p->memory, p->nvfs);
 }
-
-int amdgim_vf_bound(int rootfd, const char *vf) {
-        char a[PCI_ADDRESS_STRING_MAX], path[PATH_MAX], target[PATH_MAX];
-        const char *base;
-        ssize_t n;
-
-        if (!pci_address_normalize(vf, a))
-                return 0;
-        snprintf(path, sizeof path, PCI_DEVICES "/%s/driver", a);
-        n = readlinkat(rootfd, path, target, sizeof target - 1);
-        if (n < 0)
-                return 0;
-        target[n] = '\0';
-        base = strrchr(target, '/');
-        return streq(base ? base + 1 : target, "vfio-pci");
-}

@@ -52,5 +52,3 @@ int amdgim_vf_current(int rootfd, const char *vf, unsigned *ret);
 int amdgim_pf_partition(int rootfd, const char *pf, AmdgimPartition *ret);
 /* "MI300X CPX, 1/8 of the GPU" for a type's description. */
 void amdgim_describe(const AmdgimPartition *p, char *buf, size_t size);
-/* 1 if the VF is bound to vfio-pci now (a guest's, or being given to one). */
-int amdgim_vf_bound(int rootfd, const char *vf);
