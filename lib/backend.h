@@ -143,6 +143,7 @@ typedef struct Backend {
 extern const Backend backend_mdev;
 extern const Backend backend_nvidia_vfio;
 extern const Backend backend_amd;
+extern const Backend backend_xe;
 #if MDEV_HOOKS_CRASHPOINTS
 extern const Backend backend_fake; /* the test build's only */
 #endif
