@@ -184,3 +184,19 @@ all_conf() {
         [ "$(record_get "$CVF1" state)" = assigned ]
         [ "$(record_get "$CVF1" guest)" = g1 ]
 }
+
+@test "inventory --placement gives each AMD GPU a trait of its partition's type, apart from Intel's and NVIDIA's" {
+        run -0 "$MH_CLI" inventory --placement --hostname h
+        [ "$(jq -r '.resource_providers[] | select(.name == "h_pci_0000_c2_00_0") | .traits[]' <<<"$output")" = CUSTOM_MDEV_AMD_MXGPU_2 ]
+        [ "$(jq -r '.resource_providers[] | select(.name == "h_pci_0000_c2_00_0") | .inventories.VGPU.total' <<<"$output")" = 2 ]
+        [ "$(jq -r '.resource_providers[] | select(.name == "h_pci_0000_c1_00_0") | .traits[]' <<<"$output")" = CUSTOM_MDEV_AMD_MXGPU_8 ]
+}
+
+@test "reconnect re-asserts a running guest's AMD VF in its record" {
+        run -0 aprepare g1 "pci=$CVF1,type=$CPX"
+        rm "$MDEV_HOOKS_ROOT/var/lib/mdev-hooks/$CVF1"
+        run hook g1 reconnect begin - < "$BATS_TEST_TMPDIR/g1.xml"
+        [ "$status" -eq 0 ]
+        [ "$(record_get "$CVF1" guest)" = g1 ]
+        [ "$(record_get "$CVF1" state)" = assigned ]
+}

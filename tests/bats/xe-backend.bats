@@ -196,3 +196,30 @@ provision() {
         [ "$status" -ne 0 ]
         [[ "$output" == *"$XPF"*"whose VFs are $X8, not intel-xe-4096"* ]]
 }
+
+@test "inventory --placement gives the xe GPU a trait of its VFs' quota, apart from AMD's and NVIDIA's" {
+        provision
+        run -0 "$MH_CLI" inventory --placement --hostname h
+        [ "$(jq -r '.resource_providers[] | select(.name == "h_pci_0000_03_00_0") | .traits[]' <<<"$output")" = CUSTOM_MDEV_INTEL_XE_8192 ]
+        [ "$(jq -r '.resource_providers[] | select(.name == "h_pci_0000_03_00_0") | .inventories.VGPU.total' <<<"$output")" = 2 ]
+}
+
+@test "udev: an xe VF bound to vfio-pci for its guest keeps the guest's record" {
+        provision
+        run -0 aprepare g1 "pci=$XVF1,type=$X8"
+        run env -i MDEV_HOOKS_ROOT="$MDEV_HOOKS_ROOT" ACTION=bind SUBSYSTEM=pci \
+                DEVPATH="/devices/pci0000:00/$XVF1" SEQNUM=1 "$MH_UDEV" "$XVF1"
+        [ "$status" -eq 0 ]
+        [ "$(record_get "$XVF1" state)" = assigned ]
+        [ "$(record_get "$XVF1" guest)" = g1 ]
+}
+
+@test "a running xe VF's quota cannot change under its guest, and list still shows it the guest's" {
+        provision
+        run -0 aprepare g1 "pci=$XVF1,type=$X8"
+        sim_ctl vf-open "$XVF1"
+        run put $((4 * GIB)) "$(admin vf1/profile/vram_quota)"
+        [[ "$output" == *"Device or resource busy"* ]]
+        run -0 "$MH_CLI" list
+        [ "$(printf '%s\n' "$output" | grep -c "^$XVF1 .*$X8.*g1")" = 1 ]
+}
