@@ -177,6 +177,7 @@ const Backend backend_amd = {
         .device_make = NULL,
         .type_is_mine = amd_type_is_mine,
         .pick = amd_pick,
+        .managed = true,
         .dom_has = vf_dom_has,
         .txn_new = amd_txn_new,
         .txn_check = whole_txn_check,

@@ -172,6 +172,7 @@ const Backend backend_xe = {
         .device_make = NULL,
         .type_is_mine = xe_type_is_mine,
         .pick = xe_pick,
+        .managed = true,
         .dom_has = vf_dom_has,
         .txn_new = xe_txn_new,
         .txn_check = whole_txn_check,

@@ -108,6 +108,10 @@ typedef struct Backend {
          * as placement chooses; -ENOSPC with a message when none fits.
          * NULL: this backend's devices are chosen when the guest starts. */
         int (*pick)(int rootfd, int ledgerfd, const Config *c, const char *boot_id, const char *type, SysfsMdev *ret);
+        /* Its VFs go to the guest through libvirt's binding to vfio-pci
+         * (<hostdev type='pci' managed='yes'>: AMD's, Intel's), not bound
+         * by their driver as they are (managed='no': NVIDIA's). */
+        bool managed;
 
         /* --- the guest -------------------------------------------------- */
         /* Whether the domain may hold devices of this kind at all. */

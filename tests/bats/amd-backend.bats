@@ -200,3 +200,10 @@ all_conf() {
         [ "$(record_get "$CVF1" guest)" = g1 ]
         [ "$(record_get "$CVF1" state)" = assigned ]
 }
+
+@test "pick --xml gives an AMD VF as a managed hostdev, for libvirt to bind it to vfio-pci" {
+        run -0 "$MH_CLI" pick --xml "$DPX"
+        [[ "$output" == *"<hostdev mode=\"subsystem\" type=\"pci\" managed=\"yes\">"* ]]
+        [[ "$output" == *"function=\"0x4\""* ]]
+        [[ "$output" == *"<mh:vgpu pci=\"$DVF1\" type=\"$DPX\"/>"* ]]
+}

@@ -223,3 +223,10 @@ provision() {
         run -0 "$MH_CLI" list
         [ "$(printf '%s\n' "$output" | grep -c "^$XVF1 .*$X8.*g1")" = 1 ]
 }
+
+@test "pick --xml gives an xe VF as a managed hostdev, for libvirt to bind it to vfio-pci" {
+        provision
+        run -0 "$MH_CLI" pick --xml "$X8"
+        [[ "$output" == *"<hostdev mode=\"subsystem\" type=\"pci\" managed=\"yes\">"* ]]
+        [[ "$output" == *"<mh:vgpu pci=\"$XVF1\" type=\"$X8\"/>"* ]]
+}
