@@ -20,7 +20,8 @@ static const char help[] =
         "Usage: mdev-hooks pick TYPE [--xml]\n"
         "\n"
         "Prints the PCI address of a free VF that can take a vGPU of TYPE\n"
-        "(nvidia-<ID>, NVIDIA's vendor-specific VFIO framework, vGPU 17+), chosen\n"
+        "(nvidia-<ID>, NVIDIA's vendor-specific VFIO framework, vGPU 17+; or a\n"
+        "whole VF: amd-mxgpu-<N>, AMD's GIM; intel-xe-<MiB>, Intel's xe), chosen\n"
         "as the hook chooses on a migration's destination: the GPUs the config\n"
         "gives TYPE ([mdev_TYPE] device_addresses names PFs), [hooks] placement,\n"
         "max_instances, and what each VF can create now. Nothing is reserved:\n"
@@ -30,7 +31,7 @@ static const char help[] =
         "             entry to put under <metadata> (virsh edit)\n"
         "  --help     show this help\n";
 
-static int print_xml(const SysfsMdev *ch) {
+static int print_xml(const SysfsMdev *ch, bool managed) {
         PciAddress a;
         char v[16];
         xmlNode *hostdev, *source, *address, *mdevs, *vgpu;
@@ -49,7 +50,7 @@ static int print_xml(const SysfsMdev *ch) {
         }
         xmlNewProp(hostdev, BAD_CAST "mode", BAD_CAST "subsystem");
         xmlNewProp(hostdev, BAD_CAST "type", BAD_CAST "pci");
-        xmlNewProp(hostdev, BAD_CAST "managed", BAD_CAST "no");
+        xmlNewProp(hostdev, BAD_CAST "managed", BAD_CAST (managed ? "yes" : "no"));
         source = xmlNewChild(hostdev, NULL, BAD_CAST "source", NULL);
         address = source ? xmlNewChild(source, NULL, BAD_CAST "address", NULL) : NULL;
         if (!address) {
@@ -153,7 +154,7 @@ int cli_pick_main(int argc, char *argv[], const char *config_path) {
                 printf("%s\n", ch.uuid);
                 return CLI_EXIT_OK;
         }
-        r = print_xml(&ch);
+        r = print_xml(&ch, b->managed);
         if (r < 0)
                 return cli_oom();
         return CLI_EXIT_OK;

@@ -11,6 +11,8 @@
 const Backend *const backends[] = {
         &backend_mdev,
         &backend_nvidia_vfio,
+        &backend_amd,
+        &backend_xe,
 #if MDEV_HOOKS_CRASHPOINTS
         &backend_fake, /* the tests' (backend-fake.c) */
 #endif

@@ -108,6 +108,10 @@ typedef struct Backend {
          * as placement chooses; -ENOSPC with a message when none fits.
          * NULL: this backend's devices are chosen when the guest starts. */
         int (*pick)(int rootfd, int ledgerfd, const Config *c, const char *boot_id, const char *type, SysfsMdev *ret);
+        /* Its VFs go to the guest through libvirt's binding to vfio-pci
+         * (<hostdev type='pci' managed='yes'>: AMD's, Intel's), not bound
+         * by their driver as they are (managed='no': NVIDIA's). */
+        bool managed;
 
         /* --- the guest -------------------------------------------------- */
         /* Whether the domain may hold devices of this kind at all. */
@@ -142,6 +146,8 @@ typedef struct Backend {
 
 extern const Backend backend_mdev;
 extern const Backend backend_nvidia_vfio;
+extern const Backend backend_amd;
+extern const Backend backend_xe;
 #if MDEV_HOOKS_CRASHPOINTS
 extern const Backend backend_fake; /* the test build's only */
 #endif
@@ -152,7 +158,7 @@ extern const Backend *const backends[];
 
 #define BACKEND_FOREACH(b) for (const Backend *const *_bp = backends; ((b) = *_bp); _bp++)
 /* How many there are: the size of an array with one slot per backend. */
-#define BACKENDS_MAX 4
+#define BACKENDS_MAX 6
 
 /* Every backend's parents, in the table's order (unsorted). */
 int backend_parent_list(int rootfd, char ***ret);

@@ -126,6 +126,8 @@ static int vf_attr_path(const VfioKind *k, const char *vf, const char *file, cha
 int vfio_is_vf(const VfioKind *k, int rootfd, const char *vf) {
         char path[PATH_MAX];
 
+        if (k->is_vf)
+                return k->is_vf(rootfd, vf);
         if (vf_attr_path(k, vf, k->current, path, sizeof path) < 0)
                 return 0;
         if (faccessat(rootfd, path, F_OK, 0) == 0)
@@ -230,6 +232,8 @@ int vfio_vf_current(const VfioKind *k, int rootfd, const char *vf, unsigned *ret
         char path[PATH_MAX], buf[32];
         int r;
 
+        if (k->current_of)
+                return k->current_of(rootfd, vf, ret);
         r = vf_attr_path(k, vf, k->current, path, sizeof path);
         if (r < 0)
                 return error_set(r, "'%s' is not a PCI address", vf);
@@ -249,6 +253,11 @@ int vfio_vf_creatable(const VfioKind *k, int rootfd, const char *vf, VfioType **
         size_t len;
         int r;
 
+        if (!k->creatable) {
+                *ret = NULL; /* its VFs carry their type already */
+                *ret_n = 0;
+                return 0;
+        }
         r = vf_attr_path(k, vf, k->creatable, path, sizeof path);
         if (r < 0)
                 return error_set(r, "'%s' is not a PCI address", vf);
@@ -275,6 +284,8 @@ int vfio_vf_program(const VfioKind *k, int rootfd, const char *vf, unsigned id) 
 
         if (id == 0)
                 return -EINVAL;
+        if (!k->current)
+                return -EOPNOTSUPP;
         r = vf_attr_path(k, vf, k->current, path, sizeof path);
         if (r < 0)
                 return r;
@@ -293,6 +304,8 @@ int vfio_vf_clear(const VfioKind *k, int rootfd, const char *vf) {
         char path[PATH_MAX];
         int r;
 
+        if (!k->current)
+                return 0; /* nothing was programmed */
         r = vf_attr_path(k, vf, k->current, path, sizeof path);
         if (r < 0)
                 return r;

@@ -42,6 +42,13 @@ typedef struct VfioKind {
         const char *creatable;  /* "creatable_vgpu_types" */
         const char *current;    /* "current_vgpu_type" */
         const char *label;      /* "NVIDIA VFIO framework": in descriptions */
+        /* A kind whose VFs have no attribute of their own (AMD's GIM: a
+         * VF's size is its GPU's partition, amdgim.h) says through these
+         * what the attributes say for the others; dir, creatable and
+         * current are then NULL, nothing is ever programmed (program:
+         * -EOPNOTSUPP) and nothing is cleared (clear: 0). */
+        int (*is_vf)(int rootfd, const char *vf);                /* 1, 0, -errno */
+        int (*current_of)(int rootfd, const char *vf, unsigned *ret); /* the type's ID */
 } VfioKind;
 
 /* NVIDIA's vendor-specific VFIO framework. */

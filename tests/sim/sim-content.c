@@ -24,6 +24,10 @@ char *node_content(const Node *n) {
         }
         case K_VFINFO:
                 return vf_info_text(n);
+        case K_XEADMIN:
+                return xe_admin_text(n);
+        case K_PARTITION:
+                return xasprintf("%s\n", n->text);
         case K_COUNTERS:
                 return counters_text();
         default:
@@ -33,12 +37,13 @@ char *node_content(const Node *n) {
 
 bool node_readable(const Node *n) {
         return n->kind == K_TEXT || n->kind == K_AVAIL || n->kind == K_NUMVFS || n->kind == K_STATE ||
-               n->kind == K_COUNTERS || n->kind == K_CREATABLE || n->kind == K_CURRENT || n->kind == K_VFINFO;
+               n->kind == K_COUNTERS || n->kind == K_CREATABLE || n->kind == K_CURRENT || n->kind == K_VFINFO ||
+               n->kind == K_PARTITION || (n->kind == K_XEADMIN && (n->mode & 0444));
 }
 
 bool node_writable(const Node *n) {
         return n->kind == K_CREATE || n->kind == K_REMOVE || n->kind == K_NUMVFS || n->kind == K_CTL ||
-               n->kind == K_CURRENT;
+               n->kind == K_CURRENT || n->kind == K_PARTITION || n->kind == K_XEADMIN;
 }
 
 /* mdev_sysfs.c remove_store(): kstrtoul(buf, 0): "1" removes, "0" does

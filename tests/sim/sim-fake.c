@@ -19,4 +19,6 @@ const VfModel vf_model_fake = {
         .creatable = "creatable_types",
         .current = "current_type",
         .info = false,
+        .pf_driver = "nvidia",
+        .pf_vendor = "0x10de",
 };

@@ -540,6 +540,10 @@ static void sim_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t si
                 r = mdev_write_remove(n->obj, buf, size);
         else if (n->kind == K_CURRENT)
                 r = vf_write_current(n->obj, buf, size);
+        else if (n->kind == K_PARTITION)
+                r = partition_write(n->obj, buf, size);
+        else if (n->kind == K_XEADMIN)
+                r = xe_admin_write(n, buf, size);
         else if (n->kind == K_NUMVFS) {
                 char tmp[32];
                 if (size >= sizeof(tmp))

@@ -265,10 +265,14 @@ int topo_load(const char *file) {
                 else if (streq(w[0], "sriov") || streq(w[0], vf_model_nvidia.statement) ||
                          streq(w[0], vf_model_fake.statement))
                         bad = stmt_pf(w, n, cur);
+                else if (streq(w[0], vf_model_amdgim.statement))
+                        bad = stmt_amdgim(w, n, cur);
+                else if (streq(w[0], vf_model_xe.statement))
+                        bad = stmt_xe(w, n, cur);
                 else if (streq(w[0], "mdev_bus"))
                         bad = stmt_mdev_bus(w, n);
                 else
-                        bad = "unknown statement (types, type, end, parent, sriov, vfio, fakevf, mdev_bus)";
+                        bad = "unknown statement (types, type, end, parent, sriov, vfio, fakevf, amdgim, xe, mdev_bus)";
                 if (bad)
                         return topo_fail(file, lineno, bad);
         }
@@ -307,15 +311,21 @@ void topo_build(void) {
                 pf->dev = device_add(pf->name, pf->devpath);
                 if (pf->vfio) {
                         _cleanup_free_ char *up = up_to_root(pf->devpath);
-                        node_mkdir_p(tree.root, "bus/pci/drivers/nvidia");
-                        node_link(pf->dev, "driver", xasprintf("%sbus/pci/drivers/nvidia", up));
-                        node_text(pf->dev, "vendor", "0x10de");
+                        _cleanup_free_ char *drv = xasprintf("bus/pci/drivers/%s", pf->vfm->pf_driver);
+                        node_mkdir_p(tree.root, drv);
+                        node_link(pf->dev, "driver", xasprintf("%s%s", up, drv));
+                        node_text(pf->dev, "vendor", pf->vfm->pf_vendor);
+                        if (pf->vfm->pf_build)
+                                pf->vfm->pf_build(pf);
                 }
                 _cleanup_free_ char *total = xasprintf("%u", pf->total);
                 node_text(pf->dev, "sriov_totalvfs", total);
                 node_attr(pf->dev, "sriov_numvfs", K_NUMVFS, 0644, pf);
-                if (pf->start_num)
+                if (pf->start_num) {
                         pf_enable(pf, pf->start_num);
+                        if (pf->vfm && pf->vfm->enabled)
+                                pf->vfm->enabled(pf);
+                }
         }
 }
 
@@ -326,6 +336,9 @@ void model_free(void) {
                         vf_free(pf->vvfs[j]);
                 free(pf->vvfs);
                 free(pf->vfs);
+                free(pf->partition);
+                if (pf->vfm && pf->vfm->pf_free)
+                        pf->vfm->pf_free(pf);
                 free(pf->name);
                 free(pf->devpath);
                 free(pf);

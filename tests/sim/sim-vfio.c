@@ -112,6 +112,8 @@ const VfModel vf_model_nvidia = {
         .creatable = "creatable_vgpu_types",
         .current = "current_vgpu_type",
         .info = true,
+        .pf_driver = "nvidia",
+        .pf_vendor = "0x10de",
 };
 
 static void vfio_vf_add(Pf *pf, unsigned i, const char *addr, const char *devpath) {
@@ -123,10 +125,16 @@ static void vfio_vf_add(Pf *pf, unsigned i, const char *addr, const char *devpat
         v->index = i;
         v->dev = device_add(addr, devpath);
         node_link(v->dev, "physfn", xasprintf("../%s", pf->name));
-        node_link(v->dev, "driver", xasprintf("%sbus/pci/drivers/%s", up, pf->vfm->driver));
+        if (pf->vfm->driver)
+                node_link(v->dev, "driver", xasprintf("%sbus/pci/drivers/%s", up, pf->vfm->driver));
         node_link(v->dev, "iommu_group", xasprintf("%skernel/iommu_groups/%u", up, 100 + model.n_vfio_dev));
         node_text(v->dev, "vendor", pf->vfm->vendor);
         node_dir(node_dir(v->dev, "vfio-dev"), vfio);
+        if (pf->vfm->device)
+                node_text(v->dev, "device", pf->vfm->device);
+        pf->vvfs[i] = v;
+        if (!pf->vfm->dir)
+                return; /* its VFs have no attribute of their own */
         Node *nv = node_dir(v->dev, pf->vfm->dir);
         node_attr(nv, pf->vfm->creatable, K_CREATABLE, 0444, v);
         node_attr(nv, pf->vfm->current, K_CURRENT, 0644, v);
@@ -136,7 +144,6 @@ static void vfio_vf_add(Pf *pf, unsigned i, const char *addr, const char *devpat
                 node_attr(nv, "vgpu_params", K_VFINFO, 0444, v);
                 node_text(nv, "warm_update", "0");
         }
-        pf->vvfs[i] = v;
 }
 
 Vf *vf_find(const char *name) {
@@ -220,6 +227,10 @@ int pf_write_numvfs(Pf *pf, const char *buf) {
         unsigned long n = strtoul(buf, &end, 0);
         if (errno || end == buf || (*end && !(end[0] == '\n' && end[1] == 0)))
                 return -EINVAL;
+        if (pf->vfm && pf->vfm->numvfs_errno)
+                return -pf->vfm->numvfs_errno;
+        if (pf->vfm && pf->vfm->numvfs_check && pf->vfm->numvfs_check(pf, n))
+                return -pf->vfm->numvfs_check(pf, n);
         if (n > pf->total)
                 return -ERANGE;
         if (n == pf->num)
@@ -228,11 +239,15 @@ int pf_write_numvfs(Pf *pf, const char *buf) {
                 for (unsigned i = 0; pf->vfio && i < pf->num; i++)
                         if (pf->vvfs[i]->cur)
                                 return -EBUSY; /* a VF carries a vGPU */
+                if (pf->vfm && pf->vfm->disabling)
+                        pf->vfm->disabling(pf);
                 pf_disable(pf);
                 return 0;
         }
         if (pf->num)
                 return -EBUSY;
         pf_enable(pf, (unsigned) n);
+        if (pf->vfm && pf->vfm->enabled)
+                pf->vfm->enabled(pf);
         return 0;
 }

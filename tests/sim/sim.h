@@ -52,6 +52,8 @@ typedef enum NodeKind {
         K_CREATABLE, /* nvidia/creatable_vgpu_types of a Vf */
         K_CURRENT,   /* nvidia/current_vgpu_type of a Vf */
         K_VFINFO,    /* nvidia/gpu_instance_id, placement_id, vgpu_params of a Vf (ENXIO without a vGPU) */
+        K_PARTITION, /* a GIM PF's partition attribute: a write "succeeds" and changes nothing (sim-amd.c) */
+        K_XEADMIN,   /* an xe PF's sriov_admin/vfN/ attribute: profile/... or stop (sim-xe.c) */
 } NodeKind;
 
 typedef struct Node Node;
@@ -149,8 +151,17 @@ typedef struct VfModel {
         const char *creatable;  /* "creatable_vgpu_types" */
         const char *current;    /* "current_vgpu_type" */
         bool info;              /* gpu_instance_id, placement_id, vgpu_params, warm_update */
+        const char *pf_driver;  /* the PF's driver: "nvidia" */
+        const char *pf_vendor;  /* the PF's vendor: "0x10de" */
+        const char *device;     /* the VFs' PCI device ID, NULL: no device file */
+        int numvfs_errno;       /* a write to sriov_numvfs fails so (GIM: ENOENT), 0: the PCI core's */
+        void (*pf_build)(Pf *pf); /* adds the PF's own attributes, NULL: none */
+        int (*numvfs_check)(const Pf *pf, unsigned long n); /* an errno for the write, 0: go on */
+        void (*enabled)(Pf *pf);  /* after the VFs appear */
+        void (*disabling)(Pf *pf); /* before they go */
+        void (*pf_free)(Pf *pf);
 } VfModel;
-extern const VfModel vf_model_nvidia, vf_model_fake;
+extern const VfModel vf_model_nvidia, vf_model_fake, vf_model_amdgim, vf_model_xe;
 
 struct Pf {
         char *name;
@@ -168,6 +179,8 @@ struct Pf {
         const VfModel *vfm; /* vfio: whose VFs (NVIDIA's, or the fake kind's) */
         unsigned fb; /* the GPU's framebuffer in MiB */
         Vf **vvfs;   /* num entries */
+        char *partition; /* amdgim: the spatial partition mode ("CPX") */
+        struct XeAdmin *xe; /* xe: sriov_admin/ (sim-xe.c) */
 };
 
 /* A VF of a vfio PF: one vGPU at most, programmed through current_vgpu_type. */
@@ -294,6 +307,15 @@ Vf *vf_find(const char *name);
 void pf_enable(Pf *pf, unsigned n);
 void vf_free(Vf *v);
 int pf_write_numvfs(Pf *pf, const char *buf);
+
+/* sim-amd.c */
+const char *stmt_amdgim(char **w, size_t n, const TypeSet *cur);
+int partition_write(Pf *pf, const char *buf, size_t len);
+
+/* sim-xe.c */
+const char *stmt_xe(char **w, size_t n, const TypeSet *cur);
+char *xe_admin_text(const Node *n);
+int xe_admin_write(const Node *n, const char *buf, size_t len);
 
 /* sim-counters.c */
 void count(const char *path, int what);

@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* AMD MxGPU with the GIM driver: its PFs, VFs and partition (amdgim.h). */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "amdgim.h"
+#include "error.h"
+
+#define PCI_DEVICES "sys/bus/pci/devices"
+
+const VfioKind vfio_amdgim = {
+        .prefix = AMDGIM_TYPE_PREFIX,
+        .label = "AMD MxGPU (GIM)",
+        .is_vf = amdgim_is_vf,
+        .current_of = amdgim_vf_current,
+};
+
+/* The PCI device IDs of the PFs GIM drives that GPU-MODES.md §5 names (the
+ * others are shown by their ID). */
+static const struct {
+        const char *id;
+        const char *model;
+} models[] = {
+        { "0x74a1", "MI300X" },
+};
+
+int amdgim_is_pf(int rootfd, const char *pf) {
+        char a[PCI_ADDRESS_STRING_MAX], path[PATH_MAX], target[PATH_MAX];
+        const char *base;
+        ssize_t n;
+
+        if (!pci_address_normalize(pf, a))
+                return 0;
+        snprintf(path, sizeof path, PCI_DEVICES "/%s/driver", a);
+        n = readlinkat(rootfd, path, target, sizeof target - 1);
+        if (n < 0)
+                return errno == ENOENT || errno == ENOTDIR || errno == EINVAL ? 0 : -errno;
+        target[n] = '\0';
+        base = strrchr(target, '/');
+        return streq(base ? base + 1 : target, "gim");
+}
+
+int amdgim_is_vf(int rootfd, const char *vf) {
+        char pf[PCI_ADDRESS_STRING_MAX];
+        int r;
+
+        r = vfio_vf_pf(rootfd, vf, pf);
+        if (r < 0) {
+                error_clear();
+                return 0;
+        }
+        return amdgim_is_pf(rootfd, pf);
+}
+
+int amdgim_vf_current(int rootfd, const char *vf, unsigned *ret) {
+        char pf[PCI_ADDRESS_STRING_MAX], path[PATH_MAX], buf[32];
+        int r;
+
+        r = amdgim_is_vf(rootfd, vf);
+        if (r <= 0)
+                return r < 0 ? r : -ENOENT;
+        r = vfio_vf_pf(rootfd, vf, pf);
+        if (r < 0)
+                return r;
+        snprintf(path, sizeof path, PCI_DEVICES "/%s/sriov_numvfs", pf);
+        r = read_small_at(rootfd, path, buf, sizeof buf);
+        if (r < 0)
+                return r == -ENOENT ? r : error_set(r, "cannot read '/%s': %s", path, strerror(-r));
+        if (safe_atou(buf, ret) < 0 || *ret == 0)
+                return error_set(-EBADMSG, "'/%s' holds '%s', not a number of VFs", path, buf);
+        return 0;
+}
+
+/* An attribute of the PF, "" when it cannot be read. */
+static void pf_attr(int rootfd, const char *pf, const char *name, char *buf, size_t size) {
+        char path[PATH_MAX];
+
+        snprintf(path, sizeof path, PCI_DEVICES "/%s/%s", pf, name);
+        if (read_small_at(rootfd, path, buf, size) < 0) {
+                error_clear();
+                buf[0] = '\0';
+        }
+}
+
+int amdgim_pf_partition(int rootfd, const char *pf, AmdgimPartition *ret) {
+        AmdgimPartition p = { 0 };
+        char a[PCI_ADDRESS_STRING_MAX], num[32], id[16];
+
+        if (!pci_address_normalize(pf, a))
+                return error_set(-EINVAL, "'%s' is not a PCI address", pf);
+        pf_attr(rootfd, a, "sriov_numvfs", num, sizeof num);
+        if (safe_atou(num, &p.nvfs) < 0)
+                return error_set(-EBADMSG, "cannot read the VFs of GPU %s (/" PCI_DEVICES "/%s/sriov_numvfs)", a, a);
+        pf_attr(rootfd, a, "spatial_partition_mode", p.spatial, sizeof p.spatial);
+        pf_attr(rootfd, a, "memory_partition_mode", p.memory, sizeof p.memory);
+        pf_attr(rootfd, a, "device", id, sizeof id);
+        snprintf(p.model, sizeof p.model, "%s", id[0] ? id : "?");
+        for (size_t i = 0; i < ELEMENTSOF(models); i++)
+                if (streq(models[i].id, id))
+                        snprintf(p.model, sizeof p.model, "%s", models[i].model);
+        *ret = p;
+        return 0;
+}
+
+void amdgim_describe(const AmdgimPartition *p, char *buf, size_t size) {
+        snprintf(buf, size, "%s %s%s%s, 1/%u of the GPU", p->model, p->spatial[0] ? p->spatial : "?",
+                 p->memory[0] ? "/" : "", p->memory, p->nvfs);
+}

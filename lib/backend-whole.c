@@ -1,0 +1,253 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* What the backends of VFs given whole do alike (backend-whole.h). */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backend-vf.h"
+#include "backend-whole.h"
+#include "error.h"
+#include "owner.h"
+#include "place.h"
+
+int whole_vf_bound(int rootfd, const char *vf) {
+        char a[PCI_ADDRESS_STRING_MAX], path[PATH_MAX], target[PATH_MAX];
+        const char *base;
+        ssize_t n;
+
+        if (!pci_address_normalize(vf, a))
+                return 0;
+        snprintf(path, sizeof path, "sys/bus/pci/devices/%s/driver", a);
+        n = readlinkat(rootfd, path, target, sizeof target - 1);
+        if (n < 0)
+                return 0;
+        target[n] = '\0';
+        base = strrchr(target, '/');
+        base = base ? base + 1 : target;
+        return streq(base, "vfio-pci") || streq(base, "xe-vfio-pci");
+}
+
+int whole_parent_offer(const WholeKind *w, int rootfd, const char *parent, const char *type, BackendOffer *ret,
+                       bool *ret_offered) {
+        _cleanup_strv_free_ char **vfs = NULL;
+        unsigned id, cur, bound = 0, all = 0;
+
+        *ret = (BackendOffer) { 0 };
+        *ret_offered = false;
+        if (vfio_kind_type_id(w->kind, type, &id) < 0 || vfio_pf_vfs(rootfd, parent, &vfs) < 0) {
+                error_clear();
+                return 0;
+        }
+        for (char **vf = vfs; *vf; vf++) {
+                if (vfio_vf_current(w->kind, rootfd, *vf, &cur) < 0 || cur != id) {
+                        error_clear();
+                        continue;
+                }
+                all++;
+                bound += whole_vf_bound(rootfd, *vf) > 0;
+        }
+        *ret = (BackendOffer) { .existing = bound, .available = all - bound };
+        *ret_offered = all > 0;
+        return 0;
+}
+
+int whole_forget(int rootfd, const char *vf, unsigned timeout_msec) {
+        (void) rootfd, (void) vf, (void) timeout_msec;
+        return 0; /* nothing of mdev-hooks' is on the VF */
+}
+
+/* --- pick: a VF of the type nobody holds, placed as every backend's are --- */
+
+typedef struct Candidate {
+        char pf[PCI_ADDRESS_STRING_MAX];
+        char vf[PCI_ADDRESS_STRING_MAX]; /* its first VF of the type nobody holds */
+        unsigned room;                   /* its VFs of the type nobody holds */
+} Candidate;
+
+static int pf_room(const WholeKind *w, int rootfd, int ledgerfd, const char *boot_id, const char *pf, unsigned id,
+                   Candidate *ret) {
+        _cleanup_strv_free_ char **vfs = NULL;
+        int r;
+
+        *ret = (Candidate) { .room = 0 };
+        snprintf(ret->pf, sizeof ret->pf, "%.12s", pf);
+        if (vfio_pf_vfs(rootfd, pf, &vfs) < 0) {
+                error_clear();
+                return 0;
+        }
+        for (char **vf = vfs; *vf; vf++) {
+                OwnerState s;
+                unsigned cur;
+
+                if (vfio_vf_current(w->kind, rootfd, *vf, &cur) < 0 || cur != id) {
+                        error_clear();
+                        continue;
+                }
+                r = owner_read(ledgerfd, *vf, boot_id, NULL, &s, NULL);
+                if (r < 0)
+                        return r;
+                if (!owner_may_give(s, OWNER_OFFERED))
+                        continue;
+                if (ret->room++ == 0)
+                        snprintf(ret->vf, sizeof ret->vf, "%.12s", *vf);
+        }
+        return 0;
+}
+
+static int candidate_cmp(const void *x, const void *y, void *userdata) {
+        const Candidate *a = x, *b = y;
+        PlaceKey ka = { .parent = a->pf, .room = a->room }, kb = { .parent = b->pf, .room = b->room };
+
+        return place_cmp(&ka, &kb, *(const ConfigPlacement *) userdata);
+}
+
+/* Whether the config lets type be placed on pf: its device_addresses when
+ * it names some, else any GPU that no other type names. */
+static bool type_allows(const Config *c, const char *type, const char *pf) {
+        const ConfigType *t = config_find_type(c, type);
+
+        if (t && t->addresses && t->addresses[0])
+                return strv_contains(t->addresses, pf);
+        return !config_parent_is_listed(c, pf);
+}
+
+int whole_pick(const WholeKind *w, int rootfd, int ledgerfd, const Config *c, const char *boot_id, const char *type,
+               SysfsMdev *ret) {
+        _cleanup_strv_free_ char **pfs = NULL;
+        _cleanup_free_ Candidate *l = NULL;
+        size_t n = 0;
+        unsigned id;
+        int r;
+
+        if (vfio_kind_type_id(w->kind, type, &id) < 0)
+                return error_set(-EINVAL, "'%s' is not a type of %s (%s<N>)", type, w->kind->label, w->kind->prefix);
+        r = vfio_pf_list(w->kind, rootfd, &pfs);
+        if (r < 0)
+                return r;
+        l = calloc(strv_length(pfs) + 1, sizeof *l);
+        if (!l)
+                return -ENOMEM;
+        for (char **pf = pfs; *pf; pf++) {
+                if (!type_allows(c, type, *pf))
+                        continue;
+                r = pf_room(w, rootfd, ledgerfd, boot_id, *pf, id, &l[n]);
+                if (r < 0)
+                        return r;
+                if (l[n].room > 0)
+                        n++;
+        }
+        if (n == 0)
+                return error_set(-ENOSPC, "no free VF of type %s: no %s of that type here is free of guests (see mdev-hooks list)",
+                                 type, w->noun);
+        qsort_r(l, n, sizeof *l, candidate_cmp, (void *) &c->placement);
+        *ret = (SysfsMdev) { .uuid = "" };
+        snprintf(ret->uuid, sizeof ret->uuid, "%s", l[0].vf);
+        snprintf(ret->parent, sizeof ret->parent, "%s", l[0].pf);
+        snprintf(ret->type, sizeof ret->type, "%s", type);
+        return 0;
+}
+
+/* --- the guest ------------------------------------------------------------ */
+
+/* The first of the domain's hostdevs that is one of w's VFs here, or that
+ * its metadata gives one of w's types; NULL when none. */
+static const DomxmlVgpu *dom_first(const WholeKind *w, const HookContext *ctx) {
+        for (size_t i = 0; i < ctx->dom->n_vgpus; i++) {
+                const DomxmlVgpu *v = &ctx->dom->vgpus[i];
+
+                if (vf_type_is_mine(w->kind, v->type) || vfio_is_vf(w->kind, ctx->rootfd, v->pci) > 0)
+                        return v;
+        }
+        return NULL;
+}
+
+/* Each of the domain's VFs of w: it has a type, and the one asked for. */
+static int check_types(const WholeKind *w, const HookContext *ctx) {
+        for (size_t i = 0; i < ctx->dom->n_vgpus; i++) {
+                const DomxmlVgpu *v = &ctx->dom->vgpus[i];
+                unsigned cur, want;
+                int r;
+
+                if (vfio_is_vf(w->kind, ctx->rootfd, v->pci) <= 0)
+                        continue;
+                r = vfio_vf_current(w->kind, ctx->rootfd, v->pci, &cur);
+                if (r < 0)
+                        return r;
+                if (cur == 0)
+                        return error_set(-ENOENT, "%s %s has no type: %s", w->noun, v->pci, w->unset);
+                if (v->type[0] && !vf_type_is_mine(w->kind, v->type))
+                        return error_set(-EMEDIUMTYPE, "VF %s is an %s (%s%u), but the domain asks for %s; fix the domain's metadata",
+                                         v->pci, w->noun, w->kind->prefix, cur, v->type);
+                if (v->type[0] && vfio_kind_type_id(w->kind, v->type, &want) >= 0 && want != cur)
+                        return error_set(-EMEDIUMTYPE, "VF %s is %s%u (%s), but the domain asks for %s; give it a VF of that type (mdev-hooks pick %s) or fix the metadata (%s)",
+                                         v->pci, w->kind->prefix, cur, w->size, v->type, v->type, w->fix);
+        }
+        return 0;
+}
+
+typedef struct WholeTxn {
+        const WholeKind *w;
+        HookContext *ctx;
+        HookOp op;
+        void *vf; /* backend-vf.c's, for prepare */
+} WholeTxn;
+
+int whole_txn_new(const WholeKind *w, HookContext *ctx, HookOp op, void **ret) {
+        WholeTxn *t = calloc(1, sizeof *t);
+        int r;
+
+        if (!t)
+                return -ENOMEM;
+        *t = (WholeTxn) { .w = w, .ctx = ctx, .op = op };
+        r = vf_txn_new(w->kind, ctx, op, &t->vf);
+        if (r < 0) {
+                free(t);
+                return r;
+        }
+        *ret = t;
+        return 0;
+}
+
+int whole_txn_check(void *p) {
+        WholeTxn *t = p;
+        const DomxmlVgpu *v;
+        int r;
+
+        if (t->op != HOOK_OP_PREPARE) {
+                v = dom_first(t->w, t->ctx);
+                if (!v)
+                        return 0;
+                return error_set(-EOPNOTSUPP, "guest '%s' holds %s %s, which cannot migrate or be restored (%s): shut it down and start it where it should run",
+                                 t->ctx->guest, t->w->noun, v->pci, t->w->why_no_migrate);
+        }
+        r = check_types(t->w, t->ctx);
+        if (r < 0)
+                return r;
+        return vf_txn_check(t->vf);
+}
+
+int whole_txn_apply(void *p) {
+        WholeTxn *t = p;
+
+        return t->op == HOOK_OP_PREPARE ? vf_txn_apply(t->vf) : 0;
+}
+
+int whole_txn_rollback(void *p) {
+        WholeTxn *t = p;
+
+        return t->op == HOOK_OP_PREPARE ? vf_txn_rollback(t->vf) : 0;
+}
+
+void whole_txn_commit(void *p) {
+        (void) p; /* the records are written */
+}
+
+void whole_txn_free(void *p) {
+        WholeTxn *t = p;
+
+        vf_txn_free(t->vf);
+        free(t);
+}

@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Intel's xe driver in SR-IOV PF mode (GPU-MODES.md §4; the kernel's
+ * Documentation/ABI/testing/sysfs-driver-intel-xe-sriov): the PF is bound
+ * to xe and has sriov_admin/vf1..vfN, one per possible VF; a VF's size is
+ * its VRAM quota, given before the VFs are enabled (or shared out evenly
+ * by the driver), and a guest gets the VF whole through vfio-pci
+ * (<hostdev type='pci' managed='yes'>). Read under the root dirfd:
+ *
+ *   sys/bus/pci/devices/<PF>/driver                          -> .../drivers/xe
+ *   sys/bus/pci/devices/<PF>/virtfnN, <VF>/physfn
+ *   sys/bus/pci/devices/<PF>/sriov_admin/vf<N+1>/profile/vram_quota   bytes
+ *
+ * The type of a VF is named intel-xe-<MiB>, its quota in MiB
+ * (intel-xe-6144: 6 GiB of VRAM). mdev-hooks reads the provisioning; it
+ * does not write it yet (that comes with the declared state per GPU).
+ */
+#pragma once
+
+#include <stdint.h>
+
+#include "pciaddr.h"
+#include "vfio.h"
+
+#define XESRIOV_TYPE_PREFIX "intel-xe-"
+
+/* The kind (vfio.h) whose VFs are xe's. */
+extern const VfioKind vfio_xe;
+
+/* 1 if the PCI device is a PF bound to xe with sriov_admin/, 0 if not. */
+int xesriov_is_pf(int rootfd, const char *pf);
+/* 1 if the PCI device is a VF of such a PF, 0 if not. */
+int xesriov_is_vf(int rootfd, const char *vf);
+/* The VF's N in sriov_admin/vfN (1-based) and its PF. -ENOENT: not one. */
+int xesriov_vf_index(int rootfd, const char *vf, char pf[PCI_ADDRESS_STRING_MAX], unsigned *ret);
+/* The VF's VRAM quota in bytes. */
+int xesriov_vf_quota(int rootfd, const char *vf, uint64_t *ret);
+/* The VF's type ID: its quota in MiB (0: none). -ENOENT: not such a VF. */
+int xesriov_vf_current(int rootfd, const char *vf, unsigned *ret);

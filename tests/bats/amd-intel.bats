@@ -1,0 +1,67 @@
+#!/usr/bin/env bats
+# One host with an AMD GPU on GIM and an Intel GPU on xe beside an mdev GPU
+# (tests/sim/topologies/amd-intel.conf): a guest holding a VF of each and an
+# mdev goes through the backend table as one transaction, and two guests
+# never get one VF. Tested against the simulator's models only.
+
+load hook-helpers
+load whole-helpers
+
+AVF1=0000:c2:00.4
+AVF2=0000:c2:00.5
+XVF1=0000:03:00.4
+XVF2=0000:03:00.5
+AMD=amd-mxgpu-2
+XE=intel-xe-8192
+
+setup() {
+        sim_mount amd-intel
+        config_types nvidia-35 "$P84" "$AMD" 0000:c2:00.0 "$XE" 0000:03:00.0
+}
+
+@test "a guest with an AMD VF, an Intel VF and an mdev gets all three, and gives all three back" {
+        run -0 aprepare g1 "pci=$AVF1,type=$AMD" "pci=$XVF1,type=$XE" "$U1,type=nvidia-35"
+        mdev_exists "$U1"
+        [ "$(record_get "$AVF1" guest)" = g1 ]
+        [ "$(record_get "$AVF1" type)" = "$AMD" ]
+        [ "$(record_get "$XVF1" guest)" = g1 ]
+        [ "$(record_get "$XVF1" type)" = "$XE" ]
+        run -0 release g1
+        mdev_absent "$U1"
+        record_absent "$AVF1"
+        record_absent "$XVF1"
+}
+
+@test "a guest refused one VF gets none: the AMD VF and the mdev are not taken either" {
+        run -0 aprepare g1 "pci=$XVF1,type=$XE"
+        arefused g2 "$U1,type=nvidia-35" "pci=$AVF1,type=$AMD" "pci=$XVF1,type=$XE"
+        [[ "$output" == *"held by guest 'g1'"* ]]
+        mdev_absent "$U1"
+        record_absent "$AVF1"
+        [ "$(record_get "$XVF1" guest)" = g1 ]
+}
+
+@test "two guests never get one VF: pick gives each guest another, of each vendor" {
+        for g in g1 g2; do
+                a=$("$MH_CLI" pick "$AMD")
+                x=$("$MH_CLI" pick "$XE")
+                run -0 aprepare "$g" "pci=$a,type=$AMD" "pci=$x,type=$XE"
+        done
+        [ "$(record_get "$AVF1" guest)" = g1 ]
+        [ "$(record_get "$AVF2" guest)" = g2 ]
+        [ "$(record_get "$XVF1" guest)" = g1 ]
+        [ "$(record_get "$XVF2" guest)" = g2 ]
+        run "$MH_CLI" pick "$AMD"
+        [ "$status" -ne 0 ]
+        run "$MH_CLI" pick "$XE"
+        [ "$status" -ne 0 ]
+}
+
+@test "list shows both vendors' VFs, each of its own type, beside the mdevs" {
+        run -0 aprepare g1 "pci=$AVF1,type=$AMD" "pci=$XVF2,type=$XE" "$U1,type=nvidia-35"
+        run -0 "$MH_CLI" list
+        [ "$(printf '%s\n' "$output" | grep -c "^$AVF1 .*$AMD .*g1")" = 1 ]
+        [ "$(printf '%s\n' "$output" | grep -c "^$XVF2 .*$XE .*g1")" = 1 ]
+        [ "$(printf '%s\n' "$output" | grep -c "^$U1 .*nvidia-35 .*g1")" = 1 ]
+        [ "$(printf '%s\n' "$output" | grep -c "^$AVF2 .*$AMD .*foreign")" = 1 ]
+}
