@@ -8,6 +8,7 @@
 
 #include "amdgim.h"
 #include "error.h"
+#include "pcidev.h"
 
 #define PCI_DEVICES "sys/bus/pci/devices"
 
@@ -28,19 +29,11 @@ static const struct {
 };
 
 int amdgim_is_pf(int rootfd, const char *pf) {
-        char a[PCI_ADDRESS_STRING_MAX], path[PATH_MAX], target[PATH_MAX];
-        const char *base;
-        ssize_t n;
+        char driver[NAME_STRING_MAX];
+        int r;
 
-        if (!pci_address_normalize(pf, a))
-                return 0;
-        snprintf(path, sizeof path, PCI_DEVICES "/%s/driver", a);
-        n = readlinkat(rootfd, path, target, sizeof target - 1);
-        if (n < 0)
-                return errno == ENOENT || errno == ENOTDIR || errno == EINVAL ? 0 : -errno;
-        target[n] = '\0';
-        base = strrchr(target, '/');
-        return streq(base ? base + 1 : target, "gim");
+        r = pci_device_driver(rootfd, pf, driver);
+        return r < 0 ? r : streq(driver, "gim");
 }
 
 int amdgim_is_vf(int rootfd, const char *vf) {

@@ -15,6 +15,7 @@
 
 #include "backend-vf.h"
 #include "error.h"
+#include "pcidev.h"
 #include "vgpu.h"
 
 /* The VFs of a PF named under a type must carry the type or be able to
@@ -56,8 +57,7 @@ static int pf_check_offers(int rootfd, const char *pf, const char *type, char **
 /* An SR-IOV PF bound to nvidia whose VFs are not enabled (sriov_numvfs 0):
  * on vGPU 17+ its vGPUs come with the VFs. */
 static bool nvidia_pf_without_vfs(int rootfd, const char *a) {
-        char path[PATH_MAX], target[PATH_MAX], num[32];
-        ssize_t n;
+        char path[PATH_MAX], num[32], driver[NAME_STRING_MAX];
 
         if (!pci_address_is_valid(a))
                 return false;
@@ -66,12 +66,7 @@ static bool nvidia_pf_without_vfs(int rootfd, const char *a) {
                 error_clear();
                 return false;
         }
-        snprintf(path, sizeof path, "sys/bus/pci/devices/%s/driver", a);
-        n = readlinkat(rootfd, path, target, sizeof target - 1);
-        if (n < 0)
-                return false;
-        target[n] = '\0';
-        return strcmp(target + (n >= 7 ? n - 7 : 0), "/nvidia") == 0;
+        return pci_device_driver(rootfd, a, driver) >= 0 && streq(driver, "nvidia");
 }
 
 static int vfio_parent_check(int rootfd, const char *parent, const char *type, char **ret_problem) {

@@ -11,23 +11,15 @@
 #include "backend-whole.h"
 #include "error.h"
 #include "owner.h"
+#include "pcidev.h"
 #include "place.h"
 
 int whole_vf_bound(int rootfd, const char *vf) {
-        char a[PCI_ADDRESS_STRING_MAX], path[PATH_MAX], target[PATH_MAX];
-        const char *base;
-        ssize_t n;
+        char driver[NAME_STRING_MAX];
 
-        if (!pci_address_normalize(vf, a))
+        if (pci_device_driver(rootfd, vf, driver) < 0)
                 return 0;
-        snprintf(path, sizeof path, "sys/bus/pci/devices/%s/driver", a);
-        n = readlinkat(rootfd, path, target, sizeof target - 1);
-        if (n < 0)
-                return 0;
-        target[n] = '\0';
-        base = strrchr(target, '/');
-        base = base ? base + 1 : target;
-        return streq(base, "vfio-pci") || streq(base, "xe-vfio-pci");
+        return streq(driver, "vfio-pci") || streq(driver, "xe-vfio-pci");
 }
 
 int whole_parent_offer(const WholeKind *w, int rootfd, const char *parent, const char *type, BackendOffer *ret,

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "error.h"
+#include "pcidev.h"
 #include "util.h"
 #include "xesriov.h"
 
@@ -23,19 +24,9 @@ const VfioKind vfio_xe = {
 };
 
 int xesriov_is_pf(int rootfd, const char *pf) {
-        char a[PCI_ADDRESS_STRING_MAX], path[PATH_MAX], target[PATH_MAX];
-        const char *base;
-        ssize_t n;
+        char a[PCI_ADDRESS_STRING_MAX], path[PATH_MAX], driver[NAME_STRING_MAX];
 
-        if (!pci_address_normalize(pf, a))
-                return 0;
-        snprintf(path, sizeof path, PCI_DEVICES "/%s/driver", a);
-        n = readlinkat(rootfd, path, target, sizeof target - 1);
-        if (n < 0)
-                return 0;
-        target[n] = '\0';
-        base = strrchr(target, '/');
-        if (!streq(base ? base + 1 : target, "xe"))
+        if (!pci_address_normalize(pf, a) || pci_device_driver(rootfd, a, driver) < 0 || !streq(driver, "xe"))
                 return 0;
         snprintf(path, sizeof path, PCI_DEVICES "/%s/sriov_admin", a);
         return faccessat(rootfd, path, F_OK, 0) == 0;
