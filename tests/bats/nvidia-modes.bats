@@ -1,0 +1,171 @@
+#!/usr/bin/env bats
+# NVIDIA's modes per GPU (equal-size, mixed-size, MIG) on the vendor-specific
+# VFIO framework: the simulator's model of the driver and of sriov-manage
+# and nvidia-smi (/work/shared/GPU-MODES.md §1-3), then the boot plan
+# (mdev-hooks gpu plan) and what the programs do in each mode.
+# Tested against the simulator's model only: no GPU.
+
+load common
+load ../sim/sim
+
+PF1=0000:41:00.0 # declared mixed in the plan's tests
+PF2=0000:c1:00.0 # declared mig
+T4=1201  # DC-4Q, 4 GiB time-sliced
+T8=1202  # DC-8Q, 8 GiB time-sliced
+M24=1301 # DC-1-24Q: one per 1-slice GPU instance
+M8=1302  # DC-1-8Q: three per 1-slice GPU instance
+SRIOV_MANAGE="$MH_SOURCE_DIR/tests/nvidia-tools/sriov-manage"
+NVIDIA_SMI="$MH_SOURCE_DIR/tests/nvidia-tools/nvidia-smi"
+
+setup() {
+        sim_mount nvidia-modes
+}
+
+# vf PF N: the address of the PF's VF N (function 4 onwards).
+vf() {
+        local bus="${1%:*}" f=$((4 + $2))
+        printf '%s:%02x.%d\n' "$bus" $((f / 8)) $((f % 8))
+}
+
+nvattr() {
+        printf '%s\n' "$SIM_SYS/bus/pci/devices/$1/nvidia/$2"
+}
+
+# creatable VF: the type IDs the VF lists now, one a line.
+creatable() {
+        awk 'NR > 1 { print $1 }' "$(nvattr "$1" creatable_vgpu_types)"
+}
+
+program() {
+        printf '%s\n' "$2" > "$(nvattr "$1" current_vgpu_type)"
+}
+
+# gpu_state PF KEY: one value of the simulator's "gpu PF ..." state line.
+gpu_state() {
+        awk -v pf="$1" -v key="$2" '$1 == "gpu" && $2 == pf {
+                for (i = 3; i <= NF; i++) if (index($i, key "=") == 1) print substr($i, length(key) + 2) }' \
+                "$SIM_SYS/.sim/state"
+}
+
+@test "sim: equal-size mode collapses every VF's creatable list to the first vGPU's size" {
+        "$SRIOV_MANAGE" -e "$PF1"
+        program "$(vf "$PF1" 0)" "$T4"
+        run creatable "$(vf "$PF1" 1)"
+        [ "$status" -eq 0 ]
+        [[ "$output" == *"$T4"* ]]
+        [[ "$output" != *"$T8"* ]]
+        run program "$(vf "$PF1" 1)" "$T8"
+        [ "$status" -ne 0 ]
+}
+
+@test "sim: mixed-size mode lets one GPU hold vGPUs of different sizes" {
+        "$SRIOV_MANAGE" -e "$PF1"
+        "$NVIDIA_SMI" vgpu -i "$PF1" -shm 1
+        program "$(vf "$PF1" 0)" "$T4"
+        program "$(vf "$PF1" 1)" "$T8"
+        [ "$(cat "$(nvattr "$(vf "$PF1" 1)" current_vgpu_type)")" = "$T8" ]
+}
+
+@test "sim: sriov-manage -e wipes a heterogeneous mode set before it" {
+        "$NVIDIA_SMI" vgpu -i "$PF1" -shm 1
+        [ "$(gpu_state "$PF1" het)" = 1 ]
+        "$SRIOV_MANAGE" -e "$PF1"
+        [ "$(gpu_state "$PF1" het)" = 0 ]
+        run "$NVIDIA_SMI" -q -i "$PF1"
+        [[ "$output" == *"vGPU Heterogeneous Mode               : Disabled"* ]]
+}
+
+@test "sim: -shm 1 is refused while a vGPU exists (exit 19, in use)" {
+        "$SRIOV_MANAGE" -e "$PF1"
+        program "$(vf "$PF1" 0)" "$T4"
+        run "$NVIDIA_SMI" vgpu -i "$PF1" -shm 1
+        [ "$status" -eq 19 ]
+        [[ "$output" == *"In use by another client"* ]]
+        [ "$(gpu_state "$PF1" het)" = 0 ]
+}
+
+@test "sim: an unknown GPU is exit 6" {
+        run "$NVIDIA_SMI" vgpu -i 0000:99:00.0 -shm 1
+        [ "$status" -eq 6 ]
+}
+
+@test "sim: with MIG on and no GPU instance nothing is creatable and a write fails with EIO" {
+        "$NVIDIA_SMI" -i "$PF2" -mig 1
+        "$SRIOV_MANAGE" -e "$PF2"
+        run creatable "$(vf "$PF2" 0)"
+        [ "$status" -eq 0 ]
+        [ -z "$output" ]
+        [ "$(write_errno "$M24" "$(nvattr "$(vf "$PF2" 0)" current_vgpu_type)")" = EIO ]
+}
+
+@test "sim: sriov-manage -e wipes GPU instances made before it" {
+        "$NVIDIA_SMI" -i "$PF2" -mig 1
+        "$NVIDIA_SMI" mig -i "$PF2" -cgi 1g.24gb -C
+        [ "$(gpu_state "$PF2" gis)" != - ]
+        "$SRIOV_MANAGE" -e "$PF2"
+        [ "$(gpu_state "$PF2" gis)" = - ]
+        run "$NVIDIA_SMI" mig -i "$PF2" -lgi
+        [ "$status" -eq 6 ]
+}
+
+@test "sim: with MIG on only MIG-backed types are creatable, and a GPU instance holds one size" {
+        "$NVIDIA_SMI" -i "$PF2" -mig 1
+        "$SRIOV_MANAGE" -e "$PF2"
+        "$NVIDIA_SMI" mig -i "$PF2" -cgi 1g.24gb -C
+        run creatable "$(vf "$PF2" 0)"
+        [[ "$output" == *"$M24"* ]]
+        [[ "$output" != *"$T4"* ]]
+        program "$(vf "$PF2" 0)" "$M8"
+        run creatable "$(vf "$PF2" 1)"
+        [ "$output" = "$M8" ]
+}
+
+@test "sim: gpu_instance_id and placement_id read ENXIO until the VF has a vGPU, then say where it is" {
+        "$NVIDIA_SMI" -i "$PF2" -mig 1
+        "$SRIOV_MANAGE" -e "$PF2"
+        run "$NVIDIA_SMI" mig -i "$PF2" -cgi 1g.24gb,1g.24gb -C
+        local v
+        v="$(vf "$PF2" 0)"
+        run cat "$(nvattr "$v" gpu_instance_id)"
+        [ "$status" -ne 0 ]
+        [[ "$output" == *"No such device or address"* ]]
+        program "$v" "$M24"
+        program "$(vf "$PF2" 1)" "$M24"
+        [ "$(cat "$(nvattr "$(vf "$PF2" 1)" gpu_instance_id)")" != "$(cat "$(nvattr "$v" gpu_instance_id)")" ]
+        [[ "$(cat "$(nvattr "$v" placement_id)")" =~ ^[0-9]+$ ]]
+}
+
+@test "sim: -mig 0 is refused while VFs are enabled" {
+        "$NVIDIA_SMI" -i "$PF2" -mig 1
+        "$SRIOV_MANAGE" -e "$PF2"
+        run "$NVIDIA_SMI" -i "$PF2" -mig 0
+        [ "$status" -ne 0 ]
+        [ "$(gpu_state "$PF2" mig)" = 1 ]
+}
+
+@test "sim: a held unbind lock makes sriov-manage fail with Cannot obtain unbindLock" {
+        sim_ctl unbind-hold "$PF1" 1
+        run "$SRIOV_MANAGE" -e "$PF1"
+        [ "$status" -eq 1 ]
+        [[ "$output" == *"Cannot obtain unbindLock for $PF1"* ]]
+        [ "$(gpu_state "$PF1" numvfs)" = 0 ]
+        "$SRIOV_MANAGE" -e "$PF1"
+        [ "$(gpu_state "$PF1" numvfs)" = 16 ]
+}
+
+@test "sim: a reboot loses VFs, vGPUs, modes and GPU instances" {
+        "$NVIDIA_SMI" -i "$PF2" -mig 1
+        "$SRIOV_MANAGE" -e "$PF2"
+        "$NVIDIA_SMI" mig -i "$PF2" -cgi 1g.24gb -C
+        program "$(vf "$PF2" 0)" "$M24"
+        "$SRIOV_MANAGE" -e "$PF1"
+        "$NVIDIA_SMI" vgpu -i "$PF1" -shm 1
+        sim_reboot
+        for pf in "$PF1" "$PF2"; do
+                [ "$(gpu_state "$pf" numvfs)" = 0 ]
+                [ "$(gpu_state "$pf" mig)" = 0 ]
+                [ "$(gpu_state "$pf" het)" = 0 ]
+                [ "$(gpu_state "$pf" gis)" = - ]
+        done
+        [ ! -e "$SIM_SYS/bus/pci/devices/$(vf "$PF2" 0)" ]
+}
