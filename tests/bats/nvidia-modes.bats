@@ -169,3 +169,160 @@ gpu_state() {
         done
         [ ! -e "$SIM_SYS/bus/pci/devices/$(vf "$PF2" 0)" ]
 }
+
+# plan_conf [EXTRA...]: the config of a host with PF1 mixed-size (4Q and
+# 8Q guests) and PF2 in MIG mode (two 1-slice and one 2-slice instances),
+# the stand-in tools, no wait between unbind-lock retries; EXTRA lines go
+# into [gpu].
+plan_conf() {
+        cat > "$MDEV_HOOKS_ROOT/etc/mdev-hooks/mdev-hooks.conf" <<CONF
+[devices]
+enabled_mdev_types = nvidia-$T4, nvidia-$T8, nvidia-$M24, nvidia-$M8
+
+[mdev_nvidia-$T4]
+device_addresses = $PF1
+
+[mdev_nvidia-$T8]
+device_addresses = $PF1
+
+[mdev_nvidia-$M24]
+device_addresses = $PF2
+
+[mdev_nvidia-$M8]
+device_addresses = $PF2
+
+[gpu]
+sriov_manage = $SRIOV_MANAGE
+nvidia_smi = $NVIDIA_SMI
+unbind_retry_ms = 0
+$(printf '%s\n' "$@")
+
+[gpu_$PF1]
+mode = mixed
+
+[gpu_$PF2]
+mode = mig
+mig_instances = 1g.24gb, 1g.24gb, 2g.48gb
+CONF
+}
+
+# declared_state: both GPUs are as plan_conf declares them.
+declared_state() {
+        [ "$(gpu_state "$PF1" numvfs)" = 16 ]
+        [ "$(gpu_state "$PF1" het)" = 1 ]
+        [ "$(gpu_state "$PF1" mig)" = 0 ]
+        [ "$(gpu_state "$PF2" numvfs)" = 16 ]
+        [ "$(gpu_state "$PF2" mig)" = 1 ]
+        [ "$(gpu_state "$PF2" gis)" = "1:1g.24gb,2:1g.24gb,3:2g.48gb" ]
+}
+
+@test "gpu plan brings a mixed-size and a MIG GPU to their declared state, in the driver's order" {
+        plan_conf
+        run "$MH_CLI" gpu plan
+        echo "$output"
+        [ "$status" -eq 0 ]
+        declared_state
+        # the order: MIG mode before the VFs, the instances after them
+        [[ "$output" == *"$PF2: mig-on done"*"$PF2: vfs done"*"$PF2: gpu-instances done"* ]]
+        [[ "$output" == *"$PF1: vfs done"*"$PF1: heterogeneous-on done"* ]]
+}
+
+@test "gpu plan a second time changes nothing" {
+        plan_conf
+        "$MH_CLI" gpu plan
+        before="$(grep '^gpu ' "$SIM_SYS/.sim/state")"
+        run "$MH_CLI" gpu plan
+        [ "$status" -eq 0 ]
+        [ "${#lines[@]}" -eq 2 ]
+        [ "${lines[0]}" = "$PF1: mixed: already in its declared state" ]
+        [ "${lines[1]}" = "$PF2: mig: already in its declared state" ]
+        [ "$(grep '^gpu ' "$SIM_SYS/.sim/state")" = "$before" ]
+}
+
+@test "after a simulated reboot gpu plan restores both GPUs" {
+        plan_conf
+        "$MH_CLI" gpu plan
+        declared_state
+        sim_reboot
+        [ "$(gpu_state "$PF2" gis)" = - ]
+        run "$MH_CLI" gpu plan
+        [ "$status" -eq 0 ]
+        declared_state
+}
+
+@test "gpu plan retries sriov-manage while the unbind lock is held, and no more than unbind_retries" {
+        plan_conf "unbind_retries = 3"
+        sim_ctl unbind-hold "$PF1" 3
+        run "$MH_CLI" gpu plan "$PF1"
+        [ "$status" -eq 0 ]
+        [ "$(gpu_state "$PF1" het)" = 1 ]
+        sim_reboot
+        sim_ctl unbind-hold "$PF1" 4
+        run "$MH_CLI" gpu plan "$PF1"
+        [ "$status" -eq 1 ]
+        [ "$(gpu_state "$PF1" numvfs)" = 0 ]
+        [ "$(gpu_state "$PF1" unbind_busy)" = 0 ] # 4 tries: the first and 3 retries
+}
+
+@test "a lock held past the retries is one line: the step, the GPU, what the tool printed; the next run finishes" {
+        plan_conf "unbind_retries = 1"
+        sim_ctl unbind-hold "$PF2" 5
+        run "$MH_CLI" gpu plan "$PF2"
+        [ "$status" -eq 1 ]
+        [ "${#lines[@]}" -eq 2 ] # mig-on done, then the failure
+        [[ "${lines[1]}" == "mdev-hooks: GPU $PF2: step vfs failed: '$SRIOV_MANAGE -e $PF2' exited 1 after 2 tries: "*"Cannot obtain unbindLock for $PF2" ]]
+        [ "$(gpu_state "$PF2" mig)" = 1 ] # where it stopped
+        sim_ctl unbind-hold "$PF2" 0
+        run "$MH_CLI" gpu plan "$PF2"
+        [ "$status" -eq 0 ]
+        [[ "$output" != *"mig-on done"* ]]
+        [ "$(gpu_state "$PF2" gis)" = "1:1g.24gb,2:1g.24gb,3:2g.48gb" ]
+}
+
+@test "a reboot in the middle of a plan: the next run starts from what is left" {
+        plan_conf "unbind_retries = 0"
+        sim_ctl unbind-hold "$PF2" 1
+        run "$MH_CLI" gpu plan "$PF2"
+        [ "$status" -eq 1 ]
+        [ "$(gpu_state "$PF2" mig)" = 1 ]
+        sim_reboot
+        [ "$(gpu_state "$PF2" mig)" = 0 ]
+        run "$MH_CLI" gpu plan
+        [ "$status" -eq 0 ]
+        declared_state
+}
+
+@test "gpu plan reports -mig 0 refused with VFs on in one line" {
+        plan_conf
+        "$NVIDIA_SMI" -i "$PF1" -mig 1
+        "$SRIOV_MANAGE" -e "$PF1"
+        run "$MH_CLI" gpu plan "$PF1"
+        [ "$status" -eq 1 ]
+        [ "${#lines[@]}" -eq 1 ]
+        [[ "${lines[0]}" == "mdev-hooks: GPU $PF1: step mig-off failed: '$NVIDIA_SMI -mig 0 -i $PF1' exited 19 after 1 try: "*"In use by another client" ]]
+}
+
+@test "gpu plan PF refuses a PF without a [gpu_PF] section" {
+        plan_conf
+        run "$MH_CLI" gpu plan 0000:99:00.0
+        [ "$status" -eq 1 ]
+        [[ "$output" == *"'0000:99:00.0' has no [gpu_0000:99:00.0] section"* ]]
+        [ "$(gpu_state "$PF1" numvfs)" = 0 ]
+}
+
+@test "gpu status shows each GPU's declared and actual state and the steps a plan would take" {
+        plan_conf
+        run "$MH_CLI" gpu status --json
+        [ "$status" -eq 0 ]
+        [ "$(jq -r '.gpus[1].pending_steps | join(",")' <<< "$output")" = "mig-on,vfs,gpu-instances" ]
+        [ "$(jq -r '.gpus[0].declared_mode' <<< "$output")" = mixed ]
+        "$MH_CLI" gpu plan
+        run "$MH_CLI" gpu status --json
+        [ "$(jq -r '[.gpus[].pending_steps | length] | add' <<< "$output")" = 0 ]
+        [ "$(jq -r '.gpus[1].gpu_instances | join(",")' <<< "$output")" = "1g.24gb,1g.24gb,2g.48gb" ]
+        [ "$(jq -r '.gpus[0].heterogeneous' <<< "$output")" = true ]
+        run "$MH_CLI" gpu status
+        [ "$status" -eq 0 ]
+        [[ "${lines[0]}" == GPU*DECLARED*MIG*HETEROGENEOUS*VFS*GPU-INSTANCES*PENDING ]]
+        [[ "${lines[2]}" == "$PF2"*mig*on*n/a*16*1g.24gb,1g.24gb,2g.48gb*none ]]
+}
