@@ -589,7 +589,7 @@ void parser_section(Parser *p, const char *name) {
                 p->section = parser_type_section(p, type);
                 p->kind = p->section ? SECTION_TYPE : SECTION_INVALID;
         } else {
-                parser_error(p, p->line, "unknown section [%s] (known: devices, mdev_<type>, vgpu_<type>, hooks, sriov, placement, gpu, gpu_<PF>)", name);
+                parser_error(p, p->line, "unknown section [%s] (known: devices, mdev_<type>, vgpu_<type>, hooks, sriov, placement)", name);
                 p->kind = SECTION_INVALID;
         }
 }
