@@ -11,7 +11,7 @@
 #include "pciaddr.h"
 
 static const char help[] =
-        "Usage: mdev-hooks gpu plan [PF]\n"
+        "Usage: mdev-hooks gpu plan [--if-declared] [PF]\n"
         "       mdev-hooks gpu status [--json]\n"
         "\n"
         "NVIDIA GPUs with a [gpu_PF] section in the config (mode = equal | mixed\n"
@@ -22,6 +22,7 @@ static const char help[] =
         "appears. 'status' shows each GPU's declared and actual state and the\n"
         "steps a plan would take.\n"
         "\n"
+        "  --if-declared  plan: a PF without [gpu_PF] is no error (the service)\n"
         "  --json     status as JSON\n"
         "  --help     show this help\n";
 
@@ -43,13 +44,17 @@ static int plan_one(int rootfd, const Config *c, const ConfigGpu *g) {
         return CLI_EXIT_OK;
 }
 
-static int plan_main(int rootfd, const Config *c, const char *pf) {
+static int plan_main(int rootfd, const Config *c, const char *pf, bool if_declared) {
         int ret = CLI_EXIT_OK;
 
         if (pf) {
                 char pci[PCI_ADDRESS_STRING_MAX];
                 const ConfigGpu *g = pci_address_normalize(pf, pci) ? config_gpu(c, pci) : NULL;
 
+                if (!g && if_declared) {
+                        log_info("%s has no [gpu_%s] section: nothing is declared for it", pf, pf);
+                        return CLI_EXIT_OK;
+                }
                 if (!g) {
                         log_error("'%s' has no [gpu_%s] section in %s: nothing is declared for it", pf, pf,
                                   c->path ? c->path : "/" CONFIG_DEFAULT_PATH);
@@ -172,13 +177,19 @@ int cli_gpu_main(int argc, char *argv[], const char *config_path) {
         CliOptions o = { .config_path = config_path };
         _cleanup_close_ int rootfd = -1;
         _cleanup_config_free_ Config *config = NULL;
+        bool if_declared = false;
+        const CliOption own[] = {
+                { "if-declared", NULL, &if_declared },
+                { NULL, NULL, NULL },
+        };
         int r;
 
-        r = cli_parse_options(argc, argv, CLI_OPT_ARGS | CLI_OPT_JSON, help, &o);
+        r = cli_parse_options_own(argc, argv, CLI_OPT_ARGS | CLI_OPT_JSON, own, help, &o);
         if (r >= 0)
                 return r;
         if (o.n_args < 1 || !(streq(o.args[0], "plan") || streq(o.args[0], "status")) ||
-            (streq(o.args[0], "plan") && (o.n_args > 2 || o.json)) || (streq(o.args[0], "status") && o.n_args > 1)) {
+            (streq(o.args[0], "plan") && (o.n_args > 2 || o.json)) ||
+            (streq(o.args[0], "status") && (o.n_args > 1 || if_declared))) {
                 fputs(help, stderr);
                 return CLI_EXIT_USAGE;
         }
@@ -186,6 +197,6 @@ int cli_gpu_main(int argc, char *argv[], const char *config_path) {
         if (r > 0)
                 return r;
         if (streq(o.args[0], "plan"))
-                return plan_main(rootfd, config, o.n_args == 2 ? o.args[1] : NULL);
+                return plan_main(rootfd, config, o.n_args == 2 ? o.args[1] : NULL, if_declared);
         return status_main(rootfd, config, o.json);
 }
