@@ -415,3 +415,60 @@ complete_words() {
         run complete_words gpu plan --if
         [ "$output" = --if-declared ]
 }
+
+# vgpu_xml NAME VF TYPE: a guest with one vGPU on VF, as vfio.bats's guests.
+vgpu_xml() {
+        local vf="$2"
+        printf "<domain type='kvm'>\n  <name>%s</name>\n  <uuid>%s</uuid>\n" "$1" \
+                "$(printf '%s' "$1" | md5sum | sed -E 's/^(.{8})(.{4}).(.{3}).(.{3})(.{12}).*/\1-\2-4\3-8\4-\5/')"
+        printf "  <metadata>\n    <mh:mdevs xmlns:mh=\"http://mdev-hooks.org/xmlns/domain/1.0\">\n"
+        printf "      <mh:vgpu pci=\"%s\" type=\"%s\"/>\n    </mh:mdevs>\n  </metadata>\n  <devices>\n" "$vf" "$3"
+        printf "    <hostdev mode='subsystem' type='pci' managed='no'>\n      <source>\n"
+        printf "        <address domain='0x%s' bus='0x%s' slot='0x%s' function='0x%s'/>\n" \
+                "${vf:0:4}" "${vf:5:2}" "${vf:8:2}" "${vf:11:1}"
+        printf "      </source>\n    </hostdev>\n  </devices>\n</domain>\n"
+}
+
+# vstart NAME VF TYPE / vstop NAME: prepare and release as libvirt runs them.
+vstart() {
+        vgpu_xml "$@" > "$BATS_TEST_TMPDIR/$1.xml"
+        "$MH_QEMU_HOOK" "$1" prepare begin - < "$BATS_TEST_TMPDIR/$1.xml"
+}
+vstop() {
+        "$MH_QEMU_HOOK" "$1" release end destroyed < "$BATS_TEST_TMPDIR/$1.xml"
+}
+
+@test "mixed-size GPU: guests of 4Q and 8Q start on one GPU and stop" {
+        plan_conf
+        "$MH_CLI" gpu plan "$PF1"
+        run vstart g4 "$(vf "$PF1" 0)" "nvidia-$T4"
+        [ "$status" -eq 0 ]
+        run vstart g8 "$(vf "$PF1" 1)" "nvidia-$T8"
+        [ "$status" -eq 0 ]
+        [ "$(cat "$(nvattr "$(vf "$PF1" 1)" current_vgpu_type)")" = "$T8" ]
+        [ "$(record_get "$(vf "$PF1" 1)" state)" = assigned ]
+        vstop g8
+        vstop g4
+        [ "$(cat "$(nvattr "$(vf "$PF1" 0)" current_vgpu_type)")" = 0 ]
+}
+
+@test "equal-size GPU: an 8Q guest is refused once a 4Q guest runs" {
+        plan_conf
+        "$SRIOV_MANAGE" -e "$PF1" # VFs, but not the declared mixed mode
+        vstart g4 "$(vf "$PF1" 0)" "nvidia-$T4"
+        run vstart g8 "$(vf "$PF1" 1)" "nvidia-$T8"
+        [ "$status" -ne 0 ]
+        [ "${#lines[@]}" -eq 1 ]
+        [ "$(cat "$(nvattr "$(vf "$PF1" 1)" current_vgpu_type)")" = 0 ]
+}
+
+@test "MIG GPU: a MIG-backed guest starts in a GPU instance and stops" {
+        plan_conf
+        "$MH_CLI" gpu plan "$PF2"
+        run vstart m1 "$(vf "$PF2" 0)" "nvidia-$M24"
+        [ "$status" -eq 0 ]
+        [ "$(cat "$(nvattr "$(vf "$PF2" 0)" gpu_instance_id)")" -ge 1 ]
+        [ "$(record_get "$(vf "$PF2" 0)" state)" = assigned ]
+        vstop m1
+        [ "$(cat "$(nvattr "$(vf "$PF2" 0)" current_vgpu_type)")" = 0 ]
+}
