@@ -190,6 +190,29 @@ int vgpu_kind_clear(const VfioKind *kind, int rootfd, const char *vf, unsigned t
         }
 }
 
+/* In MIG mode ([gpu_<PF>] mode = mig) the driver picks the GPU instance:
+ * the VF's gpu_instance_id and placement_id (readable once it has a vGPU)
+ * go into its record. Best effort: a VF that does not say keeps a record
+ * without them. */
+static void entry_placement(const HookContext *ctx, const VfioKind *kind, const VgpuItem *it, LedgerEntry *e) {
+        const ConfigGpu *g = config_gpu(ctx->config, it->pf);
+        char path[128], buf[32];
+
+        if (!g || g->mode != CONFIG_GPU_MODE_MIG)
+                return;
+        snprintf(path, sizeof path, "sys/bus/pci/devices/%s/%s/gpu_instance_id", it->vf, kind->dir);
+        if (read_small_at(ctx->rootfd, path, buf, sizeof buf) < 0 || safe_atou(buf, &e->gpu_instance_id) < 0)
+                goto unknown;
+        snprintf(path, sizeof path, "sys/bus/pci/devices/%s/%s/placement_id", it->vf, kind->dir);
+        if (read_small_at(ctx->rootfd, path, buf, sizeof buf) < 0 || safe_atou(buf, &e->placement_id) < 0)
+                goto unknown;
+        e->has_placement = true;
+        return;
+unknown:
+        log_warning("vGPU %s (%s): its GPU instance cannot be read back from /%s; recorded without it", it->vf, it->type, path);
+        error_clear();
+}
+
 /* Puts one item's record back as it was. */
 static int item_record_restore(HookContext *ctx, const VgpuItem *it) {
         return it->had_record ? ledger_write_nosync(ctx->ledgerfd, &it->prev)
@@ -267,6 +290,9 @@ int vgpu_prepare_apply(HookContext *ctx, VgpuPlan *p, LedgerState state) {
                                 goto fail;
                         }
                         CRASHPOINT("prepare-after-program");
+                        entry_placement(ctx, p->kind, it, &e);
+                        if (e.has_placement && (r = ledger_write_nosync(ctx->ledgerfd, &e)) < 0)
+                                goto fail;
                 }
                 log_info("vGPU %s (%s on %s): %s", it->vf, it->type, it->pf,
                          it->program ? "programmed" : origin == LEDGER_BORROWED ? "borrowed" : "reused");

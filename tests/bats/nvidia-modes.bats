@@ -472,3 +472,26 @@ vstop() {
         vstop m1
         [ "$(cat "$(nvattr "$(vf "$PF2" 0)" current_vgpu_type)")" = 0 ]
 }
+
+@test "prepare in MIG mode records the VF's gpu_instance_id and placement_id read back" {
+        plan_conf
+        "$MH_CLI" gpu plan "$PF2"
+        vstart m1 "$(vf "$PF2" 0)" "nvidia-$M8"
+        vstart m2 "$(vf "$PF2" 1)" "nvidia-$M8"
+        for i in 0 1; do
+                v="$(vf "$PF2" $i)"
+                [ "$(record_get "$v" gpu_instance_id)" = "$(cat "$(nvattr "$v" gpu_instance_id)")" ]
+                [ "$(record_get "$v" placement_id)" = "$(cat "$(nvattr "$v" placement_id)")" ]
+        done
+        # two DC-1-8Q share one instance, in two places
+        [ "$(record_get "$(vf "$PF2" 0)" gpu_instance_id)" = "$(record_get "$(vf "$PF2" 1)" gpu_instance_id)" ]
+        [ "$(record_get "$(vf "$PF2" 0)" placement_id)" != "$(record_get "$(vf "$PF2" 1)" placement_id)" ]
+        "$MH_CLI" list --json | jq -e '.mdevs | length == 2'
+}
+
+@test "a mixed-size GPU's records keep their old form (no placement keys)" {
+        plan_conf
+        "$MH_CLI" gpu plan "$PF1"
+        vstart g4 "$(vf "$PF1" 0)" "nvidia-$T4"
+        ! grep -q placement_id "$MDEV_HOOKS_ROOT/var/lib/mdev-hooks/$(vf "$PF1" 0)"
+}
