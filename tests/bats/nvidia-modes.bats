@@ -495,3 +495,50 @@ vstop() {
         vstart g4 "$(vf "$PF1" 0)" "nvidia-$T4"
         ! grep -q placement_id "$MDEV_HOOKS_ROOT/var/lib/mdev-hooks/$(vf "$PF1" 0)"
 }
+
+# two_planned_hosts: hosts A and B, both nvidia-modes with plan_conf and
+# their plans run; A is current. T holds the guests' XML.
+two_planned_hosts() {
+        A="$BATS_TEST_TMPDIR/a" B="$BATS_TEST_TMPDIR/b" T="$BATS_TEST_TMPDIR"
+        for h in "$B" "$A"; do
+                sim_mount nvidia-modes "$h"
+                plan_conf
+                "$MH_CLI" gpu plan > /dev/null
+        done
+}
+
+@test "migrate: an 8Q guest goes to a mixed-size GPU that holds a 4Q guest, and starts there" {
+        two_planned_hosts
+        vstart g8 "$(vf "$PF1" 0)" "nvidia-$T8"
+        sim_use "$B"
+        vstart other "$(vf "$PF1" 0)" "nvidia-$T4"
+        run --separate-stderr "$MH_QEMU_HOOK" g8 migrate begin - < "$T/g8.xml"
+        [ "$status" -eq 0 ]
+        printf '%s\n' "$output" > "$T/g8.b.xml"
+        dest="$(vf "$PF1" 1)"
+        grep -q "pci=\"$dest\"" "$T/g8.b.xml"
+        [ "$(cat "$(nvattr "$dest" current_vgpu_type)")" = "$T8" ]
+        [ "$(record_get "$dest" state)" = incoming ]
+        run "$MH_QEMU_HOOK" g8 prepare begin - < "$T/g8.b.xml"
+        [ "$status" -eq 0 ]
+        [ "$(record_get "$dest" state)" = assigned ]
+}
+
+@test "restore: a MIG-backed guest comes back in a GPU instance with room" {
+        two_planned_hosts
+        vstart m1 "$(vf "$PF2" 0)" "nvidia-$M24"
+        sim_use "$B"
+        vstart a "$(vf "$PF2" 0)" "nvidia-$M24"
+        run --separate-stderr "$MH_QEMU_HOOK" m1 restore begin - < "$T/m1.xml"
+        echo "$stderr"
+        [ "$status" -eq 0 ]
+        printf '%s\n' "$output" > "$T/m1.b.xml"
+        dest="$(sed -n 's/.*pci="\([^"]*\)".*/\1/p' "$T/m1.b.xml")"
+        [[ "$dest" == 0000:c1:* ]]
+        [ "$(cat "$(nvattr "$dest" current_vgpu_type)")" = "$M24" ]
+        [ "$(cat "$(nvattr "$dest" gpu_instance_id)")" != "$(cat "$(nvattr "$(vf "$PF2" 0)" gpu_instance_id)")" ]
+        # both 1-slice instances are taken now: a third DC-1-24Q is refused
+        run vstart c "$(vf "$PF2" 5)" "nvidia-$M24"
+        [ "$status" -ne 0 ]
+        [ "$(cat "$(nvattr "$(vf "$PF2" 5)" current_vgpu_type)")" = 0 ]
+}
