@@ -65,6 +65,14 @@ void nvmode_created(Vf *v, const TypeDef *d, unsigned gi) {
         v->placement = gi_used(v->pf, gi, &fb) - 1; /* v->cur is already set */
 }
 
+static unsigned pf_fb_in_use(const Pf *pf) {
+        unsigned used = 0;
+        for (unsigned i = 0; i < pf->num; i++)
+                if (pf->vvfs[i]->cur)
+                        used += pf->vvfs[i]->cur->fb;
+        return used;
+}
+
 static bool pf_has_vgpu(const Pf *pf) {
         for (unsigned i = 0; i < pf->num; i++)
                 if (pf->vvfs[i]->cur)
@@ -218,8 +226,9 @@ void nvmode_state(FILE *f) {
                 const Pf *pf = model.pfs[i];
                 if (!pf->vfio)
                         continue;
-                fprintf(f, "gpu %s numvfs=%u mig=%d het=%d mig_cap=%d het_cap=%d vgpus=%d unbind_busy=%u gis=", pf->name,
-                        pf->num, pf->mig, pf->het, pf->mig_cap, pf->het_cap, pf_has_vgpu(pf), pf->unbind_busy);
+                fprintf(f, "gpu %s numvfs=%u mig=%d het=%d mig_cap=%d het_cap=%d vgpus=%d unbind_busy=%u fb=%u fb_used=%u gis=",
+                        pf->name, pf->num, pf->mig, pf->het, pf->mig_cap, pf->het_cap, pf_has_vgpu(pf), pf->unbind_busy,
+                        pf->fb, pf_fb_in_use(pf));
                 for (unsigned j = 0; j < pf->n_gis; j++)
                         fprintf(f, "%s%u:%s", j ? "," : "", pf->gis[j].id, pf->gis[j].profile);
                 fputs(pf->n_gis ? "\n" : "-\n", f);
