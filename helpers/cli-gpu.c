@@ -20,7 +20,8 @@ static const char help[] =
         "heterogeneous mode, the GPU instances; each step is read back. Running\n"
         "it again changes nothing. mdev-hooks-gpu@PF.service runs it when the PF\n"
         "appears. 'status' shows each GPU's declared and actual state and the\n"
-        "steps a plan would take.\n"
+        "steps a plan would take; --json also how many more vGPUs of each type\n"
+        "fit now, by the GPU's mode (sizes from the types' names).\n"
         "\n"
         "  --if-declared  plan: a PF without [gpu_PF] is no error (the service)\n"
         "  --json     status as JSON\n"
@@ -75,6 +76,8 @@ typedef struct GpuRow {
         const ConfigGpu *g;
         GpuState s;
         GpuPlan p;
+        GpuOffer *offers; /* what fits now, per type a free VF lists */
+        size_t n_offers;
         const char *error; /* its state could not be read */
 } GpuRow;
 
@@ -105,6 +108,16 @@ static json_object *row_json(const GpuRow *r) {
         json_object_object_add(o, "heterogeneous", tristate_json(r->s.het));
         json_object_object_add(o, "mig", tristate_json(r->s.mig));
         json_object_object_add(o, "numvfs", json_object_new_int64(r->s.numvfs));
+        json_object *offers = json_object_new_array();
+        for (size_t i = 0; i < r->n_offers; i++) {
+                json_object *t = json_object_new_object();
+
+                json_object_object_add(t, "free", r->offers[i].sized ? json_object_new_int64(r->offers[i].free) : NULL);
+                json_object_object_add(t, "name", json_object_new_string(r->offers[i].name));
+                json_object_object_add(t, "type", json_object_new_string(r->offers[i].type));
+                json_object_array_add(offers, t);
+        }
+        json_object_object_add(o, "offers", offers);
         for (size_t i = 0; !r->error && i < r->p.n; i++)
                 json_object_array_add(steps, json_object_new_string(gpu_step_to_string(r->p.steps[i])));
         json_object_object_add(o, "pending_steps", steps);
@@ -150,7 +163,8 @@ static int status_main(int rootfd, const Config *c, bool json) {
                 error_clear();
                 if (gpu_state_read(rootfd, c, c->gpus[i].address, &rows[i].s) < 0)
                         rows[i].error = strdup(error_get(-EIO));
-                else if (gpu_plan_make(&c->gpus[i], &rows[i].s, &rows[i].p) < 0)
+                else if (gpu_plan_make(&c->gpus[i], &rows[i].s, &rows[i].p) < 0 ||
+                         gpu_state_offers(rootfd, c->gpus[i].address, &rows[i].s, &rows[i].offers, &rows[i].n_offers) < 0)
                         r = -ENOMEM;
         }
         if (r >= 0 && json) {
@@ -168,6 +182,7 @@ static int status_main(int rootfd, const Config *c, bool json) {
         for (size_t i = 0; i < c->n_gpus; i++) {
                 gpu_state_done(&rows[i].s);
                 gpu_plan_done(&rows[i].p);
+                free(rows[i].offers);
                 free((char *) rows[i].error);
         }
         return r < 0 ? cli_oom() : CLI_EXIT_OK;

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 
 #include "config.h"
+#include "util.h"
 
 #define GPU_TOOL_TIMEOUT 120 /* seconds: sriov-manage rebinds the PF */
 
@@ -28,7 +29,18 @@ typedef struct GpuState {
         GpuTristate het;   /* "vGPU Heterogeneous Mode" (N/A in MIG mode: unknown) */
         bool het_capable;  /* "Heterogeneous Time-Slice Sizes : Supported" */
         char **gis;        /* GPU instance profiles ("1g.24gb"), as listed; NULL: none */
+        unsigned *gi_ids;  /* their instance IDs, as many */
+        unsigned fb_total, fb_used; /* "FB Memory Usage" Total, Used (MiB); 0: not said */
 } GpuState;
+
+/* A type a free VF lists now, and how many more of it fit (gpucapacity.h). */
+typedef struct GpuOffer {
+        unsigned id;
+        char type[NAME_STRING_MAX];  /* "nvidia-1201" */
+        char name[NAME_STRING_MAX];  /* "NVIDIA RTX Pro 6000 Blackwell DC-4Q" */
+        bool sized;                  /* its name says its size */
+        unsigned free;               /* how many more fit now (sized only) */
+} GpuOffer;
 
 /* What one run of a vendor tool gave. */
 typedef struct GpuToolRun {
@@ -48,9 +60,13 @@ int gpu_tool_run(const char *tool, const char *args, const char *pf, GpuToolRun 
 void gpu_state_parse_query(const char *text, GpuState *s);
 /* `nvidia-smi mig -lgi -i PF`'s table: the profiles, in order (pure).
  * -ENOMEM only. */
-int gpu_state_parse_gis(const char *text, char ***ret);
+int gpu_state_parse_gis(const char *text, char ***ret, unsigned **ret_ids);
 
 /* Reads the PF's whole state. -errno with a message when sysfs cannot be
  * read or nvidia-smi cannot be run at all; a tool that fails leaves the
  * value unknown. */
 int gpu_state_read(int rootfd, const Config *c, const char *pf, GpuState *ret);
+
+/* Each type a free VF of the PF lists now, with how many more fit by the
+ * GPU's mode in s (read by gpu_state_read()). */
+int gpu_state_offers(int rootfd, const char *pf, const GpuState *s, GpuOffer **ret, size_t *ret_n);

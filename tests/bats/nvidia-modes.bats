@@ -542,3 +542,62 @@ two_planned_hosts() {
         [ "$status" -ne 0 ]
         [ "$(cat "$(nvattr "$(vf "$PF2" 5)" current_vgpu_type)")" = 0 ]
 }
+
+# status_free PF TYPE-ID: how many more vGPUs of the type gpu status says fit
+# on PF now (absent from its offers: 0).
+status_free() {
+        "$MH_CLI" gpu status --json |
+                jq -r --arg pf "$1" --arg t "nvidia-$2" \
+                        '[.gpus[] | select(.address == $pf) | .offers[] | select(.type == $t) | .free] | add // 0'
+}
+
+# fill PF TYPE-ID: programs the type on the PF's free VFs until the driver
+# refuses; prints how many it made.
+fill() {
+        local made=0 i
+        for ((i = 0; i < 16; i++)); do
+                [ "$(cat "$(nvattr "$(vf "$1" $i)" current_vgpu_type)")" = 0 ] || continue
+                program "$(vf "$1" $i)" "$2" 2> /dev/null || break
+                made=$((made + 1))
+        done
+        echo "$made"
+}
+
+# free_is_what_fits PF TYPE-ID: gpu status's count equals what the
+# simulated driver then lets a caller create, and it is not 0.
+free_is_what_fits() {
+        local said made
+        said="$(status_free "$1" "$2")"
+        made="$(fill "$1" "$2")"
+        echo "type $2 on $1: gpu status said $said, the driver took $made"
+        [ "$said" -gt 0 ]
+        [ "$said" = "$made" ]
+}
+
+@test "capacity, equal-size: what gpu status says fits is what the driver takes, by the size the first vGPU fixed" {
+        plan_conf
+        "$SRIOV_MANAGE" -e "$PF1"
+        program "$(vf "$PF1" 0)" "$T8"
+        [ "$(status_free "$PF1" "$T4")" = 0 ]
+        free_is_what_fits "$PF1" "$T8"
+        run program "$(vf "$PF1" 15)" "$T4"
+        [ "$status" -ne 0 ]
+}
+
+@test "capacity, mixed-size: what fits is the framebuffer left" {
+        plan_conf
+        "$MH_CLI" gpu plan "$PF1"
+        program "$(vf "$PF1" 0)" 1203 # DC-24Q
+        program "$(vf "$PF1" 1)" "$T4"
+        free_is_what_fits "$PF1" "$T8"
+        free_is_what_fits "$PF1" "$T4"
+}
+
+@test "capacity, MIG: what fits is the GPU instances of the type's slices and how many of its size each holds" {
+        plan_conf
+        "$MH_CLI" gpu plan "$PF2"
+        program "$(vf "$PF2" 0)" "$M8"
+        [ "$(status_free "$PF2" "$T4")" = 0 ]
+        free_is_what_fits "$PF2" "$M8"
+        free_is_what_fits "$PF2" 1311 # DC-2-48Q
+}

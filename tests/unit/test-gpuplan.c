@@ -47,10 +47,14 @@ static void test_parse(void) {
         gpu_state_parse_query("No devices were found\n", &s);
         check(s.mig == GPU_UNKNOWN && s.het == GPU_UNKNOWN);
 
-        check(gpu_state_parse_gis(lgi, &gis) == 0);
+        unsigned *ids = NULL;
+
+        check(gpu_state_parse_gis(lgi, &gis, &ids) == 0);
+        check(ids && ids[0] == 1 && ids[1] == 2);
+        free(ids);
         check(strv_length(gis) == 2 && streq(gis[0], "1g.24gb") && streq(gis[1], "2g.48gb+me"));
         strv_free(gis);
-        check(gpu_state_parse_gis("No GPU instances found: Not Found\n", &gis) == 0);
+        check(gpu_state_parse_gis("No GPU instances found: Not Found\n", &gis, NULL) == 0);
         check(!gis);
 }
 
