@@ -601,3 +601,27 @@ free_is_what_fits() {
         free_is_what_fits "$PF2" "$M8"
         free_is_what_fits "$PF2" 1311 # DC-2-48Q
 }
+
+@test "check-config: a declared GPU that cannot run its mode, or is not here, is named with its line" {
+        sed -e 's/ mig=1 heterogeneous=1 slices=4$//' "$MH_SOURCE_DIR/tests/sim/topologies/nvidia-modes.conf" > "$BATS_TEST_TMPDIR/plain.conf"
+        sim_umount
+        sim_mount "$BATS_TEST_TMPDIR/plain.conf"
+        plan_conf
+        printf '[gpu_0000:99:00.0]\nmode = mixed\n' >> "$MDEV_HOOKS_ROOT/etc/mdev-hooks/mdev-hooks.conf"
+        run "$MH_CLI" check-config
+        echo "$output"
+        [ "$status" -eq 2 ]
+        [[ "$output" == *"mdev-hooks.conf:22: [gpu_$PF1] has mode = mixed, but nvidia-smi -q does not say 'Heterogeneous Time-Slice Sizes : Supported' for it"* ]]
+        [[ "$output" == *"mdev-hooks.conf:25: [gpu_$PF2] has mode = mig, but nvidia-smi -q shows no MIG mode for it"* ]]
+        [[ "$output" == *"mdev-hooks.conf:28: [gpu_0000:99:00.0] is not a PCI device on this host"* ]]
+        # before its plan ran, a declared GPU has no VFs: the plan makes them
+        [[ "$output" == *"mdev-hooks.conf:4: '$PF1' in device_addresses of nvidia-$T4 has no VFs yet: its boot plan makes them (mdev-hooks gpu plan $PF1)"* ]]
+}
+
+@test "check-config: GPUs that can run their declared modes pass" {
+        plan_conf
+        "$MH_CLI" gpu plan > /dev/null
+        run "$MH_CLI" check-config
+        echo "$output"
+        [ "$status" -eq 0 ]
+}
