@@ -7,6 +7,7 @@
  */
 #include "cli.h"
 #include "gpuplan.h"
+#include "gpurecreate.h"
 #include "log.h"
 #include "pciaddr.h"
 
@@ -28,15 +29,19 @@ static const char help[] =
         "  --help     show this help\n";
 
 static int plan_one(int rootfd, const Config *c, const ConfigGpu *g) {
-        unsigned changed = 0;
+        unsigned changed = 0, made = 0;
         int r;
 
         error_clear();
         r = gpu_plan_run(rootfd, c, g, &changed);
+        if (r >= 0)
+                r = gpu_recreate(rootfd, c, g->address, &made);
         if (r < 0) {
                 log_error("%s", error_get(r));
                 return CLI_EXIT_FAILED;
         }
+        if (made)
+                printf("%s: programmed %u guest %s again (recreate = eager)\n", g->address, made, made == 1 ? "VF" : "VFs");
         if (changed)
                 printf("%s: %s: brought to its declared state (%u %s)\n", g->address, config_gpu_mode_to_string(g->mode),
                        changed, changed == 1 ? "step" : "steps");

@@ -625,3 +625,36 @@ free_is_what_fits() {
         echo "$output"
         [ "$status" -eq 0 ]
 }
+
+@test "recreate = eager: after a reboot the plan programs the guests' VFs again, and the guests start on them" {
+        plan_conf
+        printf '[hooks]\nrecreate = eager\n' >> "$MDEV_HOOKS_ROOT/etc/mdev-hooks/mdev-hooks.conf"
+        "$MH_CLI" gpu plan > /dev/null
+        vstart g8 "$(vf "$PF1" 1)" "nvidia-$T8"
+        vstart m1 "$(vf "$PF2" 2)" "nvidia-$M8"
+        sim_reboot
+        run "$MH_CLI" gpu plan
+        echo "$output"
+        [ "$status" -eq 0 ]
+        [[ "$output" == *"$PF1: programmed 1 guest VF again (recreate = eager)"* ]]
+        [[ "$output" == *"$PF2: programmed 1 guest VF again (recreate = eager)"* ]]
+        [ "$(cat "$(nvattr "$(vf "$PF1" 1)" current_vgpu_type)")" = "$T8" ]
+        [ "$(cat "$(nvattr "$(vf "$PF2" 2)" current_vgpu_type)")" = "$M8" ]
+        [ "$(record_get "$(vf "$PF1" 1)" boot_id)" = "$(boot_id)" ]
+        [ "$(record_get "$(vf "$PF1" 1)" state)" = assigned ]
+        run vstart g8 "$(vf "$PF1" 1)" "nvidia-$T8"
+        [ "$status" -eq 0 ]
+        [ "$(record_get "$(vf "$PF1" 1)" origin)" = created ]
+        # a second plan makes nothing again
+        run "$MH_CLI" gpu plan
+        [[ "$output" != *"again"* ]]
+}
+
+@test "recreate = lazy (the default): the plan leaves the guests' VFs for their next start" {
+        plan_conf
+        "$MH_CLI" gpu plan > /dev/null
+        vstart g8 "$(vf "$PF1" 1)" "nvidia-$T8"
+        sim_reboot
+        "$MH_CLI" gpu plan
+        [ "$(cat "$(nvattr "$(vf "$PF1" 1)" current_vgpu_type)")" = 0 ]
+}
