@@ -658,3 +658,29 @@ free_is_what_fits() {
         "$MH_CLI" gpu plan
         [ "$(cat "$(nvattr "$(vf "$PF1" 1)" current_vgpu_type)")" = 0 ]
 }
+
+# inventory_free PF: inventory's free count for the PF's configured type.
+inventory_free() {
+        "$MH_CLI" inventory --json | jq -r --arg pf "$1" '.parents[] | select(.parent == $pf) | .free'
+}
+
+@test "inventory counts what fits by the GPU's mode, and the driver then takes exactly that" {
+        plan_conf
+        "$MH_CLI" gpu plan > /dev/null
+        # mixed: two 24 GiB and one 8 GiB vGPU leave 40 GiB: ten 4Q
+        program "$(vf "$PF1" 0)" 1203
+        program "$(vf "$PF1" 1)" 1203
+        program "$(vf "$PF1" 2)" "$T8"
+        said="$(inventory_free "$PF1")" # nvidia-$T4, PF1's first type
+        made="$(fill "$PF1" "$T4")"
+        echo "mixed: inventory said $said free, the driver took $made"
+        [ "$said" -gt 0 ]
+        [ "$said" = "$made" ]
+        # MIG: DC-1-24Q (PF2's first type), one per 1-slice instance
+        said="$(inventory_free "$PF2")"
+        made="$(fill "$PF2" "$M24")"
+        echo "MIG: inventory said $said free, the driver took $made"
+        [ "$said" -gt 0 ]
+        [ "$said" = "$made" ]
+        [ "$(inventory_free "$PF2")" = 0 ]
+}
