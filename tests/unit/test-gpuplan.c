@@ -14,6 +14,10 @@ static const char query_mixed[] =
         "    MIG Mode\n"
         "        Current                           : Disabled\n"
         "        Pending                           : Enabled\n"
+        "    FB Memory Usage\n"
+        "        Total                             : 98304 MiB\n"
+        "        Reserved                          : 0 MiB\n"
+        "        Used                              : 12288 MiB\n"
         "    vGPU Device Capability\n"
         "        Heterogeneous Time-Slice Sizes    : Supported\n"
         "    vGPU Heterogeneous Mode               : Enabled\n";
@@ -42,8 +46,10 @@ static void test_parse(void) {
 
         gpu_state_parse_query(query_mixed, &s);
         check(s.mig == GPU_OFF && s.het == GPU_ON && s.het_capable);
+        check(s.fb_total == 98304 && s.fb_used == 12288);
         gpu_state_parse_query(query_mig, &s);
         check(s.mig == GPU_ON && s.het == GPU_UNKNOWN && !s.het_capable);
+        check(s.fb_total == 0 && s.fb_used == 0); /* not said */
         gpu_state_parse_query("No devices were found\n", &s);
         check(s.mig == GPU_UNKNOWN && s.het == GPU_UNKNOWN);
 
