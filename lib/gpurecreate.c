@@ -8,9 +8,10 @@
 #include "log.h"
 #include "util.h"
 #include "vfio.h"
+#include "vgpu.h"
 
 /* One record: 1 programmed again, 0 left as it is. */
-static int recreate_one(int rootfd, int dirfd, const char *boot_id, LedgerEntry *e) {
+static int recreate_one(int rootfd, int dirfd, const Config *c, const char *boot_id, LedgerEntry *e) {
         unsigned id, cur;
         int r;
 
@@ -31,6 +32,7 @@ static int recreate_one(int rootfd, int dirfd, const char *boot_id, LedgerEntry 
         e->origin = LEDGER_CREATED;
         e->remove_pending = false;
         e->has_placement = false;
+        vgpu_record_placement(c, rootfd, &vfio_nvidia, e->uuid, e->parent, e);
         snprintf(e->boot_id, sizeof e->boot_id, "%s", boot_id);
         e->since = (uint64_t) time(NULL);
         r = ledger_write(dirfd, e);
@@ -68,7 +70,7 @@ int gpu_recreate(int rootfd, const Config *c, const char *pf, unsigned *ret_made
         if (r < 0)
                 return r;
         for (size_t i = 0; i < n; i++) {
-                r = recreate_one(rootfd, dirfd, boot_id, &l[i]);
+                r = recreate_one(rootfd, dirfd, c, boot_id, &l[i]);
                 if (r < 0)
                         return r;
                 made += (unsigned) r;

@@ -190,26 +190,24 @@ int vgpu_kind_clear(const VfioKind *kind, int rootfd, const char *vf, unsigned t
         }
 }
 
-/* In MIG mode ([gpu_<PF>] mode = mig) the driver picks the GPU instance:
- * the VF's gpu_instance_id and placement_id (readable once it has a vGPU)
- * go into its record. Best effort: a VF that does not say keeps a record
- * without them. */
-static void entry_placement(const HookContext *ctx, const VfioKind *kind, const VgpuItem *it, LedgerEntry *e) {
-        const ConfigGpu *g = config_gpu(ctx->config, it->pf);
+/* In MIG mode the driver picks the GPU instance: the record says which. */
+void vgpu_record_placement(const Config *c, int rootfd, const VfioKind *k, const char *vf, const char *pf, LedgerEntry *e) {
+        const ConfigGpu *g = config_gpu(c, pf);
         char path[128], buf[32];
 
         if (!g || g->mode != CONFIG_GPU_MODE_MIG)
                 return;
-        snprintf(path, sizeof path, "sys/bus/pci/devices/%s/%s/gpu_instance_id", it->vf, kind->dir);
-        if (read_small_at(ctx->rootfd, path, buf, sizeof buf) < 0 || safe_atou(buf, &e->gpu_instance_id) < 0)
+        snprintf(path, sizeof path, "sys/bus/pci/devices/%s/%s/gpu_instance_id", vf, k->dir);
+        if (read_small_at(rootfd, path, buf, sizeof buf) < 0 || safe_atou(buf, &e->gpu_instance_id) < 0)
                 goto unknown;
-        snprintf(path, sizeof path, "sys/bus/pci/devices/%s/%s/placement_id", it->vf, kind->dir);
-        if (read_small_at(ctx->rootfd, path, buf, sizeof buf) < 0 || safe_atou(buf, &e->placement_id) < 0)
+        snprintf(path, sizeof path, "sys/bus/pci/devices/%s/%s/placement_id", vf, k->dir);
+        if (read_small_at(rootfd, path, buf, sizeof buf) < 0 || safe_atou(buf, &e->placement_id) < 0)
                 goto unknown;
         e->has_placement = true;
         return;
 unknown:
-        log_warning("vGPU %s (%s): its GPU instance cannot be read back from /%s; recorded without it", it->vf, it->type, path);
+        e->has_placement = false;
+        log_warning("vGPU %s (%s): its GPU instance cannot be read back from /%s; recorded without it", vf, e->type, path);
         error_clear();
 }
 
@@ -290,7 +288,7 @@ int vgpu_prepare_apply(HookContext *ctx, VgpuPlan *p, LedgerState state) {
                                 goto fail;
                         }
                         CRASHPOINT("prepare-after-program");
-                        entry_placement(ctx, p->kind, it, &e);
+                        vgpu_record_placement(ctx->config, ctx->rootfd, p->kind, it->vf, it->pf, &e);
                         if (e.has_placement && (r = ledger_write_nosync(ctx->ledgerfd, &e)) < 0)
                                 goto fail;
                 }

@@ -640,6 +640,7 @@ free_is_what_fits() {
         [[ "$output" == *"$PF2: programmed 1 guest VF again (recreate = eager)"* ]]
         [ "$(cat "$(nvattr "$(vf "$PF1" 1)" current_vgpu_type)")" = "$T8" ]
         [ "$(cat "$(nvattr "$(vf "$PF2" 2)" current_vgpu_type)")" = "$M8" ]
+        [ "$(record_get "$(vf "$PF2" 2)" gpu_instance_id)" = "$(cat "$(nvattr "$(vf "$PF2" 2)" gpu_instance_id)")" ]
         [ "$(record_get "$(vf "$PF1" 1)" boot_id)" = "$(boot_id)" ]
         [ "$(record_get "$(vf "$PF1" 1)" state)" = assigned ]
         run vstart g8 "$(vf "$PF1" 1)" "nvidia-$T8"
