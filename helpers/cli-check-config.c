@@ -14,6 +14,7 @@
 #include "pciaddr.h"
 #include "sysfs.h"
 #include "backend.h"
+#include "gpustate.h"
 
 static const char help[] =
         "Usage: mdev-hooks check-config [--config FILE] [--json]\n"
@@ -133,6 +134,61 @@ static int check_backends(int rootfd, const ConfigType *t, const char *a, Findin
         return 0;
 }
 
+/* A PF with [gpu_<PF>] whose VFs are not there yet: its plan makes them.
+ * 1 if so (the finding added), 0 if not. */
+static int check_declared_without_vfs(int rootfd, const Config *c, const ConfigType *t, const char *pf, Findings *f) {
+        char path[128], num[32];
+        int r;
+
+        if (!config_gpu(c, pf))
+                return 0;
+        snprintf(path, sizeof path, "sys/bus/pci/devices/%s/sriov_numvfs", pf);
+        if (read_small_at(rootfd, path, num, sizeof num) < 0 || !streq(num, "0"))
+                return 0;
+        r = finding_add(f, t->line, "'%s' in device_addresses of %s has no VFs yet: its boot plan makes them (mdev-hooks gpu plan %s)",
+                        pf, t->name, pf);
+        return r < 0 ? r : 1;
+}
+
+/* [gpu_<PF>]: the PF is here, the tools can run, and the GPU can run its
+ * declared mode where nvidia-smi -q says (doc/design.md §9). */
+static int check_gpus(int rootfd, const Config *c, Findings *f) {
+        const char *smi = c->gpu_nvidia_smi ? c->gpu_nvidia_smi : CONFIG_GPU_NVIDIA_SMI;
+        const char *sm = c->gpu_sriov_manage ? c->gpu_sriov_manage : CONFIG_GPU_SRIOV_MANAGE;
+        int r = 0;
+
+        for (size_t i = 0; r >= 0 && i < c->n_gpus; i++) {
+                const ConfigGpu *g = &c->gpus[i];
+                _cleanup_(gpu_tool_run_done) GpuToolRun t = { 0 };
+                GpuState s = { .mig = GPU_UNKNOWN };
+                char path[128];
+                struct stat st;
+
+                snprintf(path, sizeof path, "sys/bus/pci/devices/%s", g->address);
+                if (fstatat(rootfd, path, &st, 0) < 0) {
+                        r = finding_add(f, g->line, "[gpu_%s] is not a PCI device on this host (no /%s)", g->address, path);
+                        continue;
+                }
+                if (i == 0 && access(sm, X_OK) < 0)
+                        r = finding_add(f, g->line, "[gpu] sriov_manage '%s' cannot be run: %s", sm, strerror(errno));
+                error_clear();
+                if (r < 0 || gpu_tool_run(smi, "-q -i", g->address, &t) < 0 || t.exit != 0) {
+                        if (r >= 0)
+                                r = finding_add(f, g->line, "[gpu_%s]: '%s -q -i %s' failed: whether the GPU can run mode = %s cannot be checked",
+                                                g->address, smi, g->address, config_gpu_mode_to_string(g->mode));
+                        continue;
+                }
+                gpu_state_parse_query(t.output, &s);
+                if (g->mode == CONFIG_GPU_MODE_MIXED && !s.het_capable)
+                        r = finding_add(f, g->line, "[gpu_%s] has mode = mixed, but nvidia-smi -q does not say 'Heterogeneous Time-Slice Sizes : Supported' for it",
+                                        g->address);
+                else if (g->mode == CONFIG_GPU_MODE_MIG && s.mig == GPU_UNKNOWN)
+                        r = finding_add(f, g->line, "[gpu_%s] has mode = mig, but nvidia-smi -q shows no MIG mode for it (a GPU without MIG)",
+                                        g->address);
+        }
+        return r;
+}
+
 static int check_host(int rootfd, const Config *c, Findings *f) {
         _cleanup_strv_free_ char **parents = NULL;
         int r;
@@ -146,6 +202,11 @@ static int check_host(int rootfd, const Config *c, Findings *f) {
                 const ConfigType *t = &c->types[i];
 
                 for (char **a = t->addresses; a && *a; a++) {
+                        r = check_declared_without_vfs(rootfd, c, t, *a, f);
+                        if (r < 0)
+                                return r;
+                        if (r > 0)
+                                continue;
                         r = check_backends(rootfd, t, *a, f);
                         if (r < 0)
                                 return r;
@@ -189,6 +250,9 @@ static int check_host(int rootfd, const Config *c, Findings *f) {
                         return r;
         }
 
+        r = check_gpus(rootfd, c, f);
+        if (r < 0)
+                return r;
         if (f->n > 1)
                 qsort(f->items, f->n, sizeof *f->items, cmp_finding);
         return 0;

@@ -26,6 +26,7 @@ int cli_check_config_main(int argc, char *argv[], const char *config_path);
 int cli_pick_main(int argc, char *argv[], const char *config_path);
 int cli_metrics_main(int argc, char *argv[], const char *config_path);
 int cli_placement_main(int argc, char *argv[], const char *config_path);
+int cli_gpu_main(int argc, char *argv[], const char *config_path);
 /* In mdev-hooks-reconcile, the program that links libvirt (cli-attach.c). */
 int cli_attach_main(int argc, char *argv[], const char *config_path);
 int cli_detach_main(int argc, char *argv[], const char *config_path);

@@ -83,6 +83,7 @@ static const CliCommand commands[] = {
         { "attach",       libvirt_exec,        "give a guest vGPUs, defined or running (--live)" },
         { "detach",       libvirt_exec,        "take vGPUs from a guest, defined or running (--live)" },
         { "reconcile",    libvirt_exec,        "libvirt's guests against the record and sysfs" },
+        { "gpu",          cli_gpu_main,          "gpu plan | status: NVIDIA GPUs' declared modes ([gpu_PF])" },
 };
 
 static void usage(FILE *f) {

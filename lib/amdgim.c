@@ -19,7 +19,7 @@ const VfioKind vfio_amdgim = {
         .current_of = amdgim_vf_current,
 };
 
-/* The PCI device IDs of the PFs GIM drives that GPU-MODES.md §5 names (the
+/* The PCI device IDs of the PFs GIM drives that doc/design.md §9 names (the
  * others are shown by their ID). */
 static const struct {
         const char *id;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * AMD MxGPU with the open-source GIM driver (amd/MxGPU-Virtualization;
- * GPU-MODES.md §5): the PF is bound to gim, and its VFs appear by
+ * doc/design.md §9): the PF is bound to gim, and its VFs appear by
  * themselves when gim loads, as many as the GPU's partition mode gives
  * (MI300X: 1 SPX, 2 DPX, 4 QPX or CPX-4, 8 CPX). A VF has no attribute of
  * its own: no type, no size; it is what the partition makes it, and a

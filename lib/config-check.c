@@ -118,9 +118,13 @@ static int parser_check_duplicates(Parser *p) {
                 const TypeSection *t = &p->sections[dups[d].later->section];
                 const TypeSection *u = &p->sections[dups[d].first->section];
 
+                const ConfigGpu *g = config_gpu(p->config, dups[d].later->address);
+
                 if (t == u)
                         parser_error(p, dups[d].later->line, "'%s' is listed twice in [mdev_%s] device_addresses",
                                      dups[d].later->address, t->type);
+                else if (g && g->mode != CONFIG_GPU_MODE_EQUAL)
+                        continue; /* a mixed-size or MIG GPU serves several types */
                 else
                         parser_error(p, dups[d].later->line,
                                      "'%s' is listed under two types, %s (line %u) and %s: a parent serves one type",
@@ -156,6 +160,27 @@ static char **addresses_sorted_unique(TypeSection *s) {
         return l;
 }
 
+/* mig_instances goes with mode = mig, and mode = mig needs it. */
+static void parser_check_gpus(Parser *p) {
+        const Config *c = p->config;
+
+        for (size_t i = 0; i < c->n_gpus; i++) {
+                const ConfigGpu *g = &c->gpus[i];
+                bool mig = g->mode == CONFIG_GPU_MODE_MIG;
+
+                if (mig && strv_length(g->mig_instances) == 0)
+                        parser_error(p, g->line, "[gpu_%s] has mode = mig but no mig_instances: name the GPU instances to make (mig_instances = 1g.24gb, ...)",
+                                     g->address);
+                else if (!mig && g->mig_instances)
+                        parser_error(p, g->line, "[gpu_%s] has mig_instances but mode = %s: GPU instances exist only in mode = mig",
+                                     g->address, config_gpu_mode_to_string(g->mode));
+                for (size_t k = 0; k < c->n_sriov; k++)
+                        if (streq(c->sriov[k].address, g->address))
+                                parser_error(p, c->sriov[k].line, "%s is in [sriov] and has [gpu_%s] (line %u): its boot plan enables its VFs in the order its mode needs; remove it from [sriov]",
+                                             g->address, g->address, g->line);
+        }
+}
+
 int parser_finish(Parser *p) {
         Config *c = p->config;
         const ConfigType *first_default = NULL;
@@ -171,6 +196,7 @@ int parser_finish(Parser *p) {
         r = parser_check_duplicates(p);
         if (r < 0)
                 return r;
+        parser_check_gpus(p);
 
         c->types = calloc(p->n_enabled ? p->n_enabled : 1, sizeof *c->types);
         if (!c->types)

@@ -27,6 +27,8 @@ typedef enum SectionKind {
         SECTION_HOOKS,
         SECTION_SRIOV,
         SECTION_PLACEMENT,
+        SECTION_GPU,      /* [gpu]: the vendor tools */
+        SECTION_GPU_PF,   /* [gpu_<PF>]: one GPU's declared state */
 } SectionKind;
 
 typedef struct ParseError {
@@ -60,6 +62,7 @@ typedef struct Parser {
 
         SectionKind kind;
         TypeSection *section;     /* SECTION_TYPE */
+        size_t gpu;               /* SECTION_GPU_PF: its index in config->gpus */
         char *last_key;           /* canonical key of the last key line, for continuations */
         bool last_key_bad;        /* its first line was refused: skip its continuations */
 

@@ -67,6 +67,8 @@ static Config *config_new(const char *path) {
         c->placement = CONFIG_PLACEMENT_PACK;
         c->recreate = CONFIG_RECREATE_LAZY;
         c->lock_timeout = 30;
+        c->gpu_unbind_retries = 5;
+        c->gpu_unbind_retry_ms = 1000;
         c->parent_wait = 0;
         return c;
 }

@@ -23,6 +23,7 @@
 ENUM_IMPL(config_release, ConfigRelease, _CONFIG_RELEASE_MAX, "remove", "keep");
 ENUM_IMPL(config_placement, ConfigPlacement, _CONFIG_PLACEMENT_MAX, "pack", "spread");
 ENUM_IMPL(config_recreate, ConfigRecreate, _CONFIG_RECREATE_MAX, "lazy", "eager");
+ENUM_IMPL(config_gpu_mode, ConfigGpuMode, _CONFIG_GPU_MODE_MAX, "equal", "mixed", "mig");
 
 /* --- errors ------------------------------------------------------------ */
 
@@ -374,6 +375,81 @@ static void handle_placement(Parser *p, const char *key, const char *value) {
         *slot = strdup(value);
 }
 
+/* [gpu]: the vendor tools the boot plan runs, and its retries. */
+static void handle_gpu(Parser *p, const char *key, const char *value) {
+        Config *c = p->config;
+
+        if (!streq(key, "sriov_manage") && !streq(key, "nvidia_smi") && !streq(key, "unbind_retries") &&
+            !streq(key, "unbind_retry_ms")) {
+                parser_error(p, p->line, "unknown key '%s' in [gpu] (known: sriov_manage, nvidia_smi, unbind_retries, unbind_retry_ms)", key);
+                p->last_key_bad = true;
+                return;
+        }
+        if (!parser_key_once(p, "gpu", key, key)) {
+                p->last_key_bad = true;
+                return;
+        }
+        if (streq(key, "unbind_retries") || streq(key, "unbind_retry_ms")) {
+                unsigned *u = streq(key, "unbind_retries") ? &c->gpu_unbind_retries : &c->gpu_unbind_retry_ms;
+                if (safe_atou(value, u) < 0 || *u > 3600000)
+                        parser_error(p, p->line, "%s must be an integer from 0 to 3600000, not '%s'", key, value);
+                return;
+        }
+        if (value[0] != '/') {
+                parser_error(p, p->line, "%s must be an absolute path, not '%s'", key, value);
+                return;
+        }
+        char **slot = streq(key, "sriov_manage") ? &c->gpu_sriov_manage : &c->gpu_nvidia_smi;
+        free(*slot);
+        *slot = strdup(value);
+}
+
+/* "1g.24gb", "2g.48gb+me": a GPU instance profile as nvidia-smi names it. */
+static bool gi_profile_is_valid(const char *s) {
+        size_t n = strspn(s, "0123456789");
+
+        return n > 0 && s[n] == 'g' && s[n + 1] == '.' && strlen(s) < 32 &&
+               strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789.+") == strlen(s);
+}
+
+/* [gpu_<PF>]: mode = equal | mixed | mig, mig_instances = PROFILE[, ...]. */
+static void handle_gpu_pf(Parser *p, const char *key, const char *value) {
+        ConfigGpu *g = &p->config->gpus[p->gpu];
+        _cleanup_free_ char *section = strdup_printf("gpu_%s", g->address);
+        int r;
+
+        if (!streq(key, "mode") && !streq(key, "mig_instances")) {
+                parser_error(p, p->line, "unknown key '%s' in [gpu_%s] (known: mode, mig_instances)", key, g->address);
+                p->last_key_bad = true;
+                return;
+        }
+        if (!parser_key_once(p, section ? section : "gpu_", key, key)) {
+                p->last_key_bad = true;
+                return;
+        }
+        if (streq(key, "mode")) {
+                r = config_gpu_mode_from_string(value);
+                if (r < 0)
+                        parser_error(p, p->line, "mode must be equal, mixed or mig, not '%s'", value);
+                else
+                        g->mode = r;
+                return;
+        }
+        _cleanup_strv_free_ char **l = NULL;
+        _cleanup_free_ char *copy = strdup(value);
+        char *save = NULL;
+        for (char *tok = copy ? strtok_r(copy, ", \t", &save) : NULL; tok; tok = strtok_r(NULL, ", \t", &save)) {
+                if (!gi_profile_is_valid(tok)) {
+                        parser_error(p, p->line, "'%s' is not a GPU instance profile such as 1g.24gb (nvidia-smi mig -lgip)", tok);
+                        return;
+                }
+                if (strv_extend(&l, tok) < 0)
+                        return;
+        }
+        strv_free(g->mig_instances);
+        g->mig_instances = steal_pointer(&l);
+}
+
 static void handle_continuation(Parser *p, const char *raw) {
         _cleanup_free_ char *buf = strdup(raw);
         const char *value = buf;
@@ -447,11 +523,43 @@ int config_handler(void *user, const char *section, const char *raw_name, const 
         case SECTION_PLACEMENT:
                 handle_placement(p, name, value);
                 break;
+        case SECTION_GPU:
+                handle_gpu(p, name, value);
+                break;
+        case SECTION_GPU_PF:
+                handle_gpu_pf(p, name, value);
+                break;
         }
         return 1;
 }
 
 /* --- a section header (config-reader.c reads its line) ---------------- */
+
+static void parser_gpu_section(Parser *p, const char *pf) {
+        Config *c = p->config;
+        char pci[PCI_ADDRESS_STRING_MAX];
+        ConfigGpu *g;
+
+        p->kind = SECTION_INVALID;
+        if (!pci_address_normalize(pf, pci)) {
+                parser_error(p, p->line, "'%s' in [gpu_%s] is not a PF's PCI address such as 0000:41:00.0", pf, pf);
+                return;
+        }
+        for (size_t i = 0; i < c->n_gpus; i++)
+                if (streq(c->gpus[i].address, pci)) {
+                        parser_error(p, p->line, "duplicate section [gpu_%s] (first on line %u)", pci, c->gpus[i].line);
+                        return;
+                }
+        g = realloc(c->gpus, (c->n_gpus + 1) * sizeof *g);
+        if (!g)
+                return;
+        c->gpus = g;
+        c->gpus[c->n_gpus] = (ConfigGpu) { .address = strdup(pci), .line = p->line };
+        if (!c->gpus[c->n_gpus].address)
+                return;
+        p->gpu = c->n_gpus++;
+        p->kind = SECTION_GPU_PF;
+}
 
 void parser_section(Parser *p, const char *name) {
         const char *type = NULL;
@@ -467,6 +575,10 @@ void parser_section(Parser *p, const char *name) {
                 p->kind = SECTION_SRIOV;
         else if (streq(name, "placement"))
                 p->kind = SECTION_PLACEMENT;
+        else if (streq(name, "gpu"))
+                p->kind = SECTION_GPU;
+        else if (strncmp(name, "gpu_", 4) == 0)
+                parser_gpu_section(p, name + 4);
         else if (strncmp(name, "mdev_", 5) == 0 || strncmp(name, "vgpu_", 5) == 0) {
                 type = name + 5;
                 if (!name_is_valid(type)) {
@@ -501,6 +613,13 @@ void config_free(Config *c) {
                 free(c->sriov[i].address);
         free(c->sriov);
         free(c->sriov_command);
+        for (size_t i = 0; i < c->n_gpus; i++) {
+                free(c->gpus[i].address);
+                strv_free(c->gpus[i].mig_instances);
+        }
+        free(c->gpus);
+        free(c->gpu_sriov_manage);
+        free(c->gpu_nvidia_smi);
         strv_free(c->warnings);
         free(c->placement_url);
         free(c->placement_token_file);
@@ -526,6 +645,13 @@ const ConfigType *config_find_type(const Config *c, const char *type) {
         for (size_t i = 0; i < c->n_types; i++)
                 if (streq(c->types[i].name, type))
                         return &c->types[i];
+        return NULL;
+}
+
+const ConfigGpu *config_gpu(const Config *c, const char *pf) {
+        for (size_t i = 0; i < c->n_gpus; i++)
+                if (streq(c->gpus[i].address, pf))
+                        return &c->gpus[i];
         return NULL;
 }
 

@@ -38,6 +38,26 @@ typedef enum ConfigRecreate {
         _CONFIG_RECREATE_INVALID = -EINVAL,
 } ConfigRecreate;
 
+/* A GPU's declared mode ([gpu_<PF>] mode =; NVIDIA, doc/design.md §9). */
+typedef enum ConfigGpuMode {
+        CONFIG_GPU_MODE_EQUAL, /* default: time-sliced, one size per GPU */
+        CONFIG_GPU_MODE_MIXED, /* heterogeneous time-sliced sizes */
+        CONFIG_GPU_MODE_MIG,   /* MIG-backed vGPUs in GPU instances */
+        _CONFIG_GPU_MODE_MAX,
+        _CONFIG_GPU_MODE_INVALID = -EINVAL,
+} ConfigGpuMode;
+
+#define CONFIG_GPU_SRIOV_MANAGE "/usr/lib/nvidia/sriov-manage"
+#define CONFIG_GPU_NVIDIA_SMI "/usr/bin/nvidia-smi"
+
+/* One [gpu_<PF>] section: the state the boot plan brings the GPU to. */
+typedef struct ConfigGpu {
+        char *address;        /* the PF, normalised */
+        ConfigGpuMode mode;
+        char **mig_instances; /* mig: GPU instance profiles to make ("1g.24gb"), in order, may repeat */
+        unsigned line;        /* of its section header */
+} ConfigGpu;
+
 typedef struct ConfigType {
         char *name;           /* the mdev type, e.g. "nvidia-35" */
         char **addresses;     /* device_addresses, sorted; NULL or empty: the default type */
@@ -70,6 +90,13 @@ typedef struct Config {
         ConfigSriovPf *sriov;
         size_t n_sriov;
         char *sriov_command;  /* NULL: write sriov_numvfs */
+
+        ConfigGpu *gpus;      /* [gpu_<PF>] sections, in file order */
+        size_t n_gpus;
+        char *gpu_sriov_manage; /* [gpu] sriov_manage, default CONFIG_GPU_SRIOV_MANAGE */
+        char *gpu_nvidia_smi;   /* [gpu] nvidia_smi, default CONFIG_GPU_NVIDIA_SMI */
+        unsigned gpu_unbind_retries;  /* [gpu] unbind_retries, default 5 */
+        unsigned gpu_unbind_retry_ms; /* [gpu] unbind_retry_ms, default 1000 */
 
         /* What the config says that Nova accepts with a warning, and that
          * mdev-hooks does too, the way Nova does ("<file>:<line>: ..."):
@@ -118,6 +145,9 @@ const ConfigType *config_find_type(const Config *c, const char *type);
 /* True when a parent is named explicitly under some type. */
 bool config_parent_is_listed(const Config *c, const char *parent);
 
+/* The [gpu_<PF>] section of a PF, or NULL (equal-size, no plan). */
+const ConfigGpu *config_gpu(const Config *c, const char *pf);
+
 /* "nvidia-35, nvidia-36" (config order): for messages such as "type X is not
  * enabled here; enabled: ...". With no type enabled, "none" and the file to
  * write, under MDEV_HOOKS_ROOT: "none (/etc/mdev-hooks/mdev-hooks.conf does
@@ -128,4 +158,5 @@ void config_enabled_types_string(const Config *c, char *buf, size_t size);
 ENUM_DECL(config_release, ConfigRelease);
 ENUM_DECL(config_placement, ConfigPlacement);
 ENUM_DECL(config_recreate, ConfigRecreate);
+ENUM_DECL(config_gpu_mode, ConfigGpuMode);
 

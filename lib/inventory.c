@@ -4,6 +4,8 @@
 #include <limits.h>
 
 #include "config.h"
+#include "error.h"
+#include "gpustate.h"
 #include "inventory.h"
 #include "sysfs.h"
 #include "util.h"
@@ -123,6 +125,30 @@ char *inventory_type_trait(const char *type) {
 
 /* --- the host ---------------------------------------------------------- */
 
+/* A GPU with [gpu_<PF>] (NVIDIA): how many more of the type fit by its mode
+ * (gpucapacity.h), in place of the VFs' upper bound. Left as it is when
+ * the GPU cannot be read or the type's name gives no size. */
+static int declared_available(int rootfd, const Config *c, const char *pf, const char *type, unsigned *available) {
+        _cleanup_(gpu_state_done) GpuState s = { 0 };
+        _cleanup_free_ GpuOffer *o = NULL;
+        size_t n = 0;
+        int r;
+
+        if (!config_gpu(c, pf))
+                return 0;
+        if (gpu_state_read(rootfd, c, pf, &s) < 0) {
+                error_clear();
+                return 0;
+        }
+        r = gpu_state_offers(rootfd, pf, &s, &o, &n);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n; i++)
+                if (streq(o[i].type, type) && o[i].sized)
+                        *available = o[i].free;
+        return 0;
+}
+
 int inventory_read(int rootfd, const Config *c, InventoryParent **ret, size_t *ret_n) {
         _cleanup_strv_free_ char **parents = NULL;
         _cleanup_free_ InventoryParent *p = NULL;
@@ -156,6 +182,9 @@ int inventory_read(int rootfd, const Config *c, InventoryParent **ret, size_t *r
                 ip->offered = offered;
                 ip->existing = o.existing;
                 ip->available = o.available;
+                r = declared_available(rootfd, c, *q, t->name, &ip->available);
+                if (r < 0)
+                        return r;
         }
         inventory_compute(p, n);
         /* the names belong to parents: hand both out together */

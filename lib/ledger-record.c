@@ -131,6 +131,8 @@ enum {
         SEEN_BOOT_ID = 1 << 7,
         SEEN_SINCE = 1 << 8,
         SEEN_REMOVE_PENDING = 1 << 9,
+        SEEN_GPU_INSTANCE_ID = 1 << 10,
+        SEEN_PLACEMENT_ID = 1 << 11,
         SEEN_REQUIRED = SEEN_UUID | SEEN_PARENT | SEEN_TYPE | SEEN_STATE | SEEN_ORIGIN | SEEN_BOOT_ID,
 };
 
@@ -198,6 +200,7 @@ static unsigned key_bit(const char *name) {
                 { "origin", SEEN_ORIGIN },   { "guest", SEEN_GUEST },
                 { "guest_uuid", SEEN_GUEST_UUID }, { "boot_id", SEEN_BOOT_ID },
                 { "since", SEEN_SINCE },     { "remove_pending", SEEN_REMOVE_PENDING },
+                { "gpu_instance_id", SEEN_GPU_INSTANCE_ID }, { "placement_id", SEEN_PLACEMENT_ID },
         };
         unsigned bit = 0;
 
@@ -257,6 +260,12 @@ static int parse_value(ParseState *p, unsigned bit, const char *name, const char
                 return copy_uuid(p, name, value, e->boot_id);
         case SEEN_SINCE:
                 return parse_since(p, value);
+        case SEEN_GPU_INSTANCE_ID:
+        case SEEN_PLACEMENT_ID:
+                if (safe_atou(value, bit == SEEN_GPU_INSTANCE_ID ? &e->gpu_instance_id : &e->placement_id) < 0)
+                        return parse_fail(p, "%s is not a number", name);
+                e->has_placement = true;
+                return 1;
         case SEEN_REMOVE_PENDING:
                 if (streq(value, "yes"))
                         e->remove_pending = true;
@@ -342,6 +351,7 @@ bool ledger_key_is_valid(const char *s) {
 /* --- writing ------------------------------------------------------------ */
 
 int ledger_format(const LedgerEntry *e, char **ret) {
+        char placement[64] = "";
         char enc[GUEST_NAME_MAX * 3 + 1];
         char guest[GUEST_NAME_MAX * 3 + GUEST_NAME_MAX * 4 / GUEST_CHUNK + 16];
         size_t len, o = 0;
@@ -353,6 +363,9 @@ int ledger_format(const LedgerEntry *e, char **ret) {
             strnlen(e->guest, GUEST_NAME_MAX) >= GUEST_NAME_MAX)
                 return error_set(-EINVAL, "refusing to write an invalid record for '%s'", e->uuid);
 
+        if (e->has_placement)
+                snprintf(placement, sizeof placement, "gpu_instance_id = %u\nplacement_id = %u\n", e->gpu_instance_id,
+                         e->placement_id);
         ledger_guest_encode(e->guest, enc);
         len = strlen(enc);
         for (size_t i = 0, n; i < len; i += n) {
@@ -376,9 +389,10 @@ int ledger_format(const LedgerEntry *e, char **ret) {
                              "guest_uuid = %s\n"
                              "boot_id = %s\n"
                              "since = %" PRIu64 "\n"
-                             "remove_pending = %s\n",
+                             "remove_pending = %s\n"
+                             "%s",
                              e->uuid, e->parent, e->type, ledger_state_to_string(e->state),
                              ledger_origin_to_string(e->origin), guest, e->guest_uuid, e->boot_id,
-                             e->since, e->remove_pending ? "yes" : "no");
+                             e->since, e->remove_pending ? "yes" : "no", placement);
         return *ret ? 0 : -ENOMEM;
 }

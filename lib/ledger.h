@@ -58,6 +58,12 @@ typedef struct LedgerEntry {
         char boot_id[UUID_STRING_MAX];
         uint64_t since;
         bool remove_pending;
+        /* A MIG-backed vGPU of NVIDIA's VFIO framework: where the driver put
+         * it (the VF's gpu_instance_id and placement_id, read back after
+         * programming). Written only when set, so other records are as
+         * before; a record without them reads as unset. */
+        bool has_placement;
+        unsigned gpu_instance_id, placement_id;
 } LedgerEntry;
 
 /* A record's key (LedgerEntry.uuid, the file name): an mdev's UUID, or for

@@ -190,6 +190,27 @@ int vgpu_kind_clear(const VfioKind *kind, int rootfd, const char *vf, unsigned t
         }
 }
 
+/* In MIG mode the driver picks the GPU instance: the record says which. */
+void vgpu_record_placement(const Config *c, int rootfd, const VfioKind *k, const char *vf, const char *pf, LedgerEntry *e) {
+        const ConfigGpu *g = config_gpu(c, pf);
+        char path[128], buf[32];
+
+        if (!g || g->mode != CONFIG_GPU_MODE_MIG)
+                return;
+        snprintf(path, sizeof path, "sys/bus/pci/devices/%s/%s/gpu_instance_id", vf, k->dir);
+        if (read_small_at(rootfd, path, buf, sizeof buf) < 0 || safe_atou(buf, &e->gpu_instance_id) < 0)
+                goto unknown;
+        snprintf(path, sizeof path, "sys/bus/pci/devices/%s/%s/placement_id", vf, k->dir);
+        if (read_small_at(rootfd, path, buf, sizeof buf) < 0 || safe_atou(buf, &e->placement_id) < 0)
+                goto unknown;
+        e->has_placement = true;
+        return;
+unknown:
+        e->has_placement = false;
+        log_warning("vGPU %s (%s): its GPU instance cannot be read back from /%s; recorded without it", vf, e->type, path);
+        error_clear();
+}
+
 /* Puts one item's record back as it was. */
 static int item_record_restore(HookContext *ctx, const VgpuItem *it) {
         return it->had_record ? ledger_write_nosync(ctx->ledgerfd, &it->prev)
@@ -267,6 +288,9 @@ int vgpu_prepare_apply(HookContext *ctx, VgpuPlan *p, LedgerState state) {
                                 goto fail;
                         }
                         CRASHPOINT("prepare-after-program");
+                        vgpu_record_placement(ctx->config, ctx->rootfd, p->kind, it->vf, it->pf, &e);
+                        if (e.has_placement && (r = ledger_write_nosync(ctx->ledgerfd, &e)) < 0)
+                                goto fail;
                 }
                 log_info("vGPU %s (%s on %s): %s", it->vf, it->type, it->pf,
                          it->program ? "programmed" : origin == LEDGER_BORROWED ? "borrowed" : "reused");

@@ -94,6 +94,11 @@ extern const HookReleaseKind vgpu_release_kind;
 int vgpu_clear(int rootfd, const char *vf, unsigned timeout_msec);
 /* The same for a kind of VF. */
 int vgpu_kind_clear(const VfioKind *k, int rootfd, const char *vf, unsigned timeout_msec);
+/* In MIG mode ([gpu_<PF>] mode = mig, pf the VF's PF): the VF's
+ * gpu_instance_id and placement_id read back into e (has_placement), once
+ * it carries its vGPU. Best effort: a VF that does not say leaves e without
+ * them, with a warning logged. */
+void vgpu_record_placement(const Config *c, int rootfd, const VfioKind *k, const char *vf, const char *pf, LedgerEntry *e);
 
 /* The types acceptable for a vGPU (for migrate and pick): entry type=,
  * class=, the config's type of pf (may be NULL), else current (0: none).

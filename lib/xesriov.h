@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Intel's xe driver in SR-IOV PF mode (GPU-MODES.md §4; the kernel's
+ * Intel's xe driver in SR-IOV PF mode (doc/design.md §9; the kernel's
  * Documentation/ABI/testing/sysfs-driver-intel-xe-sriov): the PF is bound
  * to xe and has sriov_admin/vf1..vfN, one per possible VF; a VF's size is
  * its VRAM quota, given before the VFs are enabled (or shared out evenly

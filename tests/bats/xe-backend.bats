@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# Intel xe SR-IOV (GPU-MODES.md §4): the simulator's model of sriov_admin/
+# Intel xe SR-IOV (doc/design.md §9): the simulator's model of sriov_admin/
 # and sriov_numvfs (tests/sim/sim-xe.c) on tests/sim/topologies/intel-xe.conf,
 # errors included; then the backend (lib/backend-xe.c, lib/xesriov.c): a
 # guest gets a whole VF, of the type its VRAM quota gives (intel-xe-<MiB>),

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * mdev-sysfs-sim: AMD MxGPU on the open-source GIM driver (GPU-MODES.md §5,
+ * mdev-sysfs-sim: AMD MxGPU on the open-source GIM driver (doc/design.md §9,
  * amd/MxGPU-Virtualization): a PF bound to gim whose VFs are there from the
  * start, as many as its partition mode gives ("amdgim PF-ADDRESS mode=CPX
  * [devpath=]": 1 VF SPX, 2 DPX, 4 QPX, 8

@@ -59,6 +59,9 @@ static int ctl_one(char *line) {
 
         if (n == 0)
                 return 0;
+        int r = nvmode_ctl(w, n);
+        if (r != -ENOTTY)
+                return r;
         if (streq(w[0], "create-fail")) {
                 /* create-fail ERRNO [parent=P] [count=N] */
                 static const char *const keys[] = { "parent", "count", NULL };
@@ -162,6 +165,7 @@ char *state_text(void) {
                                 v->open);
                 }
         }
+        nvmode_state(f);
         fprintf(f, "fault create-fail count=%u errno=%d parent=%s\n", fault.create_count, fault.create_errno,
                 strna(fault.create_parent));
         fprintf(f, "fault remove-block ms=%u uuid=%s\n", fault.remove_block_ms, strna(fault.remove_block_uuid));

@@ -81,7 +81,7 @@ static const char *stmt_end(size_t n, TypeSet **cur) {
 /* "type ID key=value...": one type of the open block. */
 static const char *stmt_type(char **w, size_t n, TypeSet *cur) {
         static const char *const keys[] = { "instances", "ports", "device_api", "name",
-                                            "description", "framebuffer", NULL };
+                                            "description", "framebuffer", "gi", "per_gi", NULL };
         if (!cur || n < 2 || !name_ok(w[1]))
                 return "expected: type ID key=value... inside a types block";
         if (!words_known(w, n, 2, keys))
@@ -103,6 +103,13 @@ static const char *stmt_type(char **w, size_t n, TypeSet *cur) {
         v = word_opt(w, n, 2, "framebuffer");
         if (v && (parse_uint(v, &d->fb) < 0 || d->fb == 0))
                 return "framebuffer: MiB, a positive number";
+        v = word_opt(w, n, 2, "gi");
+        if (v && (parse_uint(v, &d->gi_slices) < 0 || d->gi_slices == 0))
+                return "gi: the GPU instance's slices, a positive number";
+        d->per_gi = 1;
+        v = word_opt(w, n, 2, "per_gi");
+        if (v && (parse_uint(v, &d->per_gi) < 0 || d->per_gi == 0))
+                return "per_gi: a positive number";
         d->ports = 1;
         v = word_opt(w, n, 2, "ports");
         if (v && (parse_uint(v, &d->ports) < 0 || d->ports == 0))
@@ -159,7 +166,7 @@ static const char *stmt_pf(char **w, size_t n, const TypeSet *cur) {
         static const char *const sriov_keys[] = { "types", "devpath", "totalvfs", "numvfs",
                                                   "errno", "onetype", NULL };
         static const char *const vfio_keys[] = { "types", "devpath", "totalvfs", "numvfs",
-                                                 "framebuffer", NULL };
+                                                 "framebuffer", "mig", "heterogeneous", "slices", NULL };
         const VfModel *vfm = streq(w[0], vf_model_nvidia.statement) ? &vf_model_nvidia
                              : streq(w[0], vf_model_fake.statement) ? &vf_model_fake : NULL;
         bool vfio = vfm != NULL;
@@ -199,6 +206,9 @@ static const char *stmt_pf(char **w, size_t n, const TypeSet *cur) {
                 v = word_opt(w, n, 2, "framebuffer");
                 if (!v || parse_uint(v, &pf->fb) < 0 || pf->fb == 0)
                         return "framebuffer: the GPU's MiB, required";
+                const char *bad = nvmode_topology(pf, w, n);
+                if (bad)
+                        return bad;
         } else {
                 v = word_opt(w, n, 2, "errno");
                 if (v && (pf->vf_errno = errno_from_name(v)) == 0)

@@ -18,13 +18,16 @@ static unsigned pf_fb_used(const Pf *pf, unsigned *ret_size) {
         return used;
 }
 
-/* Whether the VF can take a vGPU of this type now. */
-static bool vf_can_create(const Vf *v, const TypeDef *d) {
+/* Whether the VF can take a vGPU of this type now, and in which GPU
+ * instance (MIG; sim-nvmodes.c). In heterogeneous mode sizes may mix. */
+static bool vf_can_create(const Vf *v, const TypeDef *d, unsigned *ret_gi) {
         unsigned size;
         unsigned used = pf_fb_used(v->pf, &size);
         if (v->cur)
                 return false;
-        if (size && d->fb != size)
+        if (v->pf->mig || d->gi_slices)
+                return nvmode_can_create(v, d, ret_gi);
+        if (size && d->fb != size && !v->pf->het)
                 return false;
         return used + d->fb <= v->pf->fb;
 }
@@ -38,7 +41,7 @@ char *vf_creatable_text(const Vf *v) {
         fprintf(f, "ID    : vGPU Name\n");
         for (size_t i = 0; i < v->pf->vf_set->n; i++) {
                 const TypeDef *d = &v->pf->vf_set->types[i];
-                if (vf_can_create(v, d))
+                if (vf_can_create(v, d, NULL))
                         fprintf(f, "%-5d : %s\n", atoi(d->id), d->name ? d->name : d->id);
         }
         fclose(f);
@@ -52,8 +55,8 @@ char *vf_info_text(const Node *n) {
         if (streq(n->name, "vgpu_params"))
                 return xasprintf("frame_rate_limiter=1\n");
         if (streq(n->name, "placement_id"))
-                return xasprintf("%u\n", v->index);
-        return xasprintf("%u\n", 0u); /* gpu_instance_id: time-sliced */
+                return xasprintf("%u\n", v->placement);
+        return xasprintf("%u\n", v->gi); /* gpu_instance_id: 0 time-sliced */
 }
 
 /* current_vgpu_type's store, with the shipped driver's errnos
@@ -83,9 +86,11 @@ int vf_write_current(Vf *v, const char *buf, size_t len) {
         for (size_t i = 0; i < v->pf->vf_set->n; i++) {
                 const TypeDef *d = &v->pf->vf_set->types[i];
                 if (atoi(d->id) == id) {
-                        if (!vf_can_create(v, d))
+                        unsigned gi = 0;
+                        if (!vf_can_create(v, d, &gi))
                                 return -EIO;
                         v->cur = d;
+                        nvmode_created(v, d, gi);
                         return 0;
                 }
         }
@@ -198,7 +203,7 @@ void vf_free(Vf *v) {
         free(v);
 }
 
-static void pf_disable(Pf *pf) {
+void pf_disable(Pf *pf) {
         for (unsigned i = 0; i < pf->num; i++) {
                 _cleanup_free_ char *virtfn = xasprintf("virtfn%u", i);
                 Parent *p = pf->vfio ? NULL : pf->vfs[i];

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * mdev-sysfs-sim: Intel's xe driver in SR-IOV PF mode (GPU-MODES.md §4,
+ * mdev-sysfs-sim: Intel's xe driver in SR-IOV PF mode (doc/design.md §9,
  * Documentation/ABI/testing/sysfs-driver-intel-xe-sriov, xe_pci_sriov.c,
  * xe_sriov_pf_sysfs.c): "xe PF-ADDRESS totalvfs=N [numvfs=N] vram=MiB
  * [notpf=ERANGE|ENODEV] [devpath=]". The PF, bound to xe, has

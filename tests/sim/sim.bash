@@ -211,6 +211,13 @@ sim_new_boot() {
         cat /proc/sys/kernel/random/uuid > "$MDEV_HOOKS_ROOT/proc/sys/kernel/random/boot_id"
 }
 
+# sim_reboot: a reboot as NVIDIA's GPUs see it (sim-nvmodes.c): every vfio
+# GPU loses its VFs, vGPUs, MIG and heterogeneous modes and GPU instances,
+# and the root gets a new boot_id.
+sim_reboot() {
+        sim_ctl reboot && sim_new_boot
+}
+
 # sim_type_dir PARENT TYPE: prints $SIM_SYS/class/mdev_bus/PARENT/mdev_supported_types/TYPE.
 sim_type_dir() {
         printf '%s\n' "$SIM_SYS/class/mdev_bus/$1/mdev_supported_types/$2"

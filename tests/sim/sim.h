@@ -105,6 +105,8 @@ typedef struct TypeDef {
         unsigned instances; /* 0: limited by the pool only */
         unsigned ports;     /* cost against the parent's pool */
         unsigned fb;        /* VFIO vGPU types: framebuffer in MiB (framebuffer=) */
+        unsigned gi_slices; /* MIG-backed: the slices of the GPU instance it sits in (gi=); 0: time-sliced */
+        unsigned per_gi;    /* MIG-backed: vGPUs of this type one GPU instance holds (per_gi=, default 1) */
 } TypeDef;
 
 typedef struct TypeSet {
@@ -115,6 +117,15 @@ typedef struct TypeSet {
 
 typedef struct Parent Parent;
 typedef struct Pf Pf;
+
+#define MAX_GIS 8
+#define GI_PROFILE_MAX 16
+/* A MIG GPU instance: its ID and the profile it was made with ("1g.24gb"). */
+typedef struct GpuInstance {
+        unsigned id;
+        unsigned slices;
+        char profile[GI_PROFILE_MAX];
+} GpuInstance;
 typedef struct Vf Vf;
 
 typedef struct Type {
@@ -179,6 +190,14 @@ struct Pf {
         const VfModel *vfm; /* vfio: whose VFs (NVIDIA's, or the fake kind's) */
         unsigned fb; /* the GPU's framebuffer in MiB */
         Vf **vvfs;   /* num entries */
+        /* NVIDIA's modes (sim-nvmodes.c): what the GPU can (topology) and
+         * what it is in now; all lost at a "reboot". */
+        bool mig_cap, het_cap;  /* mig=1, heterogeneous=1 */
+        unsigned mig_slices;    /* slices=N: the GPU's MIG slices */
+        bool mig, het;          /* MIG mode, heterogeneous (mixed-size) mode */
+        unsigned unbind_busy;   /* the next N sriov-manage runs find the unbind lock held */
+        GpuInstance gis[MAX_GIS];
+        unsigned n_gis, next_gi;
         char *partition; /* amdgim: the spatial partition mode ("CPX") */
         struct XeAdmin *xe; /* xe: sriov_admin/ (sim-xe.c) */
 };
@@ -191,6 +210,8 @@ struct Vf {
         unsigned index;      /* N of virtfnN */
         const TypeDef *cur;  /* the vGPU type it carries, NULL: none */
         bool open;           /* a guest (QEMU) holds it open: "vf-open" */
+        unsigned gi;         /* MIG: the GPU instance its vGPU sits in */
+        unsigned placement;  /* where the driver put its vGPU */
 };
 
 typedef struct Mdev {
@@ -307,6 +328,14 @@ Vf *vf_find(const char *name);
 void pf_enable(Pf *pf, unsigned n);
 void vf_free(Vf *v);
 int pf_write_numvfs(Pf *pf, const char *buf);
+void pf_disable(Pf *pf);
+
+/* sim-nvmodes.c */
+bool nvmode_can_create(const Vf *v, const TypeDef *d, unsigned *ret_gi);
+void nvmode_created(Vf *v, const TypeDef *d, unsigned gi);
+int nvmode_ctl(char **w, size_t n);
+void nvmode_state(FILE *f);
+const char *nvmode_topology(Pf *pf, char **w, size_t n);
 
 /* sim-amd.c */
 const char *stmt_amdgim(char **w, size_t n, const TypeSet *cur);

@@ -1,0 +1,222 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * `mdev-hooks gpu plan [PF]` and `mdev-hooks gpu status [--json]`: a GPU's
+ * boot plan by hand (what mdev-hooks-gpu@PF.service runs when the PF
+ * appears), and each configured GPU's declared state beside its actual one
+ * (gpuplan.h).
+ */
+#include "cli.h"
+#include "gpuplan.h"
+#include "gpurecreate.h"
+#include "log.h"
+#include "pciaddr.h"
+
+static const char help[] =
+        "Usage: mdev-hooks gpu plan [--if-declared] [PF]\n"
+        "       mdev-hooks gpu status [--json]\n"
+        "\n"
+        "NVIDIA GPUs with a [gpu_PF] section in the config (mode = equal | mixed\n"
+        "| mig). 'plan' brings each (or only PF) to its declared state, in the\n"
+        "order the driver needs: MIG mode, the VFs (sriov-manage -e), the\n"
+        "heterogeneous mode, the GPU instances; each step is read back. Running\n"
+        "it again changes nothing. mdev-hooks-gpu@PF.service runs it when the PF\n"
+        "appears. 'status' shows each GPU's declared and actual state and the\n"
+        "steps a plan would take; --json also how many more vGPUs of each type\n"
+        "fit now, by the GPU's mode (sizes from the types' names).\n"
+        "\n"
+        "  --if-declared  plan: a PF without [gpu_PF] is no error (the service)\n"
+        "  --json     status as JSON\n"
+        "  --help     show this help\n";
+
+static int plan_one(int rootfd, const Config *c, const ConfigGpu *g) {
+        unsigned changed = 0, made = 0;
+        int r;
+
+        error_clear();
+        r = gpu_plan_run(rootfd, c, g, &changed);
+        if (r >= 0)
+                r = gpu_recreate(rootfd, c, g->address, &made);
+        if (r < 0) {
+                log_error("%s", error_get(r));
+                return CLI_EXIT_FAILED;
+        }
+        if (made)
+                printf("%s: programmed %u guest %s again (recreate = eager)\n", g->address, made, made == 1 ? "VF" : "VFs");
+        if (changed)
+                printf("%s: %s: brought to its declared state (%u %s)\n", g->address, config_gpu_mode_to_string(g->mode),
+                       changed, changed == 1 ? "step" : "steps");
+        else
+                printf("%s: %s: already in its declared state\n", g->address, config_gpu_mode_to_string(g->mode));
+        return CLI_EXIT_OK;
+}
+
+static int plan_main(int rootfd, const Config *c, const char *pf, bool if_declared) {
+        int ret = CLI_EXIT_OK;
+
+        if (pf) {
+                char pci[PCI_ADDRESS_STRING_MAX];
+                const ConfigGpu *g = pci_address_normalize(pf, pci) ? config_gpu(c, pci) : NULL;
+
+                if (!g && if_declared) {
+                        log_info("%s has no [gpu_%s] section: nothing is declared for it", pf, pf);
+                        return CLI_EXIT_OK;
+                }
+                if (!g) {
+                        log_error("'%s' has no [gpu_%s] section in %s: nothing is declared for it", pf, pf,
+                                  c->path ? c->path : "/" CONFIG_DEFAULT_PATH);
+                        return CLI_EXIT_FAILED;
+                }
+                return plan_one(rootfd, c, g);
+        }
+        if (c->n_gpus == 0)
+                log_notice("no [gpu_PF] section in the config: no GPU has a declared state");
+        for (size_t i = 0; i < c->n_gpus; i++)
+                if (plan_one(rootfd, c, &c->gpus[i]) != CLI_EXIT_OK)
+                        ret = CLI_EXIT_FAILED; /* the others still run */
+        return ret;
+}
+
+/* One GPU's row: its state read, and the plan from there. */
+typedef struct GpuRow {
+        const ConfigGpu *g;
+        GpuState s;
+        GpuPlan p;
+        GpuOffer *offers; /* what fits now, per type a free VF lists */
+        size_t n_offers;
+        const char *error; /* its state could not be read */
+} GpuRow;
+
+static const char *tristate_string(GpuTristate t) {
+        return t == GPU_ON ? "on" : t == GPU_OFF ? "off" : "unknown";
+}
+
+static json_object *tristate_json(GpuTristate t) {
+        return t == GPU_UNKNOWN ? NULL : json_object_new_boolean(t == GPU_ON);
+}
+
+static json_object *strv_json(char **l) {
+        json_object *a = json_object_new_array();
+
+        for (char **i = l; a && i && *i; i++)
+                json_object_array_add(a, json_object_new_string(*i));
+        return a;
+}
+
+static json_object *row_json(const GpuRow *r) {
+        json_object *o = json_object_new_object(), *steps = json_object_new_array();
+
+        json_object_object_add(o, "address", json_object_new_string(r->g->address));
+        json_object_object_add(o, "declared_mig_instances", strv_json(r->g->mig_instances));
+        json_object_object_add(o, "declared_mode", json_object_new_string(config_gpu_mode_to_string(r->g->mode)));
+        json_object_object_add(o, "error", cli_json_string(r->error));
+        json_object_object_add(o, "gpu_instances", strv_json(r->s.gis));
+        json_object_object_add(o, "heterogeneous", tristate_json(r->s.het));
+        json_object_object_add(o, "mig", tristate_json(r->s.mig));
+        json_object_object_add(o, "numvfs", json_object_new_int64(r->s.numvfs));
+        json_object *offers = json_object_new_array();
+        for (size_t i = 0; i < r->n_offers; i++) {
+                json_object *t = json_object_new_object();
+
+                json_object_object_add(t, "free", r->offers[i].sized ? json_object_new_int64(r->offers[i].free) : NULL);
+                json_object_object_add(t, "name", json_object_new_string(r->offers[i].name));
+                json_object_object_add(t, "type", json_object_new_string(r->offers[i].type));
+                json_object_array_add(offers, t);
+        }
+        json_object_object_add(o, "offers", offers);
+        for (size_t i = 0; !r->error && i < r->p.n; i++)
+                json_object_array_add(steps, json_object_new_string(gpu_step_to_string(r->p.steps[i])));
+        json_object_object_add(o, "pending_steps", steps);
+        json_object_object_add(o, "vgpus", json_object_new_boolean(r->s.vgpus));
+        return o;
+}
+
+static int print_text(const GpuRow *rows, size_t n) {
+        static const char * const headers[] = { "GPU", "DECLARED", "MIG", "HETEROGENEOUS", "VFS", "GPU-INSTANCES", "PENDING" };
+        _cleanup_table_free_ CliTable *t = cli_table_new(headers, ELEMENTSOF(headers), 1u << 4);
+
+        if (!t)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                const GpuRow *r = &rows[i];
+                char vfs[16], gis[256] = "", pending[128] = "";
+
+                snprintf(vfs, sizeof vfs, "%u", r->s.numvfs);
+                for (char **g = r->s.gis; g && *g; g++)
+                        snprintf(gis + strlen(gis), sizeof gis - strlen(gis), "%s%s", gis[0] ? "," : "", *g);
+                for (size_t k = 0; k < r->p.n; k++)
+                        snprintf(pending + strlen(pending), sizeof pending - strlen(pending), "%s%s", pending[0] ? "," : "",
+                                 gpu_step_to_string(r->p.steps[k]));
+                const char *row[] = { r->g->address, config_gpu_mode_to_string(r->g->mode), tristate_string(r->s.mig),
+                                      r->s.mig == GPU_ON ? "n/a" : tristate_string(r->s.het), vfs, gis[0] ? gis : NULL,
+                                      r->error ? r->error : pending[0] ? pending : "none" };
+                if (cli_table_add(t, row) < 0)
+                        return -ENOMEM;
+        }
+        cli_table_print(t, stdout);
+        return 0;
+}
+
+static int status_main(int rootfd, const Config *c, bool json) {
+        _cleanup_free_ GpuRow *rows = calloc(c->n_gpus + 1, sizeof *rows);
+        _cleanup_json_ json_object *root = NULL;
+        int r = 0;
+
+        if (!rows)
+                return cli_oom();
+        for (size_t i = 0; i < c->n_gpus; i++) {
+                rows[i].g = &c->gpus[i];
+                error_clear();
+                if (gpu_state_read(rootfd, c, c->gpus[i].address, &rows[i].s) < 0)
+                        rows[i].error = strdup(error_get(-EIO));
+                else if (gpu_plan_make(&c->gpus[i], &rows[i].s, &rows[i].p) < 0 ||
+                         gpu_state_offers(rootfd, c->gpus[i].address, &rows[i].s, &rows[i].offers, &rows[i].n_offers) < 0)
+                        r = -ENOMEM;
+        }
+        if (r >= 0 && json) {
+                json_object *a = json_object_new_array();
+
+                root = json_object_new_object();
+                json_object_object_add(root, "gpus", a);
+                for (size_t i = 0; i < c->n_gpus; i++)
+                        json_object_array_add(a, row_json(&rows[i]));
+                r = cli_print_json(root);
+        } else if (r >= 0 && c->n_gpus == 0)
+                log_notice("no [gpu_PF] section in the config: no GPU has a declared state");
+        else if (r >= 0)
+                r = print_text(rows, c->n_gpus);
+        for (size_t i = 0; i < c->n_gpus; i++) {
+                gpu_state_done(&rows[i].s);
+                gpu_plan_done(&rows[i].p);
+                free(rows[i].offers);
+                free((char *) rows[i].error);
+        }
+        return r < 0 ? cli_oom() : CLI_EXIT_OK;
+}
+
+int cli_gpu_main(int argc, char *argv[], const char *config_path) {
+        CliOptions o = { .config_path = config_path };
+        _cleanup_close_ int rootfd = -1;
+        _cleanup_config_free_ Config *config = NULL;
+        bool if_declared = false;
+        const CliOption own[] = {
+                { "if-declared", NULL, &if_declared },
+                { NULL, NULL, NULL },
+        };
+        int r;
+
+        r = cli_parse_options_own(argc, argv, CLI_OPT_ARGS | CLI_OPT_JSON, own, help, &o);
+        if (r >= 0)
+                return r;
+        if (o.n_args < 1 || !(streq(o.args[0], "plan") || streq(o.args[0], "status")) ||
+            (streq(o.args[0], "plan") && (o.n_args > 2 || o.json)) ||
+            (streq(o.args[0], "status") && (o.n_args > 1 || if_declared))) {
+                fputs(help, stderr);
+                return CLI_EXIT_USAGE;
+        }
+        r = cli_open_root_config(o.config_path, &rootfd, &config);
+        if (r > 0)
+                return r;
+        if (streq(o.args[0], "plan"))
+                return plan_main(rootfd, config, o.n_args == 2 ? o.args[1] : NULL, if_declared);
+        return status_main(rootfd, config, o.json);
+}

@@ -1,0 +1,687 @@
+#!/usr/bin/env bats
+# NVIDIA's modes per GPU (equal-size, mixed-size, MIG) on the vendor-specific
+# VFIO framework: the simulator's model of the driver and of sriov-manage
+# and nvidia-smi (doc/design.md §9), then the boot plan
+# (mdev-hooks gpu plan) and what the programs do in each mode.
+# Tested against the simulator's model only: no GPU.
+
+load common
+load ../sim/sim
+
+PF1=0000:41:00.0 # declared mixed in the plan's tests
+PF2=0000:c1:00.0 # declared mig
+T4=1201  # DC-4Q, 4 GiB time-sliced
+T8=1202  # DC-8Q, 8 GiB time-sliced
+M24=1301 # DC-1-24Q: one per 1-slice GPU instance
+M8=1302  # DC-1-8Q: three per 1-slice GPU instance
+SRIOV_MANAGE="$MH_SOURCE_DIR/tests/nvidia-tools/sriov-manage"
+NVIDIA_SMI="$MH_SOURCE_DIR/tests/nvidia-tools/nvidia-smi"
+
+setup() {
+        sim_mount nvidia-modes
+}
+
+# vf PF N: the address of the PF's VF N (function 4 onwards).
+vf() {
+        local bus="${1%:*}" f=$((4 + $2))
+        printf '%s:%02x.%d\n' "$bus" $((f / 8)) $((f % 8))
+}
+
+nvattr() {
+        printf '%s\n' "$SIM_SYS/bus/pci/devices/$1/nvidia/$2"
+}
+
+# creatable VF: the type IDs the VF lists now, one a line.
+creatable() {
+        awk 'NR > 1 { print $1 }' "$(nvattr "$1" creatable_vgpu_types)"
+}
+
+program() {
+        printf '%s\n' "$2" > "$(nvattr "$1" current_vgpu_type)"
+}
+
+# gpu_state PF KEY: one value of the simulator's "gpu PF ..." state line.
+gpu_state() {
+        awk -v pf="$1" -v key="$2" '$1 == "gpu" && $2 == pf {
+                for (i = 3; i <= NF; i++) if (index($i, key "=") == 1) print substr($i, length(key) + 2) }' \
+                "$SIM_SYS/.sim/state"
+}
+
+@test "sim: equal-size mode collapses every VF's creatable list to the first vGPU's size" {
+        "$SRIOV_MANAGE" -e "$PF1"
+        program "$(vf "$PF1" 0)" "$T4"
+        run creatable "$(vf "$PF1" 1)"
+        [ "$status" -eq 0 ]
+        [[ "$output" == *"$T4"* ]]
+        [[ "$output" != *"$T8"* ]]
+        run program "$(vf "$PF1" 1)" "$T8"
+        [ "$status" -ne 0 ]
+}
+
+@test "sim: mixed-size mode lets one GPU hold vGPUs of different sizes" {
+        "$SRIOV_MANAGE" -e "$PF1"
+        "$NVIDIA_SMI" vgpu -i "$PF1" -shm 1
+        program "$(vf "$PF1" 0)" "$T4"
+        program "$(vf "$PF1" 1)" "$T8"
+        [ "$(cat "$(nvattr "$(vf "$PF1" 1)" current_vgpu_type)")" = "$T8" ]
+}
+
+@test "sim: sriov-manage -e wipes a heterogeneous mode set before it" {
+        "$NVIDIA_SMI" vgpu -i "$PF1" -shm 1
+        [ "$(gpu_state "$PF1" het)" = 1 ]
+        "$SRIOV_MANAGE" -e "$PF1"
+        [ "$(gpu_state "$PF1" het)" = 0 ]
+        run "$NVIDIA_SMI" -q -i "$PF1"
+        [[ "$output" == *"vGPU Heterogeneous Mode               : Disabled"* ]]
+}
+
+@test "sim: -shm 1 is refused while a vGPU exists (exit 19, in use)" {
+        "$SRIOV_MANAGE" -e "$PF1"
+        program "$(vf "$PF1" 0)" "$T4"
+        run "$NVIDIA_SMI" vgpu -i "$PF1" -shm 1
+        [ "$status" -eq 19 ]
+        [[ "$output" == *"In use by another client"* ]]
+        [ "$(gpu_state "$PF1" het)" = 0 ]
+}
+
+@test "sim: an unknown GPU is exit 6" {
+        run "$NVIDIA_SMI" vgpu -i 0000:99:00.0 -shm 1
+        [ "$status" -eq 6 ]
+}
+
+@test "sim: with MIG on and no GPU instance nothing is creatable and a write fails with EIO" {
+        "$NVIDIA_SMI" -i "$PF2" -mig 1
+        "$SRIOV_MANAGE" -e "$PF2"
+        run creatable "$(vf "$PF2" 0)"
+        [ "$status" -eq 0 ]
+        [ -z "$output" ]
+        [ "$(write_errno "$M24" "$(nvattr "$(vf "$PF2" 0)" current_vgpu_type)")" = EIO ]
+}
+
+@test "sim: sriov-manage -e wipes GPU instances made before it" {
+        "$NVIDIA_SMI" -i "$PF2" -mig 1
+        "$NVIDIA_SMI" mig -i "$PF2" -cgi 1g.24gb -C
+        [ "$(gpu_state "$PF2" gis)" != - ]
+        "$SRIOV_MANAGE" -e "$PF2"
+        [ "$(gpu_state "$PF2" gis)" = - ]
+        run "$NVIDIA_SMI" mig -i "$PF2" -lgi
+        [ "$status" -eq 6 ]
+}
+
+@test "sim: with MIG on only MIG-backed types are creatable, and a GPU instance holds one size" {
+        "$NVIDIA_SMI" -i "$PF2" -mig 1
+        "$SRIOV_MANAGE" -e "$PF2"
+        "$NVIDIA_SMI" mig -i "$PF2" -cgi 1g.24gb -C
+        run creatable "$(vf "$PF2" 0)"
+        [[ "$output" == *"$M24"* ]]
+        [[ "$output" != *"$T4"* ]]
+        program "$(vf "$PF2" 0)" "$M8"
+        run creatable "$(vf "$PF2" 1)"
+        [ "$output" = "$M8" ]
+}
+
+@test "sim: gpu_instance_id and placement_id read ENXIO until the VF has a vGPU, then say where it is" {
+        "$NVIDIA_SMI" -i "$PF2" -mig 1
+        "$SRIOV_MANAGE" -e "$PF2"
+        run "$NVIDIA_SMI" mig -i "$PF2" -cgi 1g.24gb,1g.24gb -C
+        local v
+        v="$(vf "$PF2" 0)"
+        run cat "$(nvattr "$v" gpu_instance_id)"
+        [ "$status" -ne 0 ]
+        [[ "$output" == *"No such device or address"* ]]
+        program "$v" "$M24"
+        program "$(vf "$PF2" 1)" "$M24"
+        [ "$(cat "$(nvattr "$(vf "$PF2" 1)" gpu_instance_id)")" != "$(cat "$(nvattr "$v" gpu_instance_id)")" ]
+        [[ "$(cat "$(nvattr "$v" placement_id)")" =~ ^[0-9]+$ ]]
+}
+
+@test "sim: -mig 0 is refused while VFs are enabled" {
+        "$NVIDIA_SMI" -i "$PF2" -mig 1
+        "$SRIOV_MANAGE" -e "$PF2"
+        run "$NVIDIA_SMI" -i "$PF2" -mig 0
+        [ "$status" -ne 0 ]
+        [ "$(gpu_state "$PF2" mig)" = 1 ]
+}
+
+@test "sim: a held unbind lock makes sriov-manage fail with Cannot obtain unbindLock" {
+        sim_ctl unbind-hold "$PF1" 1
+        run "$SRIOV_MANAGE" -e "$PF1"
+        [ "$status" -eq 1 ]
+        [[ "$output" == *"Cannot obtain unbindLock for $PF1"* ]]
+        [ "$(gpu_state "$PF1" numvfs)" = 0 ]
+        "$SRIOV_MANAGE" -e "$PF1"
+        [ "$(gpu_state "$PF1" numvfs)" = 16 ]
+}
+
+@test "sim: a reboot loses VFs, vGPUs, modes and GPU instances" {
+        "$NVIDIA_SMI" -i "$PF2" -mig 1
+        "$SRIOV_MANAGE" -e "$PF2"
+        "$NVIDIA_SMI" mig -i "$PF2" -cgi 1g.24gb -C
+        program "$(vf "$PF2" 0)" "$M24"
+        "$SRIOV_MANAGE" -e "$PF1"
+        "$NVIDIA_SMI" vgpu -i "$PF1" -shm 1
+        sim_reboot
+        for pf in "$PF1" "$PF2"; do
+                [ "$(gpu_state "$pf" numvfs)" = 0 ]
+                [ "$(gpu_state "$pf" mig)" = 0 ]
+                [ "$(gpu_state "$pf" het)" = 0 ]
+                [ "$(gpu_state "$pf" gis)" = - ]
+        done
+        [ ! -e "$SIM_SYS/bus/pci/devices/$(vf "$PF2" 0)" ]
+}
+
+# plan_conf [EXTRA...]: the config of a host with PF1 mixed-size (4Q and
+# 8Q guests) and PF2 in MIG mode (two 1-slice and one 2-slice instances),
+# the stand-in tools, no wait between unbind-lock retries; EXTRA lines go
+# into [gpu].
+plan_conf() {
+        cat > "$MDEV_HOOKS_ROOT/etc/mdev-hooks/mdev-hooks.conf" <<CONF
+[devices]
+enabled_mdev_types = nvidia-$T4, nvidia-$T8, nvidia-$M24, nvidia-$M8
+
+[mdev_nvidia-$T4]
+device_addresses = $PF1
+
+[mdev_nvidia-$T8]
+device_addresses = $PF1
+
+[mdev_nvidia-$M24]
+device_addresses = $PF2
+
+[mdev_nvidia-$M8]
+device_addresses = $PF2
+
+[gpu]
+sriov_manage = $SRIOV_MANAGE
+nvidia_smi = $NVIDIA_SMI
+unbind_retry_ms = 0
+$(printf '%s\n' "$@")
+
+[gpu_$PF1]
+mode = mixed
+
+[gpu_$PF2]
+mode = mig
+mig_instances = 1g.24gb, 1g.24gb, 2g.48gb
+CONF
+}
+
+# declared_state: both GPUs are as plan_conf declares them.
+declared_state() {
+        [ "$(gpu_state "$PF1" numvfs)" = 16 ]
+        [ "$(gpu_state "$PF1" het)" = 1 ]
+        [ "$(gpu_state "$PF1" mig)" = 0 ]
+        [ "$(gpu_state "$PF2" numvfs)" = 16 ]
+        [ "$(gpu_state "$PF2" mig)" = 1 ]
+        [ "$(gpu_state "$PF2" gis)" = "1:1g.24gb,2:1g.24gb,3:2g.48gb" ]
+}
+
+@test "gpu plan brings a mixed-size and a MIG GPU to their declared state, in the driver's order" {
+        plan_conf
+        run "$MH_CLI" gpu plan
+        echo "$output"
+        [ "$status" -eq 0 ]
+        declared_state
+        # the order: MIG mode before the VFs, the instances after them
+        [[ "$output" == *"$PF2: mig-on done"*"$PF2: vfs done"*"$PF2: gpu-instances done"* ]]
+        [[ "$output" == *"$PF1: vfs done"*"$PF1: heterogeneous-on done"* ]]
+}
+
+@test "gpu plan a second time changes nothing" {
+        plan_conf
+        "$MH_CLI" gpu plan
+        before="$(grep '^gpu ' "$SIM_SYS/.sim/state")"
+        run "$MH_CLI" gpu plan
+        [ "$status" -eq 0 ]
+        [ "${#lines[@]}" -eq 2 ]
+        [ "${lines[0]}" = "$PF1: mixed: already in its declared state" ]
+        [ "${lines[1]}" = "$PF2: mig: already in its declared state" ]
+        [ "$(grep '^gpu ' "$SIM_SYS/.sim/state")" = "$before" ]
+}
+
+@test "after a simulated reboot gpu plan restores both GPUs" {
+        plan_conf
+        "$MH_CLI" gpu plan
+        declared_state
+        sim_reboot
+        [ "$(gpu_state "$PF2" gis)" = - ]
+        run "$MH_CLI" gpu plan
+        [ "$status" -eq 0 ]
+        declared_state
+}
+
+@test "gpu plan retries sriov-manage while the unbind lock is held, and no more than unbind_retries" {
+        plan_conf "unbind_retries = 3"
+        sim_ctl unbind-hold "$PF1" 3
+        run "$MH_CLI" gpu plan "$PF1"
+        [ "$status" -eq 0 ]
+        [ "$(gpu_state "$PF1" het)" = 1 ]
+        sim_reboot
+        sim_ctl unbind-hold "$PF1" 4
+        run "$MH_CLI" gpu plan "$PF1"
+        [ "$status" -eq 1 ]
+        [ "$(gpu_state "$PF1" numvfs)" = 0 ]
+        [ "$(gpu_state "$PF1" unbind_busy)" = 0 ] # 4 tries: the first and 3 retries
+}
+
+@test "a lock held past the retries is one line: the step, the GPU, what the tool printed; the next run finishes" {
+        plan_conf "unbind_retries = 1"
+        sim_ctl unbind-hold "$PF2" 5
+        run "$MH_CLI" gpu plan "$PF2"
+        [ "$status" -eq 1 ]
+        [ "${#lines[@]}" -eq 2 ] # mig-on done, then the failure
+        [[ "${lines[1]}" == "mdev-hooks: GPU $PF2: step vfs failed: '$SRIOV_MANAGE -e $PF2' exited 1 after 2 tries: "*"Cannot obtain unbindLock for $PF2" ]]
+        [ "$(gpu_state "$PF2" mig)" = 1 ] # where it stopped
+        sim_ctl unbind-hold "$PF2" 0
+        run "$MH_CLI" gpu plan "$PF2"
+        [ "$status" -eq 0 ]
+        [[ "$output" != *"mig-on done"* ]]
+        [ "$(gpu_state "$PF2" gis)" = "1:1g.24gb,2:1g.24gb,3:2g.48gb" ]
+}
+
+@test "a reboot in the middle of a plan: the next run starts from what is left" {
+        plan_conf "unbind_retries = 0"
+        sim_ctl unbind-hold "$PF2" 1
+        run "$MH_CLI" gpu plan "$PF2"
+        [ "$status" -eq 1 ]
+        [ "$(gpu_state "$PF2" mig)" = 1 ]
+        sim_reboot
+        [ "$(gpu_state "$PF2" mig)" = 0 ]
+        run "$MH_CLI" gpu plan
+        [ "$status" -eq 0 ]
+        declared_state
+}
+
+@test "gpu plan reports -mig 0 refused with VFs on in one line" {
+        plan_conf
+        "$NVIDIA_SMI" -i "$PF1" -mig 1
+        "$SRIOV_MANAGE" -e "$PF1"
+        run "$MH_CLI" gpu plan "$PF1"
+        [ "$status" -eq 1 ]
+        [ "${#lines[@]}" -eq 1 ]
+        [[ "${lines[0]}" == "mdev-hooks: GPU $PF1: step mig-off failed: '$NVIDIA_SMI -mig 0 -i $PF1' exited 19 after 1 try: "*"In use by another client" ]]
+}
+
+@test "gpu plan PF refuses a PF without a [gpu_PF] section" {
+        plan_conf
+        run "$MH_CLI" gpu plan 0000:99:00.0
+        [ "$status" -eq 1 ]
+        [[ "$output" == *"'0000:99:00.0' has no [gpu_0000:99:00.0] section"* ]]
+        [ "$(gpu_state "$PF1" numvfs)" = 0 ]
+}
+
+@test "gpu status shows each GPU's declared and actual state and the steps a plan would take" {
+        plan_conf
+        run "$MH_CLI" gpu status --json
+        [ "$status" -eq 0 ]
+        [ "$(jq -r '.gpus[1].pending_steps | join(",")' <<< "$output")" = "mig-on,vfs,gpu-instances" ]
+        [ "$(jq -r '.gpus[0].declared_mode' <<< "$output")" = mixed ]
+        "$MH_CLI" gpu plan
+        run "$MH_CLI" gpu status --json
+        [ "$(jq -r '[.gpus[].pending_steps | length] | add' <<< "$output")" = 0 ]
+        [ "$(jq -r '.gpus[1].gpu_instances | join(",")' <<< "$output")" = "1g.24gb,1g.24gb,2g.48gb" ]
+        [ "$(jq -r '.gpus[0].heterogeneous' <<< "$output")" = true ]
+        run "$MH_CLI" gpu status
+        [ "$status" -eq 0 ]
+        [[ "${lines[0]}" == GPU*DECLARED*MIG*HETEROGENEOUS*VFS*GPU-INSTANCES*PENDING ]]
+        [[ "${lines[2]}" == "$PF2"*mig*on*n/a*16*1g.24gb,1g.24gb,2g.48gb*none ]]
+}
+
+# rule_wants DEVPATH VENDOR: `udevadm test --action=add` of a PF (16 VFs,
+# that vendor) with only our rules file, in a private mount namespace where
+# a tmpfs plays /sys (as udev.bats's rules_test does).
+rule_wants() {
+        local d="$BATS_TEST_TMPDIR/fakesys$1"
+        mkdir -p "$d" "$BATS_TEST_TMPDIR/fakesys/bus/pci/devices"
+        ln -sfn "$(realpath -m --relative-to="$d" "$BATS_TEST_TMPDIR/fakesys/bus/pci")" "$d/subsystem"
+        : > "$d/uevent"
+        echo 16 > "$d/sriov_totalvfs"
+        echo "$2" > "$d/vendor"
+        cat > "$BATS_TEST_TMPDIR/ns.sh" <<NS
+set -e
+mount -t tmpfs none /sys
+cp -a "$BATS_TEST_TMPDIR/fakesys/." /sys/
+mount -t tmpfs none /run/udev 2>/dev/null || { mkdir -p /run/udev && mount -t tmpfs none /run/udev; }
+for r in /etc/udev/rules.d /lib/udev/rules.d /usr/lib/udev/rules.d /usr/local/lib/udev/rules.d; do
+        [ -d "\$r" ] && mount -t tmpfs none "\$r"
+done
+mkdir -p /run/udev/rules.d
+cp "$MH_BUILD_DIR/udev-rules/60-mdev-hooks.rules" /run/udev/rules.d/
+SYSTEMD_DEVICE_VERIFY_SYSFS=0 SYSTEMD_LOG_LEVEL=debug udevadm test --action=add "/sys$1" 2>&1
+NS
+        run unshare -m --propagation private bash "$BATS_TEST_TMPDIR/ns.sh"
+}
+
+@test "the udev rule wants mdev-hooks-gpu@PF.service for an NVIDIA PF, and still runs the helper" {
+        command -v udevadm > /dev/null || skip "udevadm is not installed"
+        unshare -m true 2> /dev/null || skip "cannot make a mount namespace here"
+        [ -z "${MH_PREFIX:-}" ] || skip "reads the rules of the build tree"
+        rule_wants /devices/pci0000:40/0000:40:01.0/0000:41:00.0 0x10de
+        [ "$status" -eq 0 ]
+        ! grep -E '^/run/udev/rules.d/60-mdev-hooks.rules:[0-9]+' <<< "$output" || false
+        [[ "$output" == *"SYSTEMD_WANTS=mdev-hooks-gpu@0000:41:00.0.service"* ]]
+        [[ "$output" == *"mdev-hooks-udev 0000:41:00.0"* ]]
+        rm -rf "$BATS_TEST_TMPDIR/fakesys"
+        rule_wants /devices/pci0000:40/0000:40:01.0/0000:42:00.0 0x1002
+        [[ "$output" != *"SYSTEMD_WANTS"* ]]
+}
+
+@test "the service's gpu plan --if-declared does nothing for a PF without [gpu_PF]" {
+        plan_conf
+        run "$MH_CLI" gpu plan --if-declared 0000:99:00.0
+        [ "$status" -eq 0 ]
+        [ "$(gpu_state "$PF1" numvfs)" = 0 ]
+        [ "$(gpu_state "$PF2" numvfs)" = 0 ]
+        run "$MH_CLI" gpu plan --if-declared "$PF1"
+        [ "$status" -eq 0 ]
+        [ "$(gpu_state "$PF1" het)" = 1 ]
+        [ "$(gpu_state "$PF2" numvfs)" = 0 ]
+}
+
+@test "the unit runs the plan for its instance, as a oneshot" {
+        local unit="$MH_BUILD_DIR/systemd/mdev-hooks-gpu@.service"
+        [ -z "${MH_PREFIX:-}" ] || unit="$(find "$MH_PREFIX" -name 'mdev-hooks-gpu@.service' | head -n1)"
+        grep -qx 'Type=oneshot' "$unit"
+        grep -qE '^ExecStart=/.*/mdev-hooks gpu plan --if-declared %I$' "$unit"
+}
+
+# complete WORD...: bash completion of the built CLI (as completion.bats
+# runs it); prints the candidates, sorted.
+complete_words() {
+        local bc=""
+        for f in /usr/share/bash-completion/bash_completion /etc/bash_completion; do
+                [ -f "$f" ] && bc="$f" && break
+        done
+        [ -n "$bc" ] || skip "bash-completion is not installed (apt-get install bash-completion)"
+        bash --norc --noprofile -c '
+                source "$1" || exit 1
+                source "$2" || exit 1
+                shift 2
+                COMP_WORDS=("$@")
+                COMP_CWORD=$((${#COMP_WORDS[@]} - 1))
+                COMP_LINE="${COMP_WORDS[*]}"
+                COMP_POINT=${#COMP_LINE}
+                _mdev_hooks "${COMP_WORDS[0]}" "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD-1]}"
+                printf "%s\n" "${COMPREPLY[@]}" | sort
+        ' completion "$bc" "$MH_SOURCE_DIR/shell-completion/bash/mdev-hooks" "$MH_CLI" "$@"
+}
+
+@test "completion: gpu completes to plan and status, gpu plan to the PFs with [gpu_PF]" {
+        plan_conf
+        run complete_words gpu ""
+        [ "$output" = "$(printf 'plan\nstatus')" ]
+        run complete_words gpu plan ""
+        [ "$output" = "$(printf '%s\n%s' "$PF1" "$PF2")" ]
+        run complete_words gpu plan --if
+        [ "$output" = --if-declared ]
+}
+
+# vgpu_xml NAME VF TYPE: a guest with one vGPU on VF, as vfio.bats's guests.
+vgpu_xml() {
+        local vf="$2"
+        printf "<domain type='kvm'>\n  <name>%s</name>\n  <uuid>%s</uuid>\n" "$1" \
+                "$(printf '%s' "$1" | md5sum | sed -E 's/^(.{8})(.{4}).(.{3}).(.{3})(.{12}).*/\1-\2-4\3-8\4-\5/')"
+        printf "  <metadata>\n    <mh:mdevs xmlns:mh=\"http://mdev-hooks.org/xmlns/domain/1.0\">\n"
+        printf "      <mh:vgpu pci=\"%s\" type=\"%s\"/>\n    </mh:mdevs>\n  </metadata>\n  <devices>\n" "$vf" "$3"
+        printf "    <hostdev mode='subsystem' type='pci' managed='no'>\n      <source>\n"
+        printf "        <address domain='0x%s' bus='0x%s' slot='0x%s' function='0x%s'/>\n" \
+                "${vf:0:4}" "${vf:5:2}" "${vf:8:2}" "${vf:11:1}"
+        printf "      </source>\n    </hostdev>\n  </devices>\n</domain>\n"
+}
+
+# vstart NAME VF TYPE / vstop NAME: prepare and release as libvirt runs them.
+vstart() {
+        vgpu_xml "$@" > "$BATS_TEST_TMPDIR/$1.xml"
+        "$MH_QEMU_HOOK" "$1" prepare begin - < "$BATS_TEST_TMPDIR/$1.xml"
+}
+vstop() {
+        "$MH_QEMU_HOOK" "$1" release end destroyed < "$BATS_TEST_TMPDIR/$1.xml"
+}
+
+@test "mixed-size GPU: guests of 4Q and 8Q start on one GPU and stop" {
+        plan_conf
+        "$MH_CLI" gpu plan "$PF1"
+        run vstart g4 "$(vf "$PF1" 0)" "nvidia-$T4"
+        [ "$status" -eq 0 ]
+        run vstart g8 "$(vf "$PF1" 1)" "nvidia-$T8"
+        [ "$status" -eq 0 ]
+        [ "$(cat "$(nvattr "$(vf "$PF1" 1)" current_vgpu_type)")" = "$T8" ]
+        [ "$(record_get "$(vf "$PF1" 1)" state)" = assigned ]
+        vstop g8
+        vstop g4
+        [ "$(cat "$(nvattr "$(vf "$PF1" 0)" current_vgpu_type)")" = 0 ]
+}
+
+@test "equal-size GPU: an 8Q guest is refused once a 4Q guest runs" {
+        plan_conf
+        "$SRIOV_MANAGE" -e "$PF1" # VFs, but not the declared mixed mode
+        vstart g4 "$(vf "$PF1" 0)" "nvidia-$T4"
+        run vstart g8 "$(vf "$PF1" 1)" "nvidia-$T8"
+        [ "$status" -ne 0 ]
+        [ "${#lines[@]}" -eq 1 ]
+        [ "$(cat "$(nvattr "$(vf "$PF1" 1)" current_vgpu_type)")" = 0 ]
+}
+
+@test "MIG GPU: a MIG-backed guest starts in a GPU instance and stops" {
+        plan_conf
+        "$MH_CLI" gpu plan "$PF2"
+        run vstart m1 "$(vf "$PF2" 0)" "nvidia-$M24"
+        [ "$status" -eq 0 ]
+        [ "$(cat "$(nvattr "$(vf "$PF2" 0)" gpu_instance_id)")" -ge 1 ]
+        [ "$(record_get "$(vf "$PF2" 0)" state)" = assigned ]
+        vstop m1
+        [ "$(cat "$(nvattr "$(vf "$PF2" 0)" current_vgpu_type)")" = 0 ]
+}
+
+@test "prepare in MIG mode records the VF's gpu_instance_id and placement_id read back" {
+        plan_conf
+        "$MH_CLI" gpu plan "$PF2"
+        vstart m1 "$(vf "$PF2" 0)" "nvidia-$M8"
+        vstart m2 "$(vf "$PF2" 1)" "nvidia-$M8"
+        for i in 0 1; do
+                v="$(vf "$PF2" $i)"
+                [ "$(record_get "$v" gpu_instance_id)" = "$(cat "$(nvattr "$v" gpu_instance_id)")" ]
+                [ "$(record_get "$v" placement_id)" = "$(cat "$(nvattr "$v" placement_id)")" ]
+        done
+        # two DC-1-8Q share one instance, in two places
+        [ "$(record_get "$(vf "$PF2" 0)" gpu_instance_id)" = "$(record_get "$(vf "$PF2" 1)" gpu_instance_id)" ]
+        [ "$(record_get "$(vf "$PF2" 0)" placement_id)" != "$(record_get "$(vf "$PF2" 1)" placement_id)" ]
+        "$MH_CLI" list --json | jq -e '.mdevs | length == 2'
+}
+
+@test "a mixed-size GPU's records keep their old form (no placement keys)" {
+        plan_conf
+        "$MH_CLI" gpu plan "$PF1"
+        vstart g4 "$(vf "$PF1" 0)" "nvidia-$T4"
+        ! grep -q placement_id "$MDEV_HOOKS_ROOT/var/lib/mdev-hooks/$(vf "$PF1" 0)"
+}
+
+# two_planned_hosts: hosts A and B, both nvidia-modes with plan_conf and
+# their plans run; A is current. T holds the guests' XML.
+two_planned_hosts() {
+        A="$BATS_TEST_TMPDIR/a" B="$BATS_TEST_TMPDIR/b" T="$BATS_TEST_TMPDIR"
+        for h in "$B" "$A"; do
+                sim_mount nvidia-modes "$h"
+                plan_conf
+                "$MH_CLI" gpu plan > /dev/null
+        done
+}
+
+@test "migrate: an 8Q guest goes to a mixed-size GPU that holds a 4Q guest, and starts there" {
+        two_planned_hosts
+        vstart g8 "$(vf "$PF1" 0)" "nvidia-$T8"
+        sim_use "$B"
+        vstart other "$(vf "$PF1" 0)" "nvidia-$T4"
+        run --separate-stderr "$MH_QEMU_HOOK" g8 migrate begin - < "$T/g8.xml"
+        [ "$status" -eq 0 ]
+        printf '%s\n' "$output" > "$T/g8.b.xml"
+        dest="$(vf "$PF1" 1)"
+        grep -q "pci=\"$dest\"" "$T/g8.b.xml"
+        [ "$(cat "$(nvattr "$dest" current_vgpu_type)")" = "$T8" ]
+        [ "$(record_get "$dest" state)" = incoming ]
+        run "$MH_QEMU_HOOK" g8 prepare begin - < "$T/g8.b.xml"
+        [ "$status" -eq 0 ]
+        [ "$(record_get "$dest" state)" = assigned ]
+}
+
+@test "restore: a MIG-backed guest comes back in a GPU instance with room" {
+        two_planned_hosts
+        vstart m1 "$(vf "$PF2" 0)" "nvidia-$M24"
+        sim_use "$B"
+        vstart a "$(vf "$PF2" 0)" "nvidia-$M24"
+        run --separate-stderr "$MH_QEMU_HOOK" m1 restore begin - < "$T/m1.xml"
+        echo "$stderr"
+        [ "$status" -eq 0 ]
+        printf '%s\n' "$output" > "$T/m1.b.xml"
+        dest="$(sed -n 's/.*pci="\([^"]*\)".*/\1/p' "$T/m1.b.xml")"
+        [[ "$dest" == 0000:c1:* ]]
+        [ "$(cat "$(nvattr "$dest" current_vgpu_type)")" = "$M24" ]
+        [ "$(cat "$(nvattr "$dest" gpu_instance_id)")" != "$(cat "$(nvattr "$(vf "$PF2" 0)" gpu_instance_id)")" ]
+        # both 1-slice instances are taken now: a third DC-1-24Q is refused
+        run vstart c "$(vf "$PF2" 5)" "nvidia-$M24"
+        [ "$status" -ne 0 ]
+        [ "$(cat "$(nvattr "$(vf "$PF2" 5)" current_vgpu_type)")" = 0 ]
+}
+
+# status_free PF TYPE-ID: how many more vGPUs of the type gpu status says fit
+# on PF now (absent from its offers: 0).
+status_free() {
+        "$MH_CLI" gpu status --json |
+                jq -r --arg pf "$1" --arg t "nvidia-$2" \
+                        '[.gpus[] | select(.address == $pf) | .offers[] | select(.type == $t) | .free] | add // 0'
+}
+
+# fill PF TYPE-ID: programs the type on the PF's free VFs until the driver
+# refuses; prints how many it made.
+fill() {
+        local made=0 i
+        for ((i = 0; i < 16; i++)); do
+                [ "$(cat "$(nvattr "$(vf "$1" $i)" current_vgpu_type)")" = 0 ] || continue
+                program "$(vf "$1" $i)" "$2" 2> /dev/null || break
+                made=$((made + 1))
+        done
+        echo "$made"
+}
+
+# free_is_what_fits PF TYPE-ID: gpu status's count equals what the
+# simulated driver then lets a caller create, and it is not 0.
+free_is_what_fits() {
+        local said made
+        said="$(status_free "$1" "$2")"
+        made="$(fill "$1" "$2")"
+        echo "type $2 on $1: gpu status said $said, the driver took $made"
+        [ "$said" -gt 0 ]
+        [ "$said" = "$made" ]
+}
+
+@test "capacity, equal-size: what gpu status says fits is what the driver takes, by the size the first vGPU fixed" {
+        plan_conf
+        "$SRIOV_MANAGE" -e "$PF1"
+        program "$(vf "$PF1" 0)" "$T8"
+        [ "$(status_free "$PF1" "$T4")" = 0 ]
+        free_is_what_fits "$PF1" "$T8"
+        run program "$(vf "$PF1" 15)" "$T4"
+        [ "$status" -ne 0 ]
+}
+
+@test "capacity, mixed-size: what fits is the framebuffer left" {
+        plan_conf
+        "$MH_CLI" gpu plan "$PF1"
+        program "$(vf "$PF1" 0)" 1203 # DC-24Q
+        program "$(vf "$PF1" 1)" "$T4"
+        free_is_what_fits "$PF1" "$T8"
+        free_is_what_fits "$PF1" "$T4"
+}
+
+@test "capacity, MIG: what fits is the GPU instances of the type's slices and how many of its size each holds" {
+        plan_conf
+        "$MH_CLI" gpu plan "$PF2"
+        program "$(vf "$PF2" 0)" "$M8"
+        [ "$(status_free "$PF2" "$T4")" = 0 ]
+        free_is_what_fits "$PF2" "$M8"
+        free_is_what_fits "$PF2" 1311 # DC-2-48Q
+}
+
+@test "check-config: a declared GPU that cannot run its mode, or is not here, is named with its line" {
+        sed -e 's/ mig=1 heterogeneous=1 slices=4$//' "$MH_SOURCE_DIR/tests/sim/topologies/nvidia-modes.conf" > "$BATS_TEST_TMPDIR/plain.conf"
+        sim_umount
+        sim_mount "$BATS_TEST_TMPDIR/plain.conf"
+        plan_conf
+        printf '[gpu_0000:99:00.0]\nmode = mixed\n' >> "$MDEV_HOOKS_ROOT/etc/mdev-hooks/mdev-hooks.conf"
+        run "$MH_CLI" check-config
+        echo "$output"
+        [ "$status" -eq 2 ]
+        [[ "$output" == *"mdev-hooks.conf:22: [gpu_$PF1] has mode = mixed, but nvidia-smi -q does not say 'Heterogeneous Time-Slice Sizes : Supported' for it"* ]]
+        [[ "$output" == *"mdev-hooks.conf:25: [gpu_$PF2] has mode = mig, but nvidia-smi -q shows no MIG mode for it"* ]]
+        [[ "$output" == *"mdev-hooks.conf:28: [gpu_0000:99:00.0] is not a PCI device on this host"* ]]
+        # before its plan ran, a declared GPU has no VFs: the plan makes them
+        [[ "$output" == *"mdev-hooks.conf:4: '$PF1' in device_addresses of nvidia-$T4 has no VFs yet: its boot plan makes them (mdev-hooks gpu plan $PF1)"* ]]
+}
+
+@test "check-config: GPUs that can run their declared modes pass" {
+        plan_conf
+        "$MH_CLI" gpu plan > /dev/null
+        run "$MH_CLI" check-config
+        echo "$output"
+        [ "$status" -eq 0 ]
+}
+
+@test "recreate = eager: after a reboot the plan programs the guests' VFs again, and the guests start on them" {
+        plan_conf
+        printf '[hooks]\nrecreate = eager\n' >> "$MDEV_HOOKS_ROOT/etc/mdev-hooks/mdev-hooks.conf"
+        "$MH_CLI" gpu plan > /dev/null
+        vstart g8 "$(vf "$PF1" 1)" "nvidia-$T8"
+        vstart m1 "$(vf "$PF2" 2)" "nvidia-$M8"
+        sim_reboot
+        run "$MH_CLI" gpu plan
+        echo "$output"
+        [ "$status" -eq 0 ]
+        [[ "$output" == *"$PF1: programmed 1 guest VF again (recreate = eager)"* ]]
+        [[ "$output" == *"$PF2: programmed 1 guest VF again (recreate = eager)"* ]]
+        [ "$(cat "$(nvattr "$(vf "$PF1" 1)" current_vgpu_type)")" = "$T8" ]
+        [ "$(cat "$(nvattr "$(vf "$PF2" 2)" current_vgpu_type)")" = "$M8" ]
+        [ "$(record_get "$(vf "$PF2" 2)" gpu_instance_id)" = "$(cat "$(nvattr "$(vf "$PF2" 2)" gpu_instance_id)")" ]
+        [ "$(record_get "$(vf "$PF1" 1)" boot_id)" = "$(boot_id)" ]
+        [ "$(record_get "$(vf "$PF1" 1)" state)" = assigned ]
+        run vstart g8 "$(vf "$PF1" 1)" "nvidia-$T8"
+        [ "$status" -eq 0 ]
+        [ "$(record_get "$(vf "$PF1" 1)" origin)" = created ]
+        # a second plan makes nothing again
+        run "$MH_CLI" gpu plan
+        [[ "$output" != *"again"* ]]
+}
+
+@test "recreate = lazy (the default): the plan leaves the guests' VFs for their next start" {
+        plan_conf
+        "$MH_CLI" gpu plan > /dev/null
+        vstart g8 "$(vf "$PF1" 1)" "nvidia-$T8"
+        sim_reboot
+        "$MH_CLI" gpu plan
+        [ "$(cat "$(nvattr "$(vf "$PF1" 1)" current_vgpu_type)")" = 0 ]
+}
+
+# inventory_free PF: inventory's free count for the PF's configured type.
+inventory_free() {
+        "$MH_CLI" inventory --json | jq -r --arg pf "$1" '.parents[] | select(.parent == $pf) | .free'
+}
+
+@test "inventory counts what fits by the GPU's mode, and the driver then takes exactly that" {
+        plan_conf
+        "$MH_CLI" gpu plan > /dev/null
+        # mixed: two 24 GiB and one 8 GiB vGPU leave 40 GiB: ten 4Q
+        program "$(vf "$PF1" 0)" 1203
+        program "$(vf "$PF1" 1)" 1203
+        program "$(vf "$PF1" 2)" "$T8"
+        said="$(inventory_free "$PF1")" # nvidia-$T4, PF1's first type
+        made="$(fill "$PF1" "$T4")"
+        echo "mixed: inventory said $said free, the driver took $made"
+        [ "$said" -gt 0 ]
+        [ "$said" = "$made" ]
+        # MIG: DC-1-24Q (PF2's first type), one per 1-slice instance
+        said="$(inventory_free "$PF2")"
+        made="$(fill "$PF2" "$M24")"
+        echo "MIG: inventory said $said free, the driver took $made"
+        [ "$said" -gt 0 ]
+        [ "$said" = "$made" ]
+        [ "$(inventory_free "$PF2")" = 0 ]
+}
