@@ -98,6 +98,40 @@ int amdgim_pf_partition(int rootfd, const char *pf, AmdgimPartition *ret) {
         return 0;
 }
 
+static const struct {
+        const char *spatial;
+        unsigned vfs;
+} partitions[] = {
+        { "SPX", 1 },
+        { "DPX", 2 },
+        { "QPX", 4 },
+        { "CPX", 8 },
+};
+
+unsigned amdgim_partition_vfs(const char *spatial) {
+        for (size_t i = 0; spatial && i < ELEMENTSOF(partitions); i++)
+                if (streq(partitions[i].spatial, spatial))
+                        return partitions[i].vfs;
+        return 0;
+}
+
+int amdgim_partition_check(const char *pf, const AmdgimPartition *p, const char *declared, char *buf, size_t size) {
+        unsigned want = amdgim_partition_vfs(declared);
+
+        if (!p->spatial[0])
+                snprintf(buf, size, "GPU %s: its spatial_partition_mode cannot be read (is the PF bound to gim?), [gpu_%s] declares %s",
+                         pf, pf, declared);
+        else if (!streq(p->spatial, declared))
+                snprintf(buf, size, "GPU %s is partitioned %s (%u VFs), not %s as [gpu_%s] declares: mdev-hooks never changes a partition; set it with amd-smi and reload gim, or change spatial_partition",
+                         pf, p->spatial, p->nvfs, declared, pf);
+        else if (streq(p->model, "MI300X") && p->nvfs != want)
+                snprintf(buf, size, "GPU %s is partitioned %s but has %u VFs, not the %u of %s: reload gim, which makes them as it loads",
+                         pf, p->spatial, p->nvfs, want, declared);
+        else
+                return 0;
+        return 1;
+}
+
 void amdgim_describe(const AmdgimPartition *p, char *buf, size_t size) {
         snprintf(buf, size, "%s %s%s%s, 1/%u of the GPU", p->model, p->spatial[0] ? p->spatial : "?",
                  p->memory[0] ? "/" : "", p->memory, p->nvfs);

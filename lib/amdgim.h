@@ -50,5 +50,12 @@ int amdgim_is_vf(int rootfd, const char *vf);
 int amdgim_vf_current(int rootfd, const char *vf, unsigned *ret);
 /* The PF's partition as it reads now. */
 int amdgim_pf_partition(int rootfd, const char *pf, AmdgimPartition *ret);
+/* How many VFs a spatial partition mode gives on an MI300X ("CPX": 8), 0
+ * for a name that is none (pure). */
+unsigned amdgim_partition_vfs(const char *spatial);
+/* Compares the partition read with the one declared ([gpu_<PF>]
+ * spatial_partition): 0 if it is the one, 1 with one line in buf saying
+ * how it differs: the mode, or the VFs (counted on an MI300X only) (pure). */
+int amdgim_partition_check(const char *pf, const AmdgimPartition *p, const char *declared, char *buf, size_t size);
 /* "MI300X CPX, 1/8 of the GPU" for a type's description. */
 void amdgim_describe(const AmdgimPartition *p, char *buf, size_t size);

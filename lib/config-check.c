@@ -160,7 +160,8 @@ static char **addresses_sorted_unique(TypeSection *s) {
         return l;
 }
 
-/* mig_instances goes with mode = mig, and mode = mig needs it. */
+/* mig_instances goes with mode = mig, and mode = mig needs it; an AMD
+ * GPU's spatial_partition goes with neither. */
 static void parser_check_gpus(Parser *p) {
         const Config *c = p->config;
 
@@ -168,7 +169,10 @@ static void parser_check_gpus(Parser *p) {
                 const ConfigGpu *g = &c->gpus[i];
                 bool mig = g->mode == CONFIG_GPU_MODE_MIG;
 
-                if (mig && strv_length(g->mig_instances) == 0)
+                if (g->spatial_partition && (g->mode != CONFIG_GPU_MODE_EQUAL || g->mig_instances))
+                        parser_error(p, g->line, "[gpu_%s] has spatial_partition (an AMD GPU's) and %s (an NVIDIA GPU's): keep the one of its vendor",
+                                     g->address, g->mig_instances ? "mig_instances" : "mode");
+                else if (mig && strv_length(g->mig_instances) == 0)
                         parser_error(p, g->line, "[gpu_%s] has mode = mig but no mig_instances: name the GPU instances to make (mig_instances = 1g.24gb, ...)",
                                      g->address);
                 else if (!mig && g->mig_instances)

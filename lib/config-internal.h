@@ -91,3 +91,6 @@ int config_handler(void *user, const char *section, const char *raw_name, const 
 void config_type_done(ConfigType *t);
 char *config_reader(char *str, int num, void *stream);
 int parser_finish(Parser *p);
+/* The values of [gpu_<PF>]'s keys (config-gpu.c); an error is reported. */
+void parser_gpu_mig_instances(Parser *p, ConfigGpu *g, const char *value);
+void parser_gpu_spatial_partition(Parser *p, ConfigGpu *g, const char *value);

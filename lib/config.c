@@ -7,6 +7,7 @@
  *
  * Split as kmod splits a large concept, behind config-internal.h: this file
  * says what each section and key means and answers the queries;
+ * config-gpu.c reads the values of a [gpu_<PF>] section's keys;
  * config-reader.c hands inih each line, config-check.c checks the whole
  * once every section is read, config-load.c reads the file and reports its
  * errors.
@@ -404,22 +405,16 @@ static void handle_gpu(Parser *p, const char *key, const char *value) {
         *slot = strdup(value);
 }
 
-/* "1g.24gb", "2g.48gb+me": a GPU instance profile as nvidia-smi names it. */
-static bool gi_profile_is_valid(const char *s) {
-        size_t n = strspn(s, "0123456789");
-
-        return n > 0 && s[n] == 'g' && s[n + 1] == '.' && strlen(s) < 32 &&
-               strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789.+") == strlen(s);
-}
-
-/* [gpu_<PF>]: mode = equal | mixed | mig, mig_instances = PROFILE[, ...]. */
+/* [gpu_<PF>]: mode = equal | mixed | mig, mig_instances = PROFILE[, ...]
+ * (NVIDIA), spatial_partition = SPX | DPX | QPX | CPX (AMD; config-gpu.c). */
 static void handle_gpu_pf(Parser *p, const char *key, const char *value) {
         ConfigGpu *g = &p->config->gpus[p->gpu];
         _cleanup_free_ char *section = strdup_printf("gpu_%s", g->address);
         int r;
 
-        if (!streq(key, "mode") && !streq(key, "mig_instances")) {
-                parser_error(p, p->line, "unknown key '%s' in [gpu_%s] (known: mode, mig_instances)", key, g->address);
+        if (!streq(key, "mode") && !streq(key, "mig_instances") && !streq(key, "spatial_partition")) {
+                parser_error(p, p->line, "unknown key '%s' in [gpu_%s] (known: mode, mig_instances, spatial_partition)", key,
+                             g->address);
                 p->last_key_bad = true;
                 return;
         }
@@ -427,27 +422,14 @@ static void handle_gpu_pf(Parser *p, const char *key, const char *value) {
                 p->last_key_bad = true;
                 return;
         }
-        if (streq(key, "mode")) {
-                r = config_gpu_mode_from_string(value);
-                if (r < 0)
-                        parser_error(p, p->line, "mode must be equal, mixed or mig, not '%s'", value);
-                else
-                        g->mode = r;
-                return;
-        }
-        _cleanup_strv_free_ char **l = NULL;
-        _cleanup_free_ char *copy = strdup(value);
-        char *save = NULL;
-        for (char *tok = copy ? strtok_r(copy, ", \t", &save) : NULL; tok; tok = strtok_r(NULL, ", \t", &save)) {
-                if (!gi_profile_is_valid(tok)) {
-                        parser_error(p, p->line, "'%s' is not a GPU instance profile such as 1g.24gb (nvidia-smi mig -lgip)", tok);
-                        return;
-                }
-                if (strv_extend(&l, tok) < 0)
-                        return;
-        }
-        strv_free(g->mig_instances);
-        g->mig_instances = steal_pointer(&l);
+        if (streq(key, "mig_instances"))
+                parser_gpu_mig_instances(p, g, value);
+        else if (streq(key, "spatial_partition"))
+                parser_gpu_spatial_partition(p, g, value);
+        else if ((r = config_gpu_mode_from_string(value)) < 0)
+                parser_error(p, p->line, "mode must be equal, mixed or mig, not '%s'", value);
+        else
+                g->mode = r;
 }
 
 static void handle_continuation(Parser *p, const char *raw) {
@@ -616,6 +598,7 @@ void config_free(Config *c) {
         for (size_t i = 0; i < c->n_gpus; i++) {
                 free(c->gpus[i].address);
                 strv_free(c->gpus[i].mig_instances);
+                free(c->gpus[i].spatial_partition);
         }
         free(c->gpus);
         free(c->gpu_sriov_manage);

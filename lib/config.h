@@ -55,6 +55,7 @@ typedef struct ConfigGpu {
         char *address;        /* the PF, normalised */
         ConfigGpuMode mode;
         char **mig_instances; /* mig: GPU instance profiles to make ("1g.24gb"), in order, may repeat */
+        char *spatial_partition; /* AMD: the partition expected ("CPX"), checked, never set; NULL: none */
         unsigned line;        /* of its section header */
 } ConfigGpu;
 
