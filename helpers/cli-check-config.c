@@ -14,6 +14,7 @@
 #include "pciaddr.h"
 #include "sysfs.h"
 #include "backend.h"
+#include "amdgim.h"
 #include "gpustate.h"
 
 static const char help[] =
@@ -150,11 +151,28 @@ static int check_declared_without_vfs(int rootfd, const Config *c, const ConfigT
         return r < 0 ? r : 1;
 }
 
+/* An AMD GPU's [gpu_<PF>] spatial_partition: is GIM's partition the one,
+ * and so its VFs? One line when not; nothing is changed. */
+static int check_amd_gpu(int rootfd, const ConfigGpu *g, Findings *f) {
+        AmdgimPartition part;
+        char msg[512];
+
+        error_clear();
+        if (amdgim_pf_partition(rootfd, g->address, &part) < 0)
+                return finding_add(f, g->line, "[gpu_%s] has spatial_partition = %s, but %s", g->address, g->spatial_partition,
+                                   error_get(-EIO));
+        if (amdgim_partition_check(g->address, &part, g->spatial_partition, msg, sizeof msg) == 0)
+                return 0;
+        return finding_add(f, g->line, "%s", msg);
+}
+
 /* [gpu_<PF>]: the PF is here, the tools can run, and the GPU can run its
- * declared mode where nvidia-smi -q says (doc/design.md §9). */
+ * declared mode where nvidia-smi -q says, or is in its declared partition
+ * (AMD) (doc/design.md §9). */
 static int check_gpus(int rootfd, const Config *c, Findings *f) {
         const char *smi = c->gpu_nvidia_smi ? c->gpu_nvidia_smi : CONFIG_GPU_NVIDIA_SMI;
         const char *sm = c->gpu_sriov_manage ? c->gpu_sriov_manage : CONFIG_GPU_SRIOV_MANAGE;
+        bool nvidia_seen = false;
         int r = 0;
 
         for (size_t i = 0; r >= 0 && i < c->n_gpus; i++) {
@@ -163,13 +181,19 @@ static int check_gpus(int rootfd, const Config *c, Findings *f) {
                 GpuState s = { .mig = GPU_UNKNOWN };
                 char path[128];
                 struct stat st;
+                bool first_nvidia = !g->spatial_partition && !nvidia_seen;
 
+                nvidia_seen |= !g->spatial_partition;
                 snprintf(path, sizeof path, "sys/bus/pci/devices/%s", g->address);
                 if (fstatat(rootfd, path, &st, 0) < 0) {
                         r = finding_add(f, g->line, "[gpu_%s] is not a PCI device on this host (no /%s)", g->address, path);
                         continue;
                 }
-                if (i == 0 && access(sm, X_OK) < 0)
+                if (g->spatial_partition) {
+                        r = check_amd_gpu(rootfd, g, f);
+                        continue;
+                }
+                if (first_nvidia && access(sm, X_OK) < 0)
                         r = finding_add(f, g->line, "[gpu] sriov_manage '%s' cannot be run: %s", sm, strerror(errno));
                 error_clear();
                 if (r < 0 || gpu_tool_run(smi, "-q -i", g->address, &t) < 0 || t.exit != 0) {
