@@ -5,6 +5,7 @@
  * appears), and each configured GPU's declared state beside its actual one
  * (gpuplan.h).
  */
+#include "amdgim.h"
 #include "cli.h"
 #include "gpuplan.h"
 #include "gpurecreate.h"
@@ -15,12 +16,14 @@ static const char help[] =
         "Usage: mdev-hooks gpu plan [--if-declared] [PF]\n"
         "       mdev-hooks gpu status [--json]\n"
         "\n"
-        "NVIDIA GPUs with a [gpu_PF] section in the config (mode = equal | mixed\n"
-        "| mig). 'plan' brings each (or only PF) to its declared state, in the\n"
-        "order the driver needs: MIG mode, the VFs (sriov-manage -e), the\n"
+        "GPUs with a [gpu_PF] section in the config. 'plan' brings each NVIDIA\n"
+        "GPU (or only PF) to its declared mode (mode = equal | mixed | mig), in\n"
+        "the order the driver needs: MIG mode, the VFs (sriov-manage -e), the\n"
         "heterogeneous mode, the GPU instances; each step is read back. Running\n"
-        "it again changes nothing. mdev-hooks-gpu@PF.service runs it when the PF\n"
-        "appears. 'status' shows each GPU's declared and actual state and the\n"
+        "it again changes nothing. An AMD GPU's partition (spatial_partition =)\n"
+        "is only checked: one that differs is one line and a failure.\n"
+        "mdev-hooks-gpu@PF.service runs it when the PF appears. 'status' shows\n"
+        "each GPU's declared and actual state and the\n"
         "steps a plan would take; --json also how many more vGPUs of each type\n"
         "fit now, by the GPU's mode (sizes from the types' names).\n"
         "\n"
@@ -28,9 +31,33 @@ static const char help[] =
         "  --json     status as JSON\n"
         "  --help     show this help\n";
 
+/* An AMD GPU's plan only checks: mdev-hooks never writes a partition (GIM
+ * reports a failed write as done). One line, and failure, when it is not
+ * the declared one. */
+static int plan_amd(int rootfd, const ConfigGpu *g) {
+        AmdgimPartition part;
+        char msg[512];
+
+        error_clear();
+        if (amdgim_pf_partition(rootfd, g->address, &part) < 0) {
+                log_error("[gpu_%s] has spatial_partition = %s, but %s", g->address, g->spatial_partition, error_get(-EIO));
+                return CLI_EXIT_FAILED;
+        }
+        if (amdgim_partition_check(g->address, &part, g->spatial_partition, msg, sizeof msg) != 0) {
+                log_error("%s", msg);
+                return CLI_EXIT_FAILED;
+        }
+        printf("%s: %s, %u %s: as declared (checked, never changed)\n", g->address, part.spatial, part.nvfs,
+               part.nvfs == 1 ? "VF" : "VFs");
+        return CLI_EXIT_OK;
+}
+
 static int plan_one(int rootfd, const Config *c, const ConfigGpu *g) {
         unsigned changed = 0, made = 0;
         int r;
+
+        if (g->spatial_partition)
+                return plan_amd(rootfd, g);
 
         error_clear();
         r = gpu_plan_run(rootfd, c, g, &changed);
@@ -84,6 +111,8 @@ typedef struct GpuRow {
         GpuOffer *offers; /* what fits now, per type a free VF lists */
         size_t n_offers;
         const char *error; /* its state could not be read */
+        AmdgimPartition amd; /* an AMD GPU's partition as read */
+        char amd_differs[64]; /* how it differs from the declared one, "" if not */
 } GpuRow;
 
 static const char *tristate_string(GpuTristate t) {
@@ -102,9 +131,27 @@ static json_object *strv_json(char **l) {
         return a;
 }
 
-static json_object *row_json(const GpuRow *r) {
-        json_object *o = json_object_new_object(), *steps = json_object_new_array();
+/* An AMD GPU's row: its partition declared and read, never a step. */
+static json_object *row_json_amd(const GpuRow *r) {
+        json_object *o = json_object_new_object();
 
+        json_object_object_add(o, "address", json_object_new_string(r->g->address));
+        json_object_object_add(o, "declared_spatial_partition", json_object_new_string(r->g->spatial_partition));
+        json_object_object_add(o, "error", cli_json_string(r->error));
+        json_object_object_add(o, "numvfs", json_object_new_int64(r->s.numvfs));
+        json_object_object_add(o, "partition_differs", r->error ? NULL : json_object_new_boolean(r->amd_differs[0] != '\0'));
+        json_object_object_add(o, "pending_steps", json_object_new_array());
+        json_object_object_add(o, "spatial_partition", r->error || !r->amd.spatial[0] ? NULL : json_object_new_string(r->amd.spatial));
+        return o;
+}
+
+static json_object *row_json(const GpuRow *r) {
+        json_object *o, *steps;
+
+        if (r->g->spatial_partition)
+                return row_json_amd(r);
+        o = json_object_new_object();
+        steps = json_object_new_array();
         json_object_object_add(o, "address", json_object_new_string(r->g->address));
         json_object_object_add(o, "declared_mig_instances", strv_json(r->g->mig_instances));
         json_object_object_add(o, "declared_mode", json_object_new_string(config_gpu_mode_to_string(r->g->mode)));
@@ -146,14 +193,32 @@ static int print_text(const GpuRow *rows, size_t n) {
                 for (size_t k = 0; k < r->p.n; k++)
                         snprintf(pending + strlen(pending), sizeof pending - strlen(pending), "%s%s", pending[0] ? "," : "",
                                  gpu_step_to_string(r->p.steps[k]));
-                const char *row[] = { r->g->address, config_gpu_mode_to_string(r->g->mode), tristate_string(r->s.mig),
-                                      r->s.mig == GPU_ON ? "n/a" : tristate_string(r->s.het), vfs, gis[0] ? gis : NULL,
-                                      r->error ? r->error : pending[0] ? pending : "none" };
+                bool amd = r->g->spatial_partition;
+                const char *row[] = { r->g->address, amd ? r->g->spatial_partition : config_gpu_mode_to_string(r->g->mode),
+                                      amd ? "n/a" : tristate_string(r->s.mig),
+                                      amd || r->s.mig == GPU_ON ? "n/a" : tristate_string(r->s.het), vfs, gis[0] ? gis : NULL,
+                                      r->error ? r->error : r->amd_differs[0] ? r->amd_differs : pending[0] ? pending : "none" };
                 if (cli_table_add(t, row) < 0)
                         return -ENOMEM;
         }
         cli_table_print(t, stdout);
         return 0;
+}
+
+/* An AMD GPU's row: its partition read and compared with the declared one. */
+static void status_amd(int rootfd, GpuRow *row) {
+        char msg[512];
+
+        row->s.mig = row->s.het = GPU_UNKNOWN;
+        error_clear();
+        if (amdgim_pf_partition(rootfd, row->g->address, &row->amd) < 0) {
+                row->error = strdup(error_get(-EIO));
+                return;
+        }
+        row->s.numvfs = row->amd.nvfs;
+        if (amdgim_partition_check(row->g->address, &row->amd, row->g->spatial_partition, msg, sizeof msg) != 0)
+                snprintf(row->amd_differs, sizeof row->amd_differs, "differs: is %s, %u VFs",
+                         row->amd.spatial[0] ? row->amd.spatial : "unknown", row->amd.nvfs);
 }
 
 static int status_main(int rootfd, const Config *c, bool json) {
@@ -165,6 +230,10 @@ static int status_main(int rootfd, const Config *c, bool json) {
                 return cli_oom();
         for (size_t i = 0; i < c->n_gpus; i++) {
                 rows[i].g = &c->gpus[i];
+                if (c->gpus[i].spatial_partition) {
+                        status_amd(rootfd, &rows[i]);
+                        continue;
+                }
                 error_clear();
                 if (gpu_state_read(rootfd, c, c->gpus[i].address, &rows[i].s) < 0)
                         rows[i].error = strdup(error_get(-EIO));

@@ -1,0 +1,107 @@
+#!/usr/bin/env bats
+# A GPU's declared state beyond NVIDIA's modes (issue 37): an AMD GPU's
+# [gpu_<PF>] spatial_partition, which check-config, gpu plan and gpu status
+# compare with the partition GIM reads, and never write (a failed partition
+# write reports success and only logs). On the simulator: two MI300X
+# partitioned CPX (8 VFs) and one DPX (2 VFs), tests/sim/topologies/amd-gim.conf.
+# Tested against the model only.
+
+bats_require_minimum_version 1.5.0
+
+load common
+load ../sim/sim
+
+CPF=0000:c1:00.0 # CPX: 8 VFs
+DPF=0000:c2:00.0 # DPX: 2 VFs
+CPX=amd-mxgpu-8
+DPX=amd-mxgpu-2
+
+setup() {
+        sim_mount amd-gim
+}
+
+# amd_conf CPF-PARTITION DPF-PARTITION: both GPUs' types, and their
+# declared partitions.
+amd_conf() {
+        config_types "$CPX" "$CPF" "$DPX" "$DPF" -- \
+                "[gpu_$CPF]" "spatial_partition = $1" "[gpu_$DPF]" "spatial_partition = $2"
+}
+
+partition() {
+        cat "$SIM_SYS/bus/pci/devices/$1/spatial_partition_mode"
+}
+
+@test "check-config passes AMD GPUs in their declared partitions" {
+        amd_conf CPX DPX
+        run "$MH_CLI" check-config
+        echo "$output"
+        [ "$status" -eq 0 ]
+}
+
+@test "check-config says in one line, with its line in the config, when an AMD GPU is not in its declared partition" {
+        amd_conf DPX DPX
+        run "$MH_CLI" check-config
+        echo "$output"
+        [ "$status" -ne 0 ]
+        [[ "$output" == *"mdev-hooks.conf:"*": GPU $CPF is partitioned CPX (8 VFs), not DPX as [gpu_$CPF] declares: mdev-hooks never changes a partition"* ]]
+        [ "$(grep -c "partitioned" <<<"$output")" = 1 ]
+        [ "$(partition "$CPF")" = CPX ]
+}
+
+@test "check-config refuses a spatial_partition that is not SPX, DPX, QPX or CPX" {
+        amd_conf CPX-4 DPX
+        run "$MH_CLI" check-config
+        echo "$output"
+        [ "$status" -ne 0 ]
+        [[ "$output" == *"spatial_partition must be SPX, DPX, QPX or CPX, not 'CPX-4'"* ]]
+}
+
+@test "gpu plan checks AMD GPUs in their declared partitions, changes nothing, and says so" {
+        amd_conf CPX DPX
+        run "$MH_CLI" gpu plan
+        echo "$output"
+        [ "$status" -eq 0 ]
+        [[ "$output" == *"$CPF: CPX, 8 VFs: as declared (checked, never changed)"* ]]
+        [[ "$output" == *"$DPF: DPX, 2 VFs: as declared (checked, never changed)"* ]]
+        run -0 "$MH_CLI" gpu plan "$DPF"
+        [ "$output" = "$DPF: DPX, 2 VFs: as declared (checked, never changed)" ]
+}
+
+@test "gpu plan fails in one line when an AMD GPU's partition differs, and never writes one" {
+        amd_conf CPX QPX
+        run --separate-stderr "$MH_CLI" gpu plan "$DPF"
+        echo "$stderr"
+        [ "$status" -ne 0 ]
+        [ "$(wc -l <<<"$stderr")" = 1 ]
+        [[ "$stderr" == *"GPU $DPF is partitioned DPX (2 VFs), not QPX as [gpu_$DPF] declares"* ]]
+        [ -z "$output" ]
+        [ "$(partition "$DPF")" = DPX ]
+        [ "$(cat "$SIM_SYS/bus/pci/devices/$DPF/sriov_numvfs")" = 2 ]
+        # the other GPU is still checked when all are planned
+        run "$MH_CLI" gpu plan
+        [ "$status" -ne 0 ]
+        [[ "$output" == *"$CPF: CPX, 8 VFs: as declared"* ]]
+}
+
+@test "gpu plan --if-declared (the service) fails for an AMD GPU not in its declared partition" {
+        amd_conf SPX DPX
+        run "$MH_CLI" gpu plan --if-declared "$CPF"
+        [ "$status" -ne 0 ]
+        [[ "$output" == *"GPU $CPF is partitioned CPX (8 VFs), not SPX"* ]]
+}
+
+@test "gpu status shows an AMD GPU's declared partition beside the one it is in" {
+        amd_conf CPX QPX
+        run -0 "$MH_CLI" gpu status
+        echo "$output"
+        [[ "$(grep "^$CPF" <<<"$output")" =~ ^$CPF\ +CPX\ +n/a\ +n/a\ +8\ +-?\ *none$ ]]
+        [[ "$(grep "^$DPF" <<<"$output")" == *"QPX"*" 2 "*"differs: is DPX, 2 VFs" ]]
+}
+
+@test "gpu status --json gives an AMD GPU's declared and actual partition" {
+        amd_conf CPX QPX
+        run -0 "$MH_CLI" gpu status --json
+        [ "$(jq -r --arg p "$CPF" '.gpus[] | select(.address == $p) | "\(.declared_spatial_partition) \(.spatial_partition) \(.numvfs) \(.partition_differs)"' <<<"$output")" = "CPX CPX 8 false" ]
+        [ "$(jq -r --arg p "$DPF" '.gpus[] | select(.address == $p) | "\(.declared_spatial_partition) \(.spatial_partition) \(.numvfs) \(.partition_differs)"' <<<"$output")" = "QPX DPX 2 true" ]
+        [ "$(jq -r '[.gpus[].pending_steps[]] | length' <<<"$output")" = 0 ]
+}
