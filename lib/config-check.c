@@ -169,7 +169,12 @@ static void parser_check_gpus(Parser *p) {
                 const ConfigGpu *g = &c->gpus[i];
                 bool mig = g->mode == CONFIG_GPU_MODE_MIG;
 
-                if (g->spatial_partition && (g->mode != CONFIG_GPU_MODE_EQUAL || g->mig_instances))
+                if (g->vram_quota && !g->vfs)
+                        parser_error(p, g->line, "[gpu_%s] has vram_quota but no vfs: say how many VFs get it (vfs = N)", g->address);
+                else if (g->vfs && (g->spatial_partition || g->mode != CONFIG_GPU_MODE_EQUAL || g->mig_instances))
+                        parser_error(p, g->line, "[gpu_%s] has vfs (an Intel GPU's) and %s: keep the one of its vendor", g->address,
+                                     g->spatial_partition ? "spatial_partition (an AMD GPU's)" : "mode or mig_instances (an NVIDIA GPU's)");
+                else if (g->spatial_partition && (g->mode != CONFIG_GPU_MODE_EQUAL || g->mig_instances))
                         parser_error(p, g->line, "[gpu_%s] has spatial_partition (an AMD GPU's) and %s (an NVIDIA GPU's): keep the one of its vendor",
                                      g->address, g->mig_instances ? "mig_instances" : "mode");
                 else if (mig && strv_length(g->mig_instances) == 0)

@@ -94,3 +94,5 @@ int parser_finish(Parser *p);
 /* The values of [gpu_<PF>]'s keys (config-gpu.c); an error is reported. */
 void parser_gpu_mig_instances(Parser *p, ConfigGpu *g, const char *value);
 void parser_gpu_spatial_partition(Parser *p, ConfigGpu *g, const char *value);
+void parser_gpu_vfs(Parser *p, ConfigGpu *g, const char *value);
+void parser_gpu_vram_quota(Parser *p, ConfigGpu *g, const char *value);

@@ -406,15 +406,17 @@ static void handle_gpu(Parser *p, const char *key, const char *value) {
 }
 
 /* [gpu_<PF>]: mode = equal | mixed | mig, mig_instances = PROFILE[, ...]
- * (NVIDIA), spatial_partition = SPX | DPX | QPX | CPX (AMD; config-gpu.c). */
+ * (NVIDIA), spatial_partition = SPX | DPX | QPX | CPX (AMD), vfs = N,
+ * vram_quota = SIZE (Intel xe); their values in config-gpu.c. */
 static void handle_gpu_pf(Parser *p, const char *key, const char *value) {
         ConfigGpu *g = &p->config->gpus[p->gpu];
         _cleanup_free_ char *section = strdup_printf("gpu_%s", g->address);
         int r;
 
-        if (!streq(key, "mode") && !streq(key, "mig_instances") && !streq(key, "spatial_partition")) {
-                parser_error(p, p->line, "unknown key '%s' in [gpu_%s] (known: mode, mig_instances, spatial_partition)", key,
-                             g->address);
+        if (!streq(key, "mode") && !streq(key, "mig_instances") && !streq(key, "spatial_partition") && !streq(key, "vfs") &&
+            !streq(key, "vram_quota")) {
+                parser_error(p, p->line, "unknown key '%s' in [gpu_%s] (known: mode, mig_instances, spatial_partition, vfs, vram_quota)",
+                             key, g->address);
                 p->last_key_bad = true;
                 return;
         }
@@ -426,6 +428,10 @@ static void handle_gpu_pf(Parser *p, const char *key, const char *value) {
                 parser_gpu_mig_instances(p, g, value);
         else if (streq(key, "spatial_partition"))
                 parser_gpu_spatial_partition(p, g, value);
+        else if (streq(key, "vfs"))
+                parser_gpu_vfs(p, g, value);
+        else if (streq(key, "vram_quota"))
+                parser_gpu_vram_quota(p, g, value);
         else if ((r = config_gpu_mode_from_string(value)) < 0)
                 parser_error(p, p->line, "mode must be equal, mixed or mig, not '%s'", value);
         else

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stddef.h>
 
 #include "enumtable.h"
@@ -56,6 +57,8 @@ typedef struct ConfigGpu {
         ConfigGpuMode mode;
         char **mig_instances; /* mig: GPU instance profiles to make ("1g.24gb"), in order, may repeat */
         char *spatial_partition; /* AMD: the partition expected ("CPX"), checked, never set; NULL: none */
+        unsigned vfs;            /* Intel xe: the VFs to enable; 0: none declared */
+        uint64_t vram_quota;     /* Intel xe: each VF's VRAM quota in bytes; 0: the driver shares out */
         unsigned line;        /* of its section header */
 } ConfigGpu;
 
@@ -146,6 +149,9 @@ const ConfigType *config_find_type(const Config *c, const char *type);
 /* True when a parent is named explicitly under some type. */
 bool config_parent_is_listed(const Config *c, const char *parent);
 
+/* "8G", "512M", "1073741824": a size in bytes, K M G T by 1024 (pure).
+ * -EINVAL, or -ERANGE beyond 64 bits. */
+int config_parse_size(const char *s, uint64_t *ret);
 /* The [gpu_<PF>] section of a PF, or NULL (equal-size, no plan). */
 const ConfigGpu *config_gpu(const Config *c, const char *pf);
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Intel xe's SR-IOV PFs, VFs and their provisioning (xesriov.h). */
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -61,9 +62,25 @@ int xesriov_vf_index(int rootfd, const char *vf, char pf[PCI_ADDRESS_STRING_MAX]
         return -ENOENT;
 }
 
-int xesriov_vf_quota(int rootfd, const char *vf, uint64_t *ret) {
-        char pf[PCI_ADDRESS_STRING_MAX], path[PATH_MAX], buf[32], *end;
+/* A number a PF's attribute holds (path under the root). */
+static int attr_read_u64(int rootfd, const char *path, uint64_t *ret) {
+        char buf[32], *end;
         unsigned long long v;
+        int r;
+
+        r = read_small_at(rootfd, path, buf, sizeof buf);
+        if (r < 0)
+                return error_set(r, "cannot read '/%s': %s", path, strerror(-r));
+        errno = 0;
+        v = strtoull(buf, &end, 10);
+        if (errno || end == buf || *end || buf[0] == '-')
+                return error_set(-EBADMSG, "'/%s' holds '%s', not a number", path, buf);
+        *ret = v;
+        return 0;
+}
+
+int xesriov_vf_quota(int rootfd, const char *vf, uint64_t *ret) {
+        char pf[PCI_ADDRESS_STRING_MAX], path[PATH_MAX];
         unsigned k;
         int r;
 
@@ -71,15 +88,7 @@ int xesriov_vf_quota(int rootfd, const char *vf, uint64_t *ret) {
         if (r < 0)
                 return r;
         snprintf(path, sizeof path, PCI_DEVICES "/%s/sriov_admin/vf%u/profile/vram_quota", pf, k);
-        r = read_small_at(rootfd, path, buf, sizeof buf);
-        if (r < 0)
-                return error_set(r, "cannot read '/%s': %s", path, strerror(-r));
-        errno = 0;
-        v = strtoull(buf, &end, 10);
-        if (errno || end == buf || *end || buf[0] == '-')
-                return error_set(-EBADMSG, "'/%s' holds '%s', not a number of bytes", path, buf);
-        *ret = v;
-        return 0;
+        return attr_read_u64(rootfd, path, ret);
 }
 
 int xesriov_vf_current(int rootfd, const char *vf, unsigned *ret) {
@@ -90,5 +99,122 @@ int xesriov_vf_current(int rootfd, const char *vf, unsigned *ret) {
         if (r < 0)
                 return r;
         *ret = q / MIB > UINT_MAX ? UINT_MAX : (unsigned) (q / MIB);
+        return 0;
+}
+
+void xesriov_format_size(uint64_t bytes, char *buf, size_t size) {
+        static const char units[] = "TGMK";
+
+        for (unsigned i = 0; i < 4; i++) {
+                uint64_t unit = 1ull << (10 * (4 - i));
+
+                if (bytes && bytes % unit == 0) {
+                        snprintf(buf, size, "%" PRIu64 "%c", bytes / unit, units[i]);
+                        return;
+                }
+        }
+        snprintf(buf, size, "%" PRIu64, bytes);
+}
+
+int xesriov_pf_provisioned(int rootfd, const char *pf, unsigned vfs, uint64_t quota, unsigned *ret_numvfs) {
+        char path[PATH_MAX];
+        uint64_t n, q;
+        int r;
+
+        snprintf(path, sizeof path, PCI_DEVICES "/%s/sriov_numvfs", pf);
+        r = attr_read_u64(rootfd, path, &n);
+        if (r < 0)
+                return r;
+        *ret_numvfs = n > UINT_MAX ? UINT_MAX : (unsigned) n;
+        if (n != vfs)
+                return 0;
+        for (unsigned k = 1; quota && k <= vfs; k++) {
+                snprintf(path, sizeof path, PCI_DEVICES "/%s/sriov_admin/vf%u/profile/vram_quota", pf, k);
+                r = attr_read_u64(rootfd, path, &q);
+                if (r < 0)
+                        return r;
+                if (q != quota)
+                        return 0;
+        }
+        return 1;
+}
+
+/* One write of v to a PF's attribute, read back. */
+static int attr_write_u64(int rootfd, const char *path, uint64_t v) {
+        char buf[32];
+        uint64_t back;
+        int r;
+
+        snprintf(buf, sizeof buf, "%" PRIu64, v);
+        r = write_string_at(rootfd, path, buf);
+        if (r < 0)
+                return error_set(r, "cannot write '%s' to '/%s': %s (%s)", buf, path, strerror(-r), strerrorname_np(-r));
+        r = attr_read_u64(rootfd, path, &back);
+        if (r < 0)
+                return r;
+        if (back != v)
+                return error_set(-EIO, "'/%s' reads %" PRIu64 " after %s was written to it", path, back, buf);
+        return 0;
+}
+
+int xesriov_pf_check(int rootfd, const char *pf, unsigned vfs) {
+        char a[PCI_ADDRESS_STRING_MAX], path[PATH_MAX];
+        uint64_t total;
+        int r;
+
+        if (!pci_address_normalize(pf, a) || xesriov_is_pf(rootfd, a) <= 0)
+                return error_set(-ENODEV, "GPU %s is not an Intel GPU in SR-IOV PF mode (bound to xe, with sriov_admin/)", pf);
+        snprintf(path, sizeof path, PCI_DEVICES "/%s/sriov_totalvfs", a);
+        r = attr_read_u64(rootfd, path, &total);
+        if (r < 0)
+                return r;
+        if (vfs > total)
+                return error_set(-ERANGE, "GPU %s offers %" PRIu64 " VFs (/%s), fewer than the %u [gpu_%s] declares", a, total, path,
+                                 vfs, a);
+        return 0;
+}
+
+/* VFs enabled otherwise than declared: one line that says what to do. */
+static int provision_refused(const char *pf, unsigned vfs, uint64_t quota, unsigned numvfs) {
+        char size[32] = "";
+
+        if (quota)
+                xesriov_format_size(quota, size, sizeof size);
+        if (numvfs == vfs)
+                return error_set(-EBUSY, "GPU %s has its %u VFs enabled with a VRAM quota other than the %s [gpu_%s] declares: mdev-hooks never disables VFs a guest may hold; when none does, write 0 to /" PCI_DEVICES "/%s/sriov_numvfs and run gpu plan again",
+                                 pf, numvfs, size, pf, pf);
+        return error_set(-EBUSY, "GPU %s has %u VFs enabled, not the %u [gpu_%s] declares: mdev-hooks never disables VFs a guest may hold; when none does, write 0 to /" PCI_DEVICES "/%s/sriov_numvfs and run gpu plan again",
+                         pf, numvfs, vfs, pf, pf);
+}
+
+int xesriov_pf_provision(int rootfd, const char *pf, unsigned vfs, uint64_t quota, unsigned *ret_changed) {
+        char a[PCI_ADDRESS_STRING_MAX], path[PATH_MAX];
+        unsigned numvfs, changed = 0;
+        int r;
+
+        r = xesriov_pf_check(rootfd, pf, vfs);
+        if (r < 0)
+                return r;
+        pci_address_normalize(pf, a);
+        r = xesriov_pf_provisioned(rootfd, a, vfs, quota, &numvfs);
+        if (r != 0) {
+                if (r > 0)
+                        *ret_changed = 0;
+                return r < 0 ? r : 0;
+        }
+        if (numvfs != 0)
+                return provision_refused(a, vfs, quota, numvfs);
+        /* The quotas first: the driver takes them only while the VFs are disabled. */
+        for (unsigned k = 1; quota && k <= vfs; k++, changed++) {
+                snprintf(path, sizeof path, PCI_DEVICES "/%s/sriov_admin/vf%u/profile/vram_quota", a, k);
+                r = attr_write_u64(rootfd, path, quota);
+                if (r < 0)
+                        return r;
+        }
+        snprintf(path, sizeof path, PCI_DEVICES "/%s/sriov_numvfs", a);
+        r = attr_write_u64(rootfd, path, vfs);
+        if (r < 0)
+                return r;
+        *ret_changed = changed + 1;
         return 0;
 }

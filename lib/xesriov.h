@@ -12,8 +12,8 @@
  *   sys/bus/pci/devices/<PF>/sriov_admin/vf<N+1>/profile/vram_quota   bytes
  *
  * The type of a VF is named intel-xe-<MiB>, its quota in MiB
- * (intel-xe-6144: 6 GiB of VRAM). mdev-hooks reads the provisioning; it
- * does not write it yet (that comes with the declared state per GPU).
+ * (intel-xe-6144: 6 GiB of VRAM). The boot plan provisions a GPU as its
+ * [gpu_<PF>] vfs and vram_quota declare (xesriov_pf_provision()).
  */
 #pragma once
 
@@ -37,3 +37,20 @@ int xesriov_vf_index(int rootfd, const char *vf, char pf[PCI_ADDRESS_STRING_MAX]
 int xesriov_vf_quota(int rootfd, const char *vf, uint64_t *ret);
 /* The VF's type ID: its quota in MiB (0: none). -ENOENT: not such a VF. */
 int xesriov_vf_current(int rootfd, const char *vf, unsigned *ret);
+
+/* 0 if the PF is one of xe's in SR-IOV PF mode that can have vfs VFs
+ * (sriov_totalvfs), -errno with one line if not. */
+int xesriov_pf_check(int rootfd, const char *pf, unsigned vfs);
+/* 1 if the PF has vfs VFs enabled, each with quota bytes of VRAM (0: any),
+ * 0 if not, with *ret_numvfs the VFs it has; -errno (with a message) if it
+ * cannot be read. */
+int xesriov_pf_provisioned(int rootfd, const char *pf, unsigned vfs, uint64_t quota, unsigned *ret_numvfs);
+/* Brings the PF to vfs VFs, each with quota bytes of VRAM (0: the driver
+ * shares it out), in the driver's order: each VF's quota while the VFs are
+ * disabled, then sriov_numvfs; each write read back. 0 with *ret_changed
+ * the writes made (0: it was so already); -errno with one line naming the
+ * file, the value and the errno. VFs enabled otherwise are never disabled
+ * (a guest may hold one): that is an error that says what to do. */
+int xesriov_pf_provision(int rootfd, const char *pf, unsigned vfs, uint64_t quota, unsigned *ret_changed);
+/* "8G", "512M", or bytes: a size as the config writes it (pure). */
+void xesriov_format_size(uint64_t bytes, char *buf, size_t size);

@@ -2,7 +2,8 @@
 /*
  * A GPU's declared state beyond NVIDIA's modes (issue 37): an AMD GPU's
  * [gpu_<PF>] spatial_partition as the config reads it, and how the
- * partition read from GIM is compared with it (amdgim_partition_check()).
+ * partition read from GIM is compared with it (amdgim_partition_check());
+ * an Intel GPU's vfs and vram_quota, and the sizes they are written in.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -10,6 +11,7 @@
 #include "amdgim.h"
 #include "check.h"
 #include "config.h"
+#include "xesriov.h"
 
 static char tmpdir[] = "/tmp/test-gpu-declared-XXXXXX";
 static char path[256];
@@ -60,7 +62,7 @@ static void test_spatial_partition_errors(void) {
         expect_error("[gpu_0000:c1:00.0]\nspatial_partition = CPX\nmode = mig\nmig_instances = 1g.24gb\n", 1,
                      "has spatial_partition (an AMD GPU's) and mig_instances");
         expect_error("[gpu_0000:c1:00.0]\nmode = mixed\nspatial_partition = CPX\n", 1, "and mode (an NVIDIA GPU's)");
-        expect_error("[gpu_0000:c1:00.0]\npartition = CPX\n", 2, "(known: mode, mig_instances, spatial_partition)");
+        expect_error("[gpu_0000:c1:00.0]\npartition = CPX\n", 2, "unknown key 'partition' in [gpu_0000:c1:00.0]");
 }
 
 static void test_partition_vfs(void) {
@@ -94,6 +96,48 @@ static void test_partition_check(void) {
         check(!strchr(buf, '\n'));
 }
 
+static void test_xe_keys(void) {
+        _cleanup_config_free_ Config *c = NULL;
+        const ConfigGpu *g;
+
+        check(load("[gpu_0000:03:00.0]\nvfs = 3\nvram_quota = 6G\n[gpu_0000:05:00.0]\nvfs = 2\n", &c, NULL) == 0);
+        g = config_gpu(c, "0000:03:00.0");
+        check(g->vfs == 3 && g->vram_quota == 6ull << 30);
+        g = config_gpu(c, "0000:05:00.0");
+        check(g->vfs == 2 && g->vram_quota == 0);
+        expect_error("[gpu_0000:03:00.0]\nvfs = 0\n", 2, "vfs must be a number of VFs from 1 to 4096, not '0'");
+        expect_error("[gpu_0000:03:00.0]\nvfs = 2\nvram_quota = 8GB\n", 3, "vram_quota must be a size such as 8G");
+        expect_error("[gpu_0000:03:00.0]\nvram_quota = 8G\n", 1, "has vram_quota but no vfs");
+        expect_error("[gpu_0000:03:00.0]\nvfs = 2\nspatial_partition = CPX\n", 1, "has vfs (an Intel GPU's) and spatial_partition");
+        expect_error("[gpu_0000:03:00.0]\nvfs = 2\nmode = mixed\n", 1, "has vfs (an Intel GPU's) and mode or mig_instances");
+}
+
+static void test_sizes(void) {
+        uint64_t v = 7;
+        char buf[32];
+
+        check(config_parse_size("8G", &v) == 0 && v == 8ull << 30);
+        check(config_parse_size("512M", &v) == 0 && v == 512ull << 20);
+        check(config_parse_size("1T", &v) == 0 && v == 1ull << 40);
+        check(config_parse_size("4K", &v) == 0 && v == 4096);
+        check(config_parse_size("1073741824", &v) == 0 && v == 1ull << 30);
+        v = 7;
+        check(config_parse_size("8g", &v) == -EINVAL && v == 7);
+        check(config_parse_size("8GB", &v) == -EINVAL);
+        check(config_parse_size("-1", &v) == -EINVAL);
+        check(config_parse_size("", &v) == -EINVAL);
+        check(config_parse_size("99999999999T", &v) == -ERANGE);
+        check(config_parse_size("99999999999999999999", &v) == -ERANGE);
+        xesriov_format_size(8ull << 30, buf, sizeof buf);
+        check_streq(buf, "8G");
+        xesriov_format_size(1536ull << 20, buf, sizeof buf);
+        check_streq(buf, "1536M");
+        xesriov_format_size(1000, buf, sizeof buf);
+        check_streq(buf, "1000");
+        xesriov_format_size(0, buf, sizeof buf);
+        check_streq(buf, "0");
+}
+
 int main(void) {
         check(mkdtemp(tmpdir));
         snprintf(path, sizeof path, "%s/mdev-hooks.conf", tmpdir);
@@ -101,6 +145,8 @@ int main(void) {
         test_spatial_partition_errors();
         test_partition_vfs();
         test_partition_check();
+        test_xe_keys();
+        test_sizes();
         unlink(path);
         rmdir(tmpdir);
         return 0;
