@@ -16,6 +16,7 @@
 #include "backend.h"
 #include "amdgim.h"
 #include "gpustate.h"
+#include "xesriov.h"
 
 static const char help[] =
         "Usage: mdev-hooks check-config [--config FILE] [--json]\n"
@@ -167,8 +168,8 @@ static int check_amd_gpu(int rootfd, const ConfigGpu *g, Findings *f) {
 }
 
 /* [gpu_<PF>]: the PF is here, the tools can run, and the GPU can run its
- * declared mode where nvidia-smi -q says, or is in its declared partition
- * (AMD) (doc/design.md §9). */
+ * declared mode where nvidia-smi -q says, is in its declared partition
+ * (AMD), or can have its declared VFs (Intel xe) (doc/design.md §9). */
 static int check_gpus(int rootfd, const Config *c, Findings *f) {
         const char *smi = c->gpu_nvidia_smi ? c->gpu_nvidia_smi : CONFIG_GPU_NVIDIA_SMI;
         const char *sm = c->gpu_sriov_manage ? c->gpu_sriov_manage : CONFIG_GPU_SRIOV_MANAGE;
@@ -181,9 +182,9 @@ static int check_gpus(int rootfd, const Config *c, Findings *f) {
                 GpuState s = { .mig = GPU_UNKNOWN };
                 char path[128];
                 struct stat st;
-                bool first_nvidia = !g->spatial_partition && !nvidia_seen;
+                bool nvidia = !g->spatial_partition && !g->vfs, first_nvidia = nvidia && !nvidia_seen;
 
-                nvidia_seen |= !g->spatial_partition;
+                nvidia_seen |= nvidia;
                 snprintf(path, sizeof path, "sys/bus/pci/devices/%s", g->address);
                 if (fstatat(rootfd, path, &st, 0) < 0) {
                         r = finding_add(f, g->line, "[gpu_%s] is not a PCI device on this host (no /%s)", g->address, path);
@@ -191,6 +192,12 @@ static int check_gpus(int rootfd, const Config *c, Findings *f) {
                 }
                 if (g->spatial_partition) {
                         r = check_amd_gpu(rootfd, g, f);
+                        continue;
+                }
+                if (g->vfs) {
+                        error_clear();
+                        if (xesriov_pf_check(rootfd, g->address, g->vfs) < 0)
+                                r = finding_add(f, g->line, "%s", error_get(-EIO));
                         continue;
                 }
                 if (first_nvidia && access(sm, X_OK) < 0)

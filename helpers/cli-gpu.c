@@ -11,6 +11,7 @@
 #include "gpurecreate.h"
 #include "log.h"
 #include "pciaddr.h"
+#include "xesriov.h"
 
 static const char help[] =
         "Usage: mdev-hooks gpu plan [--if-declared] [PF]\n"
@@ -21,7 +22,8 @@ static const char help[] =
         "the order the driver needs: MIG mode, the VFs (sriov-manage -e), the\n"
         "heterogeneous mode, the GPU instances; each step is read back. Running\n"
         "it again changes nothing. An AMD GPU's partition (spatial_partition =)\n"
-        "is only checked: one that differs is one line and a failure.\n"
+        "is only checked: one that differs is one line and a failure. An Intel\n"
+        "GPU's (vfs =, vram_quota =): the quotas, then the VFs, read back.\n"
         "mdev-hooks-gpu@PF.service runs it when the PF appears. 'status' shows\n"
         "each GPU's declared and actual state and the\n"
         "steps a plan would take; --json also how many more vGPUs of each type\n"
@@ -52,12 +54,37 @@ static int plan_amd(int rootfd, const ConfigGpu *g) {
         return CLI_EXIT_OK;
 }
 
+/* An Intel xe GPU's plan: its VFs' quotas while they are disabled, then
+ * the VFs (xesriov_pf_provision()). */
+static int plan_xe(int rootfd, const ConfigGpu *g) {
+        unsigned changed = 0;
+        char size[32], what[64] = "VRAM shared out by the driver";
+
+        if (g->vram_quota) {
+                xesriov_format_size(g->vram_quota, size, sizeof size);
+                snprintf(what, sizeof what, "%s of VRAM each", size);
+        }
+        error_clear();
+        if (xesriov_pf_provision(rootfd, g->address, g->vfs, g->vram_quota, &changed) < 0) {
+                log_error("%s", error_get(-EIO));
+                return CLI_EXIT_FAILED;
+        }
+        if (changed)
+                printf("%s: %u VFs, %s: brought to its declared state (%u %s)\n", g->address, g->vfs, what, changed,
+                       changed == 1 ? "write" : "writes");
+        else
+                printf("%s: %u VFs, %s: already in its declared state\n", g->address, g->vfs, what);
+        return CLI_EXIT_OK;
+}
+
 static int plan_one(int rootfd, const Config *c, const ConfigGpu *g) {
         unsigned changed = 0, made = 0;
         int r;
 
         if (g->spatial_partition)
                 return plan_amd(rootfd, g);
+        if (g->vfs)
+                return plan_xe(rootfd, g);
 
         error_clear();
         r = gpu_plan_run(rootfd, c, g, &changed);
@@ -112,7 +139,9 @@ typedef struct GpuRow {
         size_t n_offers;
         const char *error; /* its state could not be read */
         AmdgimPartition amd; /* an AMD GPU's partition as read */
-        char amd_differs[64]; /* how it differs from the declared one, "" if not */
+        int xe_done;          /* an Intel GPU: 1 provisioned as declared, 0 not */
+        char differs[96];     /* AMD, Intel: how it differs from the declared state, "" if not */
+        char declared[48];    /* AMD, Intel: the declared state, shown */
 } GpuRow;
 
 static const char *tristate_string(GpuTristate t) {
@@ -139,9 +168,25 @@ static json_object *row_json_amd(const GpuRow *r) {
         json_object_object_add(o, "declared_spatial_partition", json_object_new_string(r->g->spatial_partition));
         json_object_object_add(o, "error", cli_json_string(r->error));
         json_object_object_add(o, "numvfs", json_object_new_int64(r->s.numvfs));
-        json_object_object_add(o, "partition_differs", r->error ? NULL : json_object_new_boolean(r->amd_differs[0] != '\0'));
+        json_object_object_add(o, "partition_differs", r->error ? NULL : json_object_new_boolean(r->differs[0] != '\0'));
         json_object_object_add(o, "pending_steps", json_object_new_array());
         json_object_object_add(o, "spatial_partition", r->error || !r->amd.spatial[0] ? NULL : json_object_new_string(r->amd.spatial));
+        return o;
+}
+
+/* An Intel xe GPU's row: its VFs and quota declared, the VFs it has. */
+static json_object *row_json_xe(const GpuRow *r) {
+        json_object *o = json_object_new_object(), *steps = json_object_new_array();
+
+        json_object_object_add(o, "address", json_object_new_string(r->g->address));
+        json_object_object_add(o, "declared_vfs", json_object_new_int64(r->g->vfs));
+        json_object_object_add(o, "declared_vram_quota", r->g->vram_quota ? json_object_new_int64((int64_t) r->g->vram_quota) : NULL);
+        json_object_object_add(o, "error", cli_json_string(r->error));
+        json_object_object_add(o, "numvfs", json_object_new_int64(r->s.numvfs));
+        if (!r->error && !r->xe_done && !r->differs[0])
+                json_object_array_add(steps, json_object_new_string("provision"));
+        json_object_object_add(o, "pending_steps", steps);
+        json_object_object_add(o, "provisioned", r->error ? NULL : json_object_new_boolean(r->xe_done == 1));
         return o;
 }
 
@@ -150,6 +195,8 @@ static json_object *row_json(const GpuRow *r) {
 
         if (r->g->spatial_partition)
                 return row_json_amd(r);
+        if (r->g->vfs)
+                return row_json_xe(r);
         o = json_object_new_object();
         steps = json_object_new_array();
         json_object_object_add(o, "address", json_object_new_string(r->g->address));
@@ -193,11 +240,12 @@ static int print_text(const GpuRow *rows, size_t n) {
                 for (size_t k = 0; k < r->p.n; k++)
                         snprintf(pending + strlen(pending), sizeof pending - strlen(pending), "%s%s", pending[0] ? "," : "",
                                  gpu_step_to_string(r->p.steps[k]));
-                bool amd = r->g->spatial_partition;
-                const char *row[] = { r->g->address, amd ? r->g->spatial_partition : config_gpu_mode_to_string(r->g->mode),
+                bool amd = r->g->spatial_partition || r->g->vfs; /* no NVIDIA modes */
+                const char *row[] = { r->g->address, amd ? r->declared : config_gpu_mode_to_string(r->g->mode),
                                       amd ? "n/a" : tristate_string(r->s.mig),
                                       amd || r->s.mig == GPU_ON ? "n/a" : tristate_string(r->s.het), vfs, gis[0] ? gis : NULL,
-                                      r->error ? r->error : r->amd_differs[0] ? r->amd_differs : pending[0] ? pending : "none" };
+                                      r->error ? r->error : r->differs[0] ? r->differs : pending[0] ? pending :
+                                      r->g->vfs && !r->xe_done ? "provision" : "none" };
                 if (cli_table_add(t, row) < 0)
                         return -ENOMEM;
         }
@@ -210,6 +258,7 @@ static void status_amd(int rootfd, GpuRow *row) {
         char msg[512];
 
         row->s.mig = row->s.het = GPU_UNKNOWN;
+        snprintf(row->declared, sizeof row->declared, "%s", row->g->spatial_partition);
         error_clear();
         if (amdgim_pf_partition(rootfd, row->g->address, &row->amd) < 0) {
                 row->error = strdup(error_get(-EIO));
@@ -217,8 +266,35 @@ static void status_amd(int rootfd, GpuRow *row) {
         }
         row->s.numvfs = row->amd.nvfs;
         if (amdgim_partition_check(row->g->address, &row->amd, row->g->spatial_partition, msg, sizeof msg) != 0)
-                snprintf(row->amd_differs, sizeof row->amd_differs, "differs: is %s, %u VFs",
+                snprintf(row->differs, sizeof row->differs, "differs: is %s, %u VFs",
                          row->amd.spatial[0] ? row->amd.spatial : "unknown", row->amd.nvfs);
+}
+
+/* An Intel xe GPU's row: its VFs and their quotas against the declared ones. */
+static void status_xe(int rootfd, GpuRow *row) {
+        const ConfigGpu *g = row->g;
+        char size[32];
+        int r;
+
+        row->s.mig = row->s.het = GPU_UNKNOWN;
+        snprintf(row->declared, sizeof row->declared, "%u VFs", g->vfs);
+        if (g->vram_quota) {
+                xesriov_format_size(g->vram_quota, size, sizeof size);
+                snprintf(row->declared, sizeof row->declared, "%u VFs x %s", g->vfs, size);
+        }
+        error_clear();
+        r = xesriov_pf_check(rootfd, g->address, g->vfs);
+        if (r >= 0)
+                r = xesriov_pf_provisioned(rootfd, g->address, g->vfs, g->vram_quota, &row->s.numvfs);
+        if (r < 0) {
+                row->error = strdup(error_get(-EIO));
+                return;
+        }
+        row->xe_done = r;
+        if (!r && row->s.numvfs == g->vfs)
+                snprintf(row->differs, sizeof row->differs, "differs: other VRAM quotas");
+        else if (!r && row->s.numvfs != 0)
+                snprintf(row->differs, sizeof row->differs, "differs: %u VFs enabled", row->s.numvfs);
 }
 
 static int status_main(int rootfd, const Config *c, bool json) {
@@ -230,8 +306,8 @@ static int status_main(int rootfd, const Config *c, bool json) {
                 return cli_oom();
         for (size_t i = 0; i < c->n_gpus; i++) {
                 rows[i].g = &c->gpus[i];
-                if (c->gpus[i].spatial_partition) {
-                        status_amd(rootfd, &rows[i]);
+                if (c->gpus[i].spatial_partition || c->gpus[i].vfs) {
+                        (c->gpus[i].vfs ? status_xe : status_amd)(rootfd, &rows[i]);
                         continue;
                 }
                 error_clear();

@@ -106,9 +106,9 @@ partition() {
         [ "$(jq -r '[.gpus[].pending_steps[]] | length' <<<"$output")" = 0 ]
 }
 
-# rule_wants DEVPATH VENDOR [DRIVER]: "udevadm test" of the built rules on a
-# fake PCI device in a private mount namespace (as nvidia-modes.bats does),
-# bound to DRIVER if given.
+# rule_wants DEVPATH VENDOR [DRIVER [TOTALVFS]]: "udevadm test" of the built
+# rules on a fake PCI device in a private mount namespace (as
+# nvidia-modes.bats does), bound to DRIVER and with sriov_totalvfs if given.
 rule_wants() {
         local d="$BATS_TEST_TMPDIR/fakesys$1"
         mkdir -p "$d" "$BATS_TEST_TMPDIR/fakesys/bus/pci/devices"
@@ -118,6 +118,7 @@ rule_wants() {
                 ln -sfn "$(realpath -m --relative-to="$d" "$BATS_TEST_TMPDIR/fakesys/bus/pci/drivers/$3")" "$d/driver"
         fi
         printf 'DRIVER=%s\n' "${3:-}" > "$d/uevent"
+        [ -z "${4:-}" ] || echo "$4" > "$d/sriov_totalvfs"
         echo "$2" > "$d/vendor"
         cat > "$BATS_TEST_TMPDIR/ns.sh" <<NS
 set -e
@@ -144,5 +145,132 @@ NS
         [[ "$output" == *"SYSTEMD_WANTS=mdev-hooks-gpu@$CPF.service"* ]]
         rm -rf "$BATS_TEST_TMPDIR/fakesys"
         rule_wants /devices/pci0000:c0/0000:c0:01.0/$CPF 0x1002
+        [[ "$output" != *"SYSTEMD_WANTS"* ]]
+}
+
+# --- Intel xe: [gpu_<PF>] vfs and vram_quota, on tests/sim/topologies/intel-xe.conf
+
+XPF=0000:03:00.0  # 24 GiB, 4 VFs possible, none enabled
+NOPF=0000:04:00.0 # not in PF mode (sriov_totalvfs 0)
+IGPU=0000:05:00.0 # no VRAM (a quota: EPERM), 2 VFs enabled
+
+# xe_conf LINE...: the intel-xe topology mounted instead, and a config of
+# only the LINEs.
+xe_conf() {
+        sim_umount
+        sim_mount intel-xe
+        config_write "$(printf '%s\n' "$@")"
+}
+
+xattr() {
+        cat "$SIM_SYS/bus/pci/devices/$1/$2"
+}
+
+quotas() {
+        local k
+        for k in 1 2 3 4; do xattr "$1" "sriov_admin/vf$k/profile/vram_quota"; done | tr '\n' ' '
+}
+
+@test "gpu plan gives an Intel GPU's VFs their VRAM quota, then enables them, and reads both back" {
+        xe_conf "[gpu_$XPF]" "vfs = 3" "vram_quota = 6G"
+        run -0 "$MH_CLI" gpu plan
+        [ "$output" = "$XPF: 3 VFs, 6G of VRAM each: brought to its declared state (4 writes)" ]
+        [ "$(xattr "$XPF" sriov_numvfs)" = 3 ]
+        [ "$(quotas "$XPF")" = "6442450944 6442450944 6442450944 0 " ]
+}
+
+@test "gpu plan a second time leaves an Intel GPU's VFs as they are" {
+        xe_conf "[gpu_$XPF]" "vfs = 3" "vram_quota = 6G"
+        "$MH_CLI" gpu plan > /dev/null
+        run -0 "$MH_CLI" gpu plan "$XPF"
+        [ "$output" = "$XPF: 3 VFs, 6G of VRAM each: already in its declared state" ]
+        [ "$(xattr "$XPF" sriov_numvfs)" = 3 ]
+}
+
+@test "gpu plan without vram_quota enables the VFs and lets the driver share the VRAM out" {
+        xe_conf "[gpu_$XPF]" "vfs = 4"
+        run -0 "$MH_CLI" gpu plan
+        [ "$output" = "$XPF: 4 VFs, VRAM shared out by the driver: brought to its declared state (1 write)" ]
+        [ "$(xattr "$XPF" sriov_numvfs)" = 4 ]
+}
+
+@test "once the VFs are gone, as after a reboot, gpu plan gives them back with their quotas" {
+        xe_conf "[gpu_$XPF]" "vfs = 2" "vram_quota = 8G"
+        "$MH_CLI" gpu plan > /dev/null
+        printf '0\n' > "$SIM_SYS/bus/pci/devices/$XPF/sriov_numvfs"
+        [ "$(quotas "$XPF")" = "0 0 0 0 " ]
+        run -0 "$MH_CLI" gpu plan
+        [[ "$output" == *"brought to its declared state (3 writes)"* ]]
+        [ "$(quotas "$XPF")" = "8589934592 8589934592 0 0 " ]
+}
+
+@test "gpu plan never disables an Intel GPU's VFs enabled otherwise: one line says what to do" {
+        xe_conf "[gpu_$XPF]" "vfs = 2" "vram_quota = 6G"
+        printf '3\n' > "$SIM_SYS/bus/pci/devices/$XPF/sriov_numvfs"
+        run --separate-stderr "$MH_CLI" gpu plan
+        echo "$stderr"
+        [ "$status" -ne 0 ]
+        [ "$(wc -l <<<"$stderr")" = 1 ]
+        [[ "$stderr" == *"GPU $XPF has 3 VFs enabled, not the 2 [gpu_$XPF] declares: mdev-hooks never disables VFs a guest may hold; when none does, write 0 to /sys/bus/pci/devices/$XPF/sriov_numvfs and run gpu plan again"* ]]
+        [ "$(xattr "$XPF" sriov_numvfs)" = 3 ]
+}
+
+@test "a quota the driver refuses is one line with the file, the value and the errno, and no VF is enabled" {
+        xe_conf "[gpu_$XPF]" "vfs = 2" "vram_quota = 20G"
+        run --separate-stderr "$MH_CLI" gpu plan
+        echo "$stderr"
+        [ "$status" -ne 0 ]
+        [ "$(wc -l <<<"$stderr")" = 1 ]
+        [[ "$stderr" == *"cannot write '21474836480' to '/sys/bus/pci/devices/$XPF/sriov_admin/vf2/profile/vram_quota': Input/output error (EIO)"* ]]
+        [ "$(xattr "$XPF" sriov_numvfs)" = 0 ]
+}
+
+@test "a quota on a GPU without VRAM fails with EPERM; more VFs than the GPU offers are refused before any write" {
+        xe_conf "[gpu_$IGPU]" "vfs = 2" "vram_quota = 1G"
+        printf '0\n' > "$SIM_SYS/bus/pci/devices/$IGPU/sriov_numvfs"
+        run "$MH_CLI" gpu plan
+        [ "$status" -ne 0 ]
+        [[ "$output" == *"vf1/profile/vram_quota': Operation not permitted (EPERM)"* ]]
+        config_write "$(printf '%s\n' "[gpu_$XPF]" "vfs = 5" "vram_quota = 1G")"
+        run "$MH_CLI" gpu plan
+        [ "$status" -ne 0 ]
+        [[ "$output" == *"GPU $XPF offers 4 VFs (/sys/bus/pci/devices/$XPF/sriov_totalvfs), fewer than the 5 [gpu_$XPF] declares"* ]]
+        [ "$(quotas "$XPF")" = "0 0 0 0 " ]
+}
+
+@test "check-config names an Intel GPU that cannot have its declared VFs, with its line" {
+        xe_conf "[gpu_$XPF]" "vfs = 5" "[gpu_$NOPF]" "vfs = 1"
+        run "$MH_CLI" check-config
+        echo "$output"
+        [ "$status" -ne 0 ]
+        [[ "$output" == *"mdev-hooks.conf:1: GPU $XPF offers 4 VFs"* ]]
+        [[ "$output" == *"mdev-hooks.conf:3: GPU $NOPF offers 0 VFs"* ]]
+        config_write "$(printf '%s\n' "[gpu_$XPF]" "vfs = 4" "vram_quota = 6G")"
+        run "$MH_CLI" check-config
+        echo "$output"
+        [ "$status" -eq 0 ]
+}
+
+@test "gpu status shows an Intel GPU's declared VFs and quota, and what a plan would do" {
+        xe_conf "[gpu_$XPF]" "vfs = 2" "vram_quota = 6G" "[gpu_$IGPU]" "vfs = 1"
+        run -0 "$MH_CLI" gpu status
+        echo "$output"
+        [[ "$(grep "^$XPF" <<<"$output")" =~ ^$XPF\ +2\ VFs\ x\ 6G\ +n/a\ +n/a\ +0\ +-\ +provision$ ]]
+        [[ "$(grep "^$IGPU" <<<"$output")" == *"1 VFs"*" 2 "*"differs: 2 VFs enabled" ]]
+        "$MH_CLI" gpu plan "$XPF" > /dev/null
+        run -0 "$MH_CLI" gpu status --json
+        [ "$(jq -r --arg p "$XPF" '.gpus[] | select(.address == $p) | "\(.declared_vfs) \(.declared_vram_quota) \(.numvfs) \(.provisioned) \(.pending_steps | length)"' <<<"$output")" = "2 6442450944 2 true 0" ]
+}
+
+@test "the udev rule wants mdev-hooks-gpu@PF.service for an Intel PF bound to xe, not for its VFs" {
+        command -v udevadm > /dev/null || skip "udevadm is not installed"
+        unshare -m true 2> /dev/null || skip "cannot make a mount namespace here"
+        [ -z "${MH_PREFIX:-}" ] || skip "reads the rules of the build tree"
+        rule_wants /devices/pci0000:00/0000:00:01.0/$XPF 0x8086 xe 4
+        echo "$output"
+        [ "$status" -eq 0 ]
+        [[ "$output" == *"SYSTEMD_WANTS=mdev-hooks-gpu@$XPF.service"* ]]
+        rm -rf "$BATS_TEST_TMPDIR/fakesys"
+        rule_wants /devices/pci0000:00/0000:00:01.0/0000:03:00.1 0x8086 xe
         [[ "$output" != *"SYSTEMD_WANTS"* ]]
 }
