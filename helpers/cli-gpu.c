@@ -3,7 +3,8 @@
  * `mdev-hooks gpu plan [PF]` and `mdev-hooks gpu status [--json]`: a GPU's
  * boot plan by hand (what mdev-hooks-gpu@PF.service runs when the PF
  * appears), and each configured GPU's declared state beside its actual one
- * (gpuplan.h).
+ * (gpuplan.h for NVIDIA's modes; an AMD GPU's partition is only checked,
+ * amdgim.h; an Intel GPU's VFs are provisioned, xesriov.h).
  */
 #include "amdgim.h"
 #include "cli.h"
@@ -240,10 +241,10 @@ static int print_text(const GpuRow *rows, size_t n) {
                 for (size_t k = 0; k < r->p.n; k++)
                         snprintf(pending + strlen(pending), sizeof pending - strlen(pending), "%s%s", pending[0] ? "," : "",
                                  gpu_step_to_string(r->p.steps[k]));
-                bool amd = r->g->spatial_partition || r->g->vfs; /* no NVIDIA modes */
-                const char *row[] = { r->g->address, amd ? r->declared : config_gpu_mode_to_string(r->g->mode),
-                                      amd ? "n/a" : tristate_string(r->s.mig),
-                                      amd || r->s.mig == GPU_ON ? "n/a" : tristate_string(r->s.het), vfs, gis[0] ? gis : NULL,
+                bool nvidia = !r->g->spatial_partition && !r->g->vfs; /* AMD, Intel: no modes */
+                const char *row[] = { r->g->address, nvidia ? config_gpu_mode_to_string(r->g->mode) : r->declared,
+                                      nvidia ? tristate_string(r->s.mig) : "n/a",
+                                      !nvidia || r->s.mig == GPU_ON ? "n/a" : tristate_string(r->s.het), vfs, gis[0] ? gis : NULL,
                                       r->error ? r->error : r->differs[0] ? r->differs : pending[0] ? pending :
                                       r->g->vfs && !r->xe_done ? "provision" : "none" };
                 if (cli_table_add(t, row) < 0)
