@@ -182,7 +182,7 @@ static int check_gpus(int rootfd, const Config *c, Findings *f) {
                 GpuState s = { .mig = GPU_UNKNOWN };
                 char path[128];
                 struct stat st;
-                bool nvidia = !g->spatial_partition && !g->vfs, first_nvidia = nvidia && !nvidia_seen;
+                bool nvidia = config_gpu_is_nvidia(g), first_nvidia = nvidia && !nvidia_seen;
 
                 nvidia_seen |= nvidia;
                 snprintf(path, sizeof path, "sys/bus/pci/devices/%s", g->address);

@@ -241,7 +241,7 @@ static int print_text(const GpuRow *rows, size_t n) {
                 for (size_t k = 0; k < r->p.n; k++)
                         snprintf(pending + strlen(pending), sizeof pending - strlen(pending), "%s%s", pending[0] ? "," : "",
                                  gpu_step_to_string(r->p.steps[k]));
-                bool nvidia = !r->g->spatial_partition && !r->g->vfs; /* AMD, Intel: no modes */
+                bool nvidia = config_gpu_is_nvidia(r->g); /* AMD, Intel: no modes */
                 const char *row[] = { r->g->address, nvidia ? config_gpu_mode_to_string(r->g->mode) : r->declared,
                                       nvidia ? tristate_string(r->s.mig) : "n/a",
                                       !nvidia || r->s.mig == GPU_ON ? "n/a" : tristate_string(r->s.het), vfs, gis[0] ? gis : NULL,

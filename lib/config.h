@@ -154,6 +154,11 @@ bool config_parent_is_listed(const Config *c, const char *parent);
 int config_parse_size(const char *s, uint64_t *ret);
 /* The [gpu_<PF>] section of a PF, or NULL (equal-size, no plan). */
 const ConfigGpu *config_gpu(const Config *c, const char *pf);
+/* Whether a [gpu_<PF>] section is an NVIDIA GPU's (a mode), not an AMD
+ * GPU's partition or an Intel GPU's VFs. */
+static inline bool config_gpu_is_nvidia(const ConfigGpu *g) {
+        return g && !g->spatial_partition && !g->vfs;
+}
 
 /* "nvidia-35, nvidia-36" (config order): for messages such as "type X is not
  * enabled here; enabled: ...". With no type enabled, "none" and the file to

@@ -134,7 +134,7 @@ static int declared_available(int rootfd, const Config *c, const char *pf, const
         size_t n = 0;
         int r;
 
-        if (!config_gpu(c, pf))
+        if (!config_gpu_is_nvidia(config_gpu(c, pf)))
                 return 0;
         if (gpu_state_read(rootfd, c, pf, &s) < 0) {
                 error_clear();

@@ -90,6 +90,19 @@ partition() {
         [[ "$output" == *"GPU $CPF is partitioned CPX (8 VFs), not SPX"* ]]
 }
 
+@test "inventory counts an AMD GPU with a declared partition as it does without, running no NVIDIA tool on it" {
+        config_types "$CPX" "$CPF" "$DPX" "$DPF"
+        run -0 "$MH_CLI" inventory --json
+        before=$output
+        printf '#!/bin/sh\necho "$*" >> "%s/smi.log"\nexit 1\n' "$BATS_TEST_TMPDIR" > "$BATS_TEST_TMPDIR/nvidia-smi"
+        chmod +x "$BATS_TEST_TMPDIR/nvidia-smi"
+        amd_conf CPX DPX
+        printf '[gpu]\nnvidia_smi = %s\n' "$BATS_TEST_TMPDIR/nvidia-smi" >> "$MDEV_HOOKS_ROOT/etc/mdev-hooks/mdev-hooks.conf"
+        run -0 "$MH_CLI" inventory --json
+        [ "$output" = "$before" ]
+        [ ! -e "$BATS_TEST_TMPDIR/smi.log" ]
+}
+
 @test "gpu status shows an AMD GPU's declared partition beside the one it is in" {
         amd_conf CPX QPX
         run -0 "$MH_CLI" gpu status
