@@ -136,13 +136,15 @@ static int check_backends(int rootfd, const ConfigType *t, const char *a, Findin
         return 0;
 }
 
-/* A PF with [gpu_<PF>] whose VFs are not there yet: its plan makes them.
+/* A PF with [gpu_<PF>] whose VFs are not there yet: its plan makes them
+ * (an AMD GPU's plan makes none: check_amd_gpu() says what is wrong).
  * 1 if so (the finding added), 0 if not. */
 static int check_declared_without_vfs(int rootfd, const Config *c, const ConfigType *t, const char *pf, Findings *f) {
+        const ConfigGpu *g = config_gpu(c, pf);
         char path[128], num[32];
         int r;
 
-        if (!config_gpu(c, pf))
+        if (!g || g->spatial_partition)
                 return 0;
         snprintf(path, sizeof path, "sys/bus/pci/devices/%s/sriov_numvfs", pf);
         if (read_small_at(rootfd, path, num, sizeof num) < 0 || !streq(num, "0"))
