@@ -9,9 +9,9 @@
 #include "amdgim.h"
 #include "cli.h"
 #include "gpuplan.h"
-#include "gpurecreate.h"
 #include "log.h"
 #include "pciaddr.h"
+#include "uevent.h"
 #include "xesriov.h"
 
 static const char help[] =
@@ -90,7 +90,7 @@ static int plan_one(int rootfd, const Config *c, const ConfigGpu *g) {
         error_clear();
         r = gpu_plan_run(rootfd, c, g, &changed);
         if (r >= 0)
-                r = gpu_recreate(rootfd, c, g->address, &made);
+                r = uevent_gpu_ready(rootfd, g->address, &made);
         if (r < 0) {
                 log_error("%s", error_get(r));
                 return CLI_EXIT_FAILED;

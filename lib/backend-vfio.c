@@ -125,6 +125,22 @@ static int nvidia_reconnect(HookContext *ctx) {
         return vf_reconnect(&vfio_nvidia, ctx);
 }
 
+/* recreate = eager: the VF of key programmed with type again. */
+static int nvidia_device_make(int rootfd, const char *parent, const char *type, const char *key) {
+        unsigned id;
+
+        (void) parent; /* the VF's PF, by the VF's address */
+        if (vfio_type_id(type, &id) < 0) {
+                error_clear();
+                return -EINVAL;
+        }
+        return vfio_vf_program(&vfio_nvidia, rootfd, key, id);
+}
+
+static void nvidia_device_record(const Config *c, int rootfd, LedgerEntry *e) {
+        vgpu_record_placement(c, rootfd, &vfio_nvidia, e->uuid, e->parent, e);
+}
+
 static bool nvidia_attach_serves(const AttachChoosing *ch) {
         return vf_attach_serves(&vfio_nvidia, ch);
 }
@@ -147,7 +163,8 @@ const Backend backend_nvidia_vfio = {
         .device_is = nvidia_device_is,
         .release = &vgpu_release_kind,
         .eperm_is_busy = true,
-        .device_make = NULL,
+        .device_make = nvidia_device_make,
+        .device_record = nvidia_device_record,
         .type_is_mine = nvidia_type_is_mine,
         .pick = nvidia_pick,
         .dom_has = vf_dom_has,

@@ -97,9 +97,14 @@ typedef struct Backend {
         /* The driver says EPERM where it means "in use" (NVIDIA's does). */
         bool eperm_is_busy;
         /* Makes the device of key again, as it was recorded (recreate =
-         * eager, after a reboot); the raw -errno of the write. NULL: this
-         * kind is made again when its guest starts, never by the udev helper. */
+         * eager: the udev helper when an mdev parent registers, `gpu plan`
+         * when a GPU is in its declared state); the raw -errno of the
+         * write. NULL: this kind is made again when its guest starts. */
         int (*device_make)(int rootfd, const char *parent, const char *type, const char *key);
+        /* What a record keeps of a device beyond its key and type, read
+         * after the device was made (NVIDIA's MIG mode: the GPU instance
+         * the driver chose). NULL: nothing. */
+        void (*device_record)(const Config *c, int rootfd, LedgerEntry *e);
 
         /* Whether type is one of this backend's type names (nvidia-<ID>). */
         bool (*type_is_mine)(const char *type);

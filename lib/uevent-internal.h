@@ -34,6 +34,7 @@ typedef struct UeventContext {
         bool dirty;          /* changed since the last ledger_sync() */
         LedgerEntry *stale;  /* records of an earlier boot: marked lost, or free and dropped */
         size_t n_stale;
+        unsigned made;       /* devices made again (recreate = eager) */
 } UeventContext;
 
 int context_open_ledger(UeventContext *c);

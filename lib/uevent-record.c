@@ -149,26 +149,69 @@ void device_type_now(UeventContext *c, const Backend *b, const char *key, char t
                 error_clear(); /* no such device (now): nothing on it */
 }
 
+/* recreate = eager: programs a guest's VF with its recorded type again. 1
+ * if it now carries it, 0 if not (logged). */
+static int vf_make(UeventContext *c, const Backend *b, LedgerEntry *e) {
+        char type[NAME_STRING_MAX];
+        int r;
+
+        r = b->device_make(c->rootfd, e->parent, e->type, e->uuid);
+        if (r < 0) {
+                log_msg(LOG_WARNING, "cannot program VF %s of guest '%s' with %s again: %s; it is programmed when the guest starts",
+                     e->uuid, e->guest, e->type, strerror(-r));
+                return 0;
+        }
+        device_type_now(c, b, e->uuid, type);
+        if (!streq(type, e->type)) {
+                log_msg(LOG_WARNING, "programmed VF %s of guest '%s' with %s again, but it carries '%s'; it is programmed when the guest starts",
+                     e->uuid, e->guest, e->type, type);
+                return 0;
+        }
+        e->has_placement = false;
+        if (b->device_record && c->config)
+                b->device_record(c->config, c->rootfd, e);
+        return 1;
+}
+
 /* record_refresh() for a device of a backend other than mdev's, such as a
  * vGPU of NVIDIA's VFIO framework (the record's key is its VF, vgpu.h):
  * true while the device carries the recorded type in this boot; otherwise
- * a guest's record is marked lost (its next start programs the VF again;
- * recreate = eager does not apply) and a free one dropped. */
-static int vf_record_refresh(UeventContext *c, const Backend *b, LedgerEntry *e, bool apply) {
+ * a free record is dropped and a guest's is marked lost (its next start
+ * programs the VF again) or, with recreate and a VF that carries nothing,
+ * programmed again now. */
+static int vf_record_refresh(UeventContext *c, const Backend *b, LedgerEntry *e, bool recreate, bool apply) {
         bool this_boot = streq(e->boot_id, c->boot_id);
         char type[NAME_STRING_MAX], boot[UUID_STRING_MAX];
         int r;
 
         device_type_now(c, b, e->uuid, type);
-        if ((this_boot && streq(type, e->type)) || e->state == LEDGER_LOST)
-                return 0; /* true as it stands, or lost already */
+        if (this_boot && streq(type, e->type) && e->state != LEDGER_LOST)
+                return 0; /* true as it stands */
+        recreate = recreate && b->device_make && !type[0] && e->state != LEDGER_FREE;
+        if (e->state == LEDGER_LOST && !recreate)
+                return 0; /* lost already: its guest's start programs it */
         if (!apply)
                 return 1;
         if (e->state == LEDGER_FREE) {
                 r = record_drop(c, e, this_boot ? "is gone" : "is from an earlier boot", !this_boot);
                 return r < 0 ? r : 1;
         }
+        if (recreate) {
+                r = vf_make(c, b, e);
+                if (r > 0) {
+                        e->remove_pending = false;
+                        r = record_set(c, e, LEDGER_ASSIGNED, LEDGER_CREATED, c->boot_id);
+                        if (r < 0)
+                                return r;
+                        c->made++;
+                        log_msg(LOG_NOTICE, "programmed VF %s of guest '%s' with %s again (recreate = eager)", e->uuid, e->guest, e->type);
+                        return 1;
+                }
+                if (e->state == LEDGER_LOST)
+                        return 0;
+        }
         memcpy(boot, e->boot_id, sizeof boot); /* kept: a VF made again is not mdev-hooks' */
+        e->has_placement = false; /* where the driver put it is gone with it */
         r = record_set(c, e, LEDGER_LOST, e->origin, boot);
         if (r < 0)
                 return r;
@@ -205,7 +248,7 @@ int record_refresh(UeventContext *c, LedgerEntry *e, bool recreate, bool apply) 
         const Backend *b = backend_of_record(e->uuid, e->type);
 
         if (b && b != &backend_mdev)
-                return vf_record_refresh(c, b, e, apply);
+                return vf_record_refresh(c, b, e, recreate, apply);
 
         r = mdev_lookup(c->rootfd, e->uuid, &m);
         if (r < 0)
@@ -251,6 +294,7 @@ int record_refresh(UeventContext *c, LedgerEntry *e, bool recreate, bool apply) 
                         r = record_set(c, e, LEDGER_ASSIGNED, LEDGER_CREATED, c->boot_id);
                         if (r < 0)
                                 return r;
+                        c->made++;
                         log_msg(LOG_NOTICE, "made mdev %s of guest '%s' (%s on '%s') again (recreate = eager)",
                              e->uuid, e->guest, e->type, e->parent);
                         return 1;

@@ -458,14 +458,14 @@ static int mdev_changed(UeventContext *c) {
 
 /* --- SR-IOV physical functions (sriov.c) ------------------------------------ */
 
-/* A VF of NVIDIA's VFIO framework appeared or bound (after sriov-manage -e,
- * or at boot): it has no vGPU now. A record of it (vgpu.h) that says
- * otherwise is from before: a guest's becomes lost (its next start
- * programs the VF again), a free one is dropped. */
-static int vf_appeared(UeventContext *c, const Backend *b) {
+/* A VF of a backend appeared or bound (NVIDIA's after sriov-manage -e, or
+ * at boot): it carries nothing now. A record of it that says otherwise is
+ * from before, and record_refresh() decides it: a guest's becomes lost (its
+ * next start, or the GPU's plan with recreate = eager, programs the VF
+ * again), a free one is dropped. */
+static int vf_appeared(UeventContext *c) {
         const char *vf = c->ev->name;
         LedgerEntry e;
-        char type[NAME_STRING_MAX];
         int r;
 
         r = context_open_ledger(c);
@@ -478,38 +478,20 @@ static int vf_appeared(UeventContext *c, const Backend *b) {
         }
         if (r < 0)
                 return r;
-        r = context_lock(c);
-        if (r < 0)
-                return r;
-        r = ledger_read(c->ledgerfd, vf, &e);
-        if (r == -ENOENT) {
-                error_clear();
-                return 0;
-        }
-        if (r < 0)
-                return r;
         r = boot_id_read(c->rootfd, c->boot_id);
         if (r < 0)
                 return r;
-        device_type_now(c, b, vf, type);
-        if (streq(e.boot_id, c->boot_id) && streq(type, e.type)) {
-                log_msg(LOG_DEBUG, "the record of %s %s agrees with the VF", b->noun, vf);
-                return 0;
-        }
-        if (e.state == LEDGER_ASSIGNED || e.state == LEDGER_INCOMING) {
-                char boot[UUID_STRING_MAX];
-
-                memcpy(boot, e.boot_id, sizeof boot);
-                r = record_set(c, &e, LEDGER_LOST, e.origin, boot);
-                if (r < 0)
-                        return r;
-                log_msg(LOG_NOTICE, "%s %s (%s) of guest '%s' is gone: its VF came back without it; the guest's next start programs it again",
-                     b->noun, vf, e.type, e.guest);
-                return 0;
-        }
-        if (e.state == LEDGER_FREE)
-                return record_drop(c, &e, "is gone: its VF came back without it", false);
-        return 0;
+        r = record_refresh(c, &e, false, false); /* a guest's VF bound for it: true, no lock */
+        if (r <= 0)
+                return r;
+        r = context_lock(c);
+        if (r < 0)
+                return r;
+        r = record_reread(c, vf, NULL, &e);
+        if (r <= 0)
+                return r;
+        r = record_refresh(c, &e, false, true);
+        return r < 0 ? r : 0;
 }
 
 static int pci_appeared(UeventContext *c) {
@@ -517,7 +499,7 @@ static int pci_appeared(UeventContext *c) {
         int r;
 
         if (b) /* a VF of a backend: NVIDIA's VFIO framework (vgpu.h), ... */
-                return vf_appeared(c, b);
+                return vf_appeared(c);
 
         /* Most PCI devices: not in the config at all. */
         r = sriov_config_mentions(c->rootfd, c->ev->name);
@@ -528,6 +510,22 @@ static int pci_appeared(UeventContext *c) {
         return sriov_enable(c->rootfd, c->config, c->ev->name, c->ev->add);
 }
 
+/* The end of an event's work, still under the lock if taken
+ * (context_done() lets it go): the batch made durable, and r, the work's
+ * result, kept over what the flush may say. */
+static int context_end(UeventContext *c, int r) {
+        ErrorSaved why;
+        int k;
+
+        if (r < 0) {
+                error_save(&why);
+                (void) context_flush(c);
+                return error_restore(r, &why);
+        }
+        k = context_flush(c);
+        return k < 0 ? k : r;
+}
+
 int uevent_handle(int rootfd, const Uevent *ev) {
         _cleanup_(context_done) UeventContext c = {
                 .rootfd = rootfd,
@@ -536,7 +534,7 @@ int uevent_handle(int rootfd, const Uevent *ev) {
                 .lockfd = -1,
         };
 
-        int r, k;
+        int r;
 
         switch (ev->kind) {
         case UEVENT_PARENT_REGISTERED:
@@ -554,14 +552,21 @@ int uevent_handle(int rootfd, const Uevent *ev) {
         default:
                 return 0;
         }
-        /* Still under the lock, if taken (context_done() lets it go). */
-        if (r < 0) {
-                ErrorSaved why; /* what went wrong, not what the flush may say */
+        return context_end(&c, r);
+}
 
-                error_save(&why);
-                (void) context_flush(&c);
-                return error_restore(r, &why);
-        }
-        k = context_flush(&c);
-        return k < 0 ? k : r;
+int uevent_gpu_ready(int rootfd, const char *pf, unsigned *ret_made) {
+        Uevent ev = { .kind = UEVENT_PARENT_REGISTERED };
+        _cleanup_(context_done) UeventContext c = {
+                .rootfd = rootfd,
+                .ev = &ev,
+                .ledgerfd = -1,
+                .lockfd = -1,
+        };
+        int r;
+
+        snprintf(ev.name, sizeof ev.name, "%s", pf);
+        r = context_end(&c, parent_changed(&c, true));
+        *ret_made = c.made;
+        return r;
 }

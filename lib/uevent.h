@@ -60,3 +60,10 @@ int uevent_classify(const char *action, const char *subsystem, const char *devpa
  * helper exits 0 either way. */
 #define UEVENT_LOCK_TIMEOUT_MAX 10
 int uevent_handle(int rootfd, const Uevent *ev);
+
+/* A GPU's boot plan has brought pf to its declared state (`mdev-hooks gpu
+ * plan`): its records are brought in line with sysfs as a parent's
+ * registration brings an mdev parent's, and with recreate = eager its
+ * guests' VFs are programmed again (*ret_made of them). As
+ * uevent_handle(), but the error is the caller's to report. */
+int uevent_gpu_ready(int rootfd, const char *pf, unsigned *ret_made);

@@ -660,6 +660,23 @@ free_is_what_fits() {
         [ "$(cat "$(nvattr "$(vf "$PF1" 1)" current_vgpu_type)")" = 0 ]
 }
 
+@test "after a reboot a MIG vGPU's lost record keeps no GPU instance of the boot before" {
+        plan_conf
+        "$MH_CLI" gpu plan > /dev/null
+        vstart m1 "$(vf "$PF2" 2)" "nvidia-$M8"
+        [ -n "$(record_get "$(vf "$PF2" 2)" gpu_instance_id)" ]
+        sim_reboot
+        "$MH_CLI" gpu plan > /dev/null
+        [ "$(record_get "$(vf "$PF2" 2)" state)" = lost ]
+        [ "$(record_get "$(vf "$PF2" 2)" guest)" = m1 ]
+        [ -z "$(record_get "$(vf "$PF2" 2)" gpu_instance_id)" ]
+        [ -z "$(record_get "$(vf "$PF2" 2)" placement_id)" ]
+        # its start programs it again, and records where the driver put it now
+        run vstart m1 "$(vf "$PF2" 2)" "nvidia-$M8"
+        [ "$status" -eq 0 ]
+        [ "$(record_get "$(vf "$PF2" 2)" gpu_instance_id)" = "$(cat "$(nvattr "$(vf "$PF2" 2)" gpu_instance_id)")" ]
+}
+
 # inventory_free PF: inventory's free count for the PF's configured type.
 inventory_free() {
         "$MH_CLI" inventory --json | jq -r --arg pf "$1" '.parents[] | select(.parent == $pf) | .free'

@@ -736,6 +736,22 @@ vf_event() {
         [ -z "$output" ]
 }
 
+@test "udev: a guest's VF bound for it agrees with its record, and the event does not wait for the lock" {
+        sim_mount nvidia-vfio
+        vfio_conf
+        printf '\n[hooks]\nlock_timeout = 1\n' >> "$MDEV_HOOKS_ROOT/etc/mdev-hooks/mdev-hooks.conf"
+        run vprepare g1 "pci=$VF1,type=nvidia-$Q4"
+        [ "$status" -eq 0 ]
+        lock_hold "$MDEV_HOOKS_ROOT/run/mdev-hooks/lock" "prepare other"
+        vf_event bind "$VF1"
+        lock_let_go
+        echo "$output"
+        [ "$status" -eq 0 ]
+        [ -z "$output" ]
+        [ "$(record_get "$VF1" state)" = assigned ]
+        [ "$(record_get "$VF1" guest)" = g1 ]
+}
+
 @test "udev: after a reboot a VF's record from the earlier boot is lost, and the guest's start programs it again" {
         sim_mount nvidia-vfio
         vfio_conf
