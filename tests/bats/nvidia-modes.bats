@@ -5,6 +5,8 @@
 # (mdev-hooks gpu plan) and what the programs do in each mode.
 # Tested against the simulator's model only: no GPU.
 
+bats_require_minimum_version 1.5.0
+
 load common
 load ../sim/sim
 
@@ -290,6 +292,59 @@ declared_state() {
         run "$MH_CLI" gpu plan
         [ "$status" -eq 0 ]
         declared_state
+}
+
+# killing_tools K: wrappers of the stand-ins in $KILL_DIR that count every
+# call of either tool and, on the K-th, SIGKILL the plan that ran it (the
+# mdev-hooks process above it) once the tool is done: the plan dies after a step took effect and before it read
+# the step back (or after a read, when the K-th call is one).
+KILL_DIR=
+killing_tools() {
+        local t
+        KILL_DIR="$BATS_TEST_TMPDIR/kill"
+        mkdir -p "$KILL_DIR"
+        : > "$KILL_DIR/calls"
+        for t in sriov-manage nvidia-smi; do
+                cat > "$KILL_DIR/$t" <<TOOL
+#!/bin/bash
+"$MH_SOURCE_DIR/tests/nvidia-tools/$t" "\$@"
+rc=\$?
+echo "$t \$*" >> "$KILL_DIR/calls"
+[ "\$(wc -l < "$KILL_DIR/calls")" -eq "$1" ] || exit \$rc
+p=\$PPID # the plan, above the sh -c it runs a tool in
+while [ "\$p" -gt 1 ] && [ "\$(cat /proc/\$p/comm)" != mdev-hooks ]; do p=\$(awk '{ print \$4 }' /proc/\$p/stat); done
+kill -KILL "\$p"
+exit \$rc
+TOOL
+                chmod +x "$KILL_DIR/$t"
+        done
+}
+
+@test "a plan killed after any of its tool calls: the next run finishes the declared state" {
+        local calls k
+        killing_tools 0
+        SRIOV_MANAGE="$KILL_DIR/sriov-manage" NVIDIA_SMI="$KILL_DIR/nvidia-smi" plan_conf
+        run "$MH_CLI" gpu plan
+        [ "$status" -eq 0 ]
+        declared_state
+        calls="$(wc -l < "$KILL_DIR/calls")"
+        [ "$calls" -ge 6 ] # MIG mode, two sriov-manage -e, -shm 1, the GPU instances, and reads
+        for k in $(seq 1 "$calls"); do
+                sim_reboot
+                killing_tools "$k"
+                run "$MH_CLI" gpu plan
+                echo "killed after call $k ($(tail -n 1 "$KILL_DIR/calls")): status $status"
+                [ "$status" -eq 137 ]
+                killing_tools 0 # the next run, to the end
+                run "$MH_CLI" gpu plan
+                echo "$output"
+                [ "$status" -eq 0 ]
+                declared_state
+                run "$MH_CLI" gpu plan
+                [ "$status" -eq 0 ]
+                [[ "$output" == *"$PF1: mixed: already in its declared state"* ]]
+                [[ "$output" == *"$PF2: mig: already in its declared state"* ]]
+        done
 }
 
 @test "gpu plan reports -mig 0 refused with VFs on in one line" {
