@@ -173,6 +173,24 @@ static int vf_make(UeventContext *c, const Backend *b, LedgerEntry *e) {
         return 1;
 }
 
+/* recreate = eager: makes a guest's device again, with its key, type and
+ * parent, and records it as the guest's in this boot. 1 if it now exists,
+ * 0 if not (logged), -errno. */
+static int record_remake(UeventContext *c, const Backend *b, LedgerEntry *e) {
+        int r = b == &backend_mdev ? mdev_make(c, e) : vf_make(c, b, e);
+
+        if (r <= 0)
+                return r;
+        e->remove_pending = false;
+        r = record_set(c, e, LEDGER_ASSIGNED, LEDGER_CREATED, c->boot_id);
+        if (r < 0)
+                return r;
+        c->made++;
+        log_msg(LOG_NOTICE, "made %s %s of guest '%s' (%s on '%s') again (recreate = eager)",
+             b->noun, e->uuid, e->guest, e->type, e->parent);
+        return 1;
+}
+
 /* record_refresh() for a device of a backend other than mdev's, such as a
  * vGPU of NVIDIA's VFIO framework (the record's key is its VF, vgpu.h):
  * true while the device carries the recorded type in this boot; otherwise
@@ -197,16 +215,9 @@ static int vf_record_refresh(UeventContext *c, const Backend *b, LedgerEntry *e,
                 return r < 0 ? r : 1;
         }
         if (recreate) {
-                r = vf_make(c, b, e);
-                if (r > 0) {
-                        e->remove_pending = false;
-                        r = record_set(c, e, LEDGER_ASSIGNED, LEDGER_CREATED, c->boot_id);
-                        if (r < 0)
-                                return r;
-                        c->made++;
-                        log_msg(LOG_NOTICE, "programmed VF %s of guest '%s' with %s again (recreate = eager)", e->uuid, e->guest, e->type);
-                        return 1;
-                }
+                r = record_remake(c, b, e);
+                if (r != 0)
+                        return r;
                 if (e->state == LEDGER_LOST)
                         return 0;
         }
@@ -286,19 +297,9 @@ int record_refresh(UeventContext *c, LedgerEntry *e, bool recreate, bool apply) 
                 return r < 0 ? r : 1;
         }
         if (recreate) {
-                r = mdev_make(c, e);
-                if (r < 0)
+                r = record_remake(c, &backend_mdev, e);
+                if (r != 0)
                         return r;
-                if (r > 0) {
-                        e->remove_pending = false;
-                        r = record_set(c, e, LEDGER_ASSIGNED, LEDGER_CREATED, c->boot_id);
-                        if (r < 0)
-                                return r;
-                        c->made++;
-                        log_msg(LOG_NOTICE, "made mdev %s of guest '%s' (%s on '%s') again (recreate = eager)",
-                             e->uuid, e->guest, e->type, e->parent);
-                        return 1;
-                }
                 if (e->state == LEDGER_LOST)
                         return 0;
         }
