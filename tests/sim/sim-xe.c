@@ -3,7 +3,10 @@
  * mdev-sysfs-sim: Intel's xe driver in SR-IOV PF mode (doc/design.md §9,
  * Documentation/ABI/testing/sysfs-driver-intel-xe-sriov, xe_pci_sriov.c,
  * xe_sriov_pf_sysfs.c): "xe PF-ADDRESS totalvfs=N [numvfs=N] vram=MiB
- * [notpf=ERANGE|ENODEV] [devpath=]". The PF, bound to xe, has
+ * [notpf=ERANGE|ENODEV] [device=0xNNNN] [devpath=]". device is the GPU's
+ * PCI device ID, its VFs' too (default 0xe211, an Arc Pro B60: Battlemage,
+ * which xe-vfio-pci drives; 0x56c0, a Flex 170, is one it does not). The
+ * PF, bound to xe, has
  * sriov_admin/vf1..vfN (N = totalvfs, there before the VFs are):
  *
  *   vfK/profile/exec_quantum_ms     u32, 0 unlimited (EINVAL: not a u32)
@@ -131,7 +134,7 @@ static void xe_attr(Pf *pf, Node *dir, const char *name, unsigned vf, int which,
 static void xe_pf_build(Pf *pf) {
         XeAdmin *x = pf->xe;
         Node *admin = node_dir(pf->dev, "sriov_admin");
-        node_text(pf->dev, "device", "0xe211");
+        node_text(pf->dev, "device", pf->device ? pf->device : vf_model_xe.device);
         x->dir = xcalloc(pf->total + 1, sizeof(Node *));
         for (unsigned i = 0; i < pf->total; i++) {
                 _cleanup_free_ char *name = xasprintf("vf%u", i + 1);
@@ -205,12 +208,12 @@ const VfModel vf_model_xe = {
 };
 
 const char *stmt_xe(char **w, size_t n, const TypeSet *cur) {
-        static const char *const keys[] = { "totalvfs", "numvfs", "vram", "notpf", "devpath", NULL };
+        static const char *const keys[] = { "totalvfs", "numvfs", "vram", "notpf", "device", "devpath", NULL };
         unsigned total, num = 0, vram;
         const char *v;
 
         if (cur || n < 3 || !name_is_pci(w[1]))
-                return "expected: xe PCI-ADDRESS totalvfs=N [numvfs=N] vram=MiB [notpf=ERANGE|ENODEV] [devpath=]";
+                return "expected: xe PCI-ADDRESS totalvfs=N [numvfs=N] vram=MiB [notpf=ERANGE|ENODEV] [device=0xNNNN] [devpath=]";
         if (!words_known(w, n, 2, keys))
                 return "unknown key for xe";
         v = word_opt(w, n, 2, "totalvfs");
@@ -226,12 +229,17 @@ const char *stmt_xe(char **w, size_t n, const TypeSet *cur) {
         int notpf = v ? errno_from_name(v) : ERANGE;
         if (notpf != ERANGE && notpf != ENODEV)
                 return "notpf: ERANGE or ENODEV";
+        const char *device = word_opt(w, n, 2, "device");
+        if (device && (strlen(device) != 6 || strncmp(device, "0x", 2) != 0 ||
+                       strspn(device + 2, "0123456789abcdef") != 4))
+                return "device: 0x and 4 lower-case hex digits";
         Pf *pf = xcalloc(1, sizeof(Pf));
         model.pfs = xrealloc(model.pfs, (model.n_pfs + 1) * sizeof(Pf *));
         model.pfs[model.n_pfs++] = pf;
         pf->name = xstrdup(w[1]);
         pf->vfio = true;
         pf->vfm = &vf_model_xe;
+        pf->device = device ? xstrdup(device) : NULL;
         v = word_opt(w, n, 2, "devpath");
         pf->devpath = v ? xstrdup(v) : pci_devpath(w[1]);
         pf->vf_set = &no_types;

@@ -200,6 +200,7 @@ struct Pf {
         unsigned n_gis, next_gi;
         char *partition; /* amdgim: the spatial partition mode ("CPX") */
         struct XeAdmin *xe; /* xe: sriov_admin/ (sim-xe.c) */
+        char *device; /* its PCI device ID and its VFs' (xe device=), NULL: the model's */
 };
 
 /* A VF of a vfio PF: one vGPU at most, programmed through current_vgpu_type. */
