@@ -51,7 +51,7 @@ int whole_forget(int rootfd, const char *vf, unsigned timeout_msec) {
         return 0; /* nothing of mdev-hooks' is on the VF */
 }
 
-/* --- pick: a VF of the type nobody holds, placed as every backend's are --- */
+/* --- choosing: a VF of the type nobody holds, placed as every backend's are */
 
 typedef struct Candidate {
         char pf[PCI_ADDRESS_STRING_MAX];
@@ -59,8 +59,15 @@ typedef struct Candidate {
         unsigned room;                   /* its VFs of the type nobody holds */
 } Candidate;
 
-static int pf_room(const WholeKind *w, int rootfd, int ledgerfd, const char *boot_id, const char *pf, unsigned id,
-                   Candidate *ret) {
+static bool taken_has(const WholeWant *want, const char *vf) {
+        for (size_t i = 0; i < want->n_taken; i++)
+                if (streq(want->taken[i], vf))
+                        return true;
+        return false;
+}
+
+static int pf_room(const WholeKind *w, int rootfd, int ledgerfd, const char *boot_id, const WholeWant *want,
+                   const char *pf, unsigned id, Candidate *ret) {
         _cleanup_strv_free_ char **vfs = NULL;
         int r;
 
@@ -78,10 +85,10 @@ static int pf_room(const WholeKind *w, int rootfd, int ledgerfd, const char *boo
                         error_clear();
                         continue;
                 }
-                r = owner_read(ledgerfd, *vf, boot_id, NULL, &s, NULL);
+                r = owner_read(ledgerfd, *vf, boot_id, want->guest, &s, NULL);
                 if (r < 0)
                         return r;
-                if (!owner_may_give(s, OWNER_OFFERED))
+                if (!owner_may_give(s, OWNER_OFFERED) || taken_has(want, *vf))
                         continue;
                 if (ret->room++ == 0)
                         snprintf(ret->vf, sizeof ret->vf, "%.12s", *vf);
@@ -106,16 +113,46 @@ static bool type_allows(const Config *c, const char *type, const char *pf) {
         return !config_parent_is_listed(c, pf);
 }
 
-int whole_pick(const WholeKind *w, int rootfd, int ledgerfd, const Config *c, const char *boot_id, const char *type,
-               SysfsMdev *ret) {
+int whole_pf_migratable(const WholeKind *w, int rootfd, const char *pf, char **reterr_why) {
+        if (!w->migratable) {
+                *reterr_why = strdup(w->why_no_migrate);
+                return *reterr_why ? 0 : -ENOMEM;
+        }
+        return w->migratable(rootfd, pf, reterr_why);
+}
+
+/* Keeps the candidates whose GPU's VFs can migrate; *ret_why: why the
+ * first that cannot, cannot. */
+static int candidates_migratable(const WholeKind *w, int rootfd, Candidate *l, size_t *n, char **ret_why) {
+        size_t k = 0;
+        int r;
+
+        for (size_t i = 0; i < *n; i++) {
+                _cleanup_free_ char *why = NULL;
+
+                r = whole_pf_migratable(w, rootfd, l[i].pf, &why);
+                if (r < 0)
+                        return r;
+                if (r > 0)
+                        l[k++] = l[i];
+                else if (!*ret_why)
+                        *ret_why = steal_pointer(&why);
+        }
+        *n = k;
+        return 0;
+}
+
+int whole_choose(const WholeKind *w, int rootfd, int ledgerfd, const Config *c, const char *boot_id,
+                 const WholeWant *want, SysfsMdev *ret) {
         _cleanup_strv_free_ char **pfs = NULL;
         _cleanup_free_ Candidate *l = NULL;
+        _cleanup_free_ char *why = NULL;
         size_t n = 0;
         unsigned id;
         int r;
 
-        if (vfio_kind_type_id(w->kind, type, &id) < 0)
-                return error_set(-EINVAL, "'%s' is not a type of %s (%s<N>)", type, w->kind->label, w->kind->prefix);
+        if (vfio_kind_type_id(w->kind, want->type, &id) < 0)
+                return error_set(-EINVAL, "'%s' is not a type of %s (%s<N>)", want->type, w->kind->label, w->kind->prefix);
         r = vfio_pf_list(w->kind, rootfd, &pfs);
         if (r < 0)
                 return r;
@@ -123,23 +160,35 @@ int whole_pick(const WholeKind *w, int rootfd, int ledgerfd, const Config *c, co
         if (!l)
                 return -ENOMEM;
         for (char **pf = pfs; *pf; pf++) {
-                if (!type_allows(c, type, *pf))
+                if (!type_allows(c, want->type, *pf))
                         continue;
-                r = pf_room(w, rootfd, ledgerfd, boot_id, *pf, id, &l[n]);
+                r = pf_room(w, rootfd, ledgerfd, boot_id, want, *pf, id, &l[n]);
                 if (r < 0)
                         return r;
                 if (l[n].room > 0)
                         n++;
         }
+        if (want->migratable && (r = candidates_migratable(w, rootfd, l, &n, &why)) < 0)
+                return r;
+        if (n == 0 && why)
+                return error_set(-ENOSPC, "no free %s of type %s here can migrate: %s; free one on a GPU whose VFs can, or migrate the guest to a host that has one",
+                                 w->noun, want->type, why);
         if (n == 0)
                 return error_set(-ENOSPC, "no free VF of type %s: no %s of that type here is free of guests (see mdev-hooks list)",
-                                 type, w->noun);
+                                 want->type, w->noun);
         qsort_r(l, n, sizeof *l, candidate_cmp, (void *) &c->placement);
         *ret = (SysfsMdev) { .uuid = "" };
         snprintf(ret->uuid, sizeof ret->uuid, "%s", l[0].vf);
         snprintf(ret->parent, sizeof ret->parent, "%s", l[0].pf);
-        snprintf(ret->type, sizeof ret->type, "%s", type);
+        snprintf(ret->type, sizeof ret->type, "%s", want->type);
         return 0;
+}
+
+int whole_pick(const WholeKind *w, int rootfd, int ledgerfd, const Config *c, const char *boot_id, const char *type,
+               SysfsMdev *ret) {
+        WholeWant want = { .type = type };
+
+        return whole_choose(w, rootfd, ledgerfd, c, boot_id, &want, ret);
 }
 
 /* --- the guest ------------------------------------------------------------ */
@@ -184,7 +233,8 @@ typedef struct WholeTxn {
         const WholeKind *w;
         HookContext *ctx;
         HookOp op;
-        void *vf; /* backend-vf.c's, for prepare */
+        void *vf;          /* backend-vf.c's, for prepare */
+        VgpuPlan migrate;  /* for migrate and restore */
 } WholeTxn;
 
 int whole_txn_new(const WholeKind *w, HookContext *ctx, HookOp op, void **ret) {
@@ -193,7 +243,7 @@ int whole_txn_new(const WholeKind *w, HookContext *ctx, HookOp op, void **ret) {
 
         if (!t)
                 return -ENOMEM;
-        *t = (WholeTxn) { .w = w, .ctx = ctx, .op = op };
+        *t = (WholeTxn) { .w = w, .ctx = ctx, .op = op, .migrate = { .kind = w->kind } };
         r = vf_txn_new(w->kind, ctx, op, &t->vf);
         if (r < 0) {
                 free(t);
@@ -208,13 +258,15 @@ int whole_txn_check(void *p) {
         const DomxmlVgpu *v;
         int r;
 
-        if (t->op != HOOK_OP_PREPARE) {
+        if (t->op != HOOK_OP_PREPARE && !t->w->migratable) {
                 v = dom_first(t->w, t->ctx);
                 if (!v)
                         return 0;
                 return error_set(-EOPNOTSUPP, "guest '%s' holds %s %s, which cannot migrate or be restored (%s): shut it down and start it where it should run",
                                  t->ctx->guest, t->w->noun, v->pci, t->w->why_no_migrate);
         }
+        if (t->op != HOOK_OP_PREPARE)
+                return whole_migrate_check(t->w, t->ctx, &t->migrate);
         r = check_types(t->w, t->ctx);
         if (r < 0)
                 return r;
@@ -224,13 +276,13 @@ int whole_txn_check(void *p) {
 int whole_txn_apply(void *p) {
         WholeTxn *t = p;
 
-        return t->op == HOOK_OP_PREPARE ? vf_txn_apply(t->vf) : 0;
+        return t->op == HOOK_OP_PREPARE ? vf_txn_apply(t->vf) : whole_migrate_apply(t->ctx, &t->migrate);
 }
 
 int whole_txn_rollback(void *p) {
         WholeTxn *t = p;
 
-        return t->op == HOOK_OP_PREPARE ? vf_txn_rollback(t->vf) : 0;
+        return t->op == HOOK_OP_PREPARE ? vf_txn_rollback(t->vf) : vgpu_rollback(t->ctx, &t->migrate);
 }
 
 void whole_txn_commit(void *p) {
@@ -241,5 +293,6 @@ void whole_txn_free(void *p) {
         WholeTxn *t = p;
 
         vf_txn_free(t->vf);
+        vgpu_plan_done(&t->migrate);
         free(t);
 }

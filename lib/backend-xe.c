@@ -6,9 +6,10 @@
  * as a <hostdev type='pci' managed='yes'> with an <mh:vgpu pci= [type=]>
  * entry. What it does with a guest is what every backend of VFs given whole
  * does (backend-whole.h: prepare borrows, release forgets, pick places,
- * migrate and restore are refused: a VF moves only through xe-vfio-pci,
- * which this backend does not bind yet); this file adds what is xe's: its
- * kind, its types' description and check-config's words on provisioning.
+ * migrate and restore choose a free VF of the type and rewrite the
+ * hostdev's address); this file adds what is xe's: its kind, which GPUs'
+ * VFs can migrate (through xe-vfio-pci, xesriov_pf_migratable()), its
+ * types' description and check-config's words on provisioning.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -26,7 +27,7 @@ static const WholeKind xe_whole = {
         .size = "its VRAM quota",
         .fix = "a quota is given before the VFs are enabled: echo 0 > sriov_numvfs, write sriov_admin/vfN/profile/vram_quota, enable them again",
         .unset = "its VRAM quota is 0; provision it (sriov_admin/vfN/profile/vram_quota) before enabling the VFs, or give no VF a quota and let xe share the VRAM out",
-        .why_no_migrate = "an xe VF migrates only through xe-vfio-pci, which mdev-hooks does not bind yet",
+        .migratable = xesriov_pf_migratable,
 };
 
 static const HookReleaseKind xe_release = {
