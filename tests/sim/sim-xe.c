@@ -20,6 +20,11 @@
  *   vfK/stop                        0200, "1" stops the VF
  *   vfK/device -> ../../../<VF>     only while the VF is enabled
  *
+ * The control command "xe-sched-refuse PF-ADDRESS EPERM|EIO|0 [knob=NAME]"
+ * makes every write to a VF's exec_quantum_ms or preempt_timeout_us (or
+ * to the one named) on that PF fail with that errno (EPERM: not applicable, EIO: the firmware refuses, as
+ * xe_gt_sriov_pf_config.c reports the GuC's refusal); 0 ends it.
+ *
  * sriov_numvfs: ERANGE above totalvfs (totalvfs 0: the GPU is not in PF
  * mode; notpf=ENODEV is the older kernels' errno), EBUSY while VFs are
  * enabled, 0 disables them and releases every VF's provisioning. Enabling
@@ -42,6 +47,8 @@ typedef struct XeAttr {
 typedef struct XeAdmin {
         unsigned long long vram;  /* bytes */
         int notpf_errno;
+        int sched_errno;          /* xe-sched-refuse: what a scheduling write fails with */
+        int sched_which;          /* XE_EQ, XE_PT, or -1: both */
         unsigned *eq, *pt;
         unsigned long long *quota;
         bool *stopped;
@@ -108,6 +115,9 @@ int xe_admin_write(const Node *n, const char *buf, size_t len) {
                 return -EINVAL;
         if (parse_u64(tmp, a->which == XE_QUOTA ? UINT64_MAX : UINT32_MAX, &v) < 0)
                 return -EINVAL;
+        if ((a->which == XE_EQ || a->which == XE_PT) && x->sched_errno &&
+            (x->sched_which < 0 || x->sched_which == a->which))
+                return -x->sched_errno;
         switch (a->which) {
         case XE_EQ:
                 x->eq[a->vf] = (unsigned) v;
@@ -254,4 +264,28 @@ const char *stmt_xe(char **w, size_t n, const TypeSet *cur) {
         x->stopped = xcalloc(total + 1, sizeof(bool));
         x->attrs = xcalloc(4 * (size_t) total + 1, sizeof(XeAttr));
         return NULL;
+}
+
+/* "xe-sched-refuse PF-ADDRESS EPERM|EIO|0 [knob=NAME]" (see the top).
+ * -ENOTTY: not an xe command. */
+int xe_ctl(char **w, size_t n) {
+        static const char *const keys[] = { "knob", NULL };
+        if (!streq(w[0], "xe-sched-refuse"))
+                return -ENOTTY;
+        if (n < 3 || !words_known(w, n, 3, keys))
+                return -EINVAL;
+        const char *knob = word_opt(w, n, 3, "knob");
+        int which = !knob ? -1 : streq(knob, "exec_quantum_ms") ? XE_EQ : streq(knob, "preempt_timeout_us") ? XE_PT : -2;
+        int e = streq(w[2], "0") ? 0 : errno_from_name(w[2]);
+        if (which == -2 || (e != 0 && e != EPERM && e != EIO))
+                return -EINVAL;
+        for (size_t i = 0; i < model.n_pfs; i++) {
+                Pf *pf = model.pfs[i];
+                if (!pf->xe || !streq(pf->name, w[1]))
+                        continue;
+                pf->xe->sched_errno = e;
+                pf->xe->sched_which = which;
+                return 0;
+        }
+        return -ENOENT;
 }

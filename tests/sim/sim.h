@@ -335,6 +335,7 @@ void pf_disable(Pf *pf);
 bool nvmode_can_create(const Vf *v, const TypeDef *d, unsigned *ret_gi);
 void nvmode_created(Vf *v, const TypeDef *d, unsigned gi);
 int nvmode_ctl(char **w, size_t n);
+int xe_ctl(char **w, size_t n);
 void nvmode_state(FILE *f);
 const char *nvmode_topology(Pf *pf, char **w, size_t n);
 
