@@ -10,6 +10,7 @@
 #include "backend-vf.h"
 #include "backend-whole.h"
 #include "error.h"
+#include "log.h"
 #include "owner.h"
 #include "pcidev.h"
 #include "place.h"
@@ -229,13 +230,127 @@ static int check_types(const WholeKind *w, const HookContext *ctx) {
         return 0;
 }
 
+/* --- prepare: the scheduling profile a guest's entry asks of its VF ------- */
+
+static bool sched_asked(const DomxmlSched *s) {
+        return s->has_exec_quantum || s->has_preempt_timeout;
+}
+
+/* Read only: a kind without a scheduling profile refuses an entry that
+ * asks for one. */
+static int check_sched(const WholeKind *w, const HookContext *ctx) {
+        for (size_t i = 0; i < ctx->dom->n_vgpus; i++) {
+                const DomxmlVgpu *v = &ctx->dom->vgpus[i];
+
+                if (!sched_asked(&v->sched) || w->sched_set || vfio_is_vf(w->kind, ctx->rootfd, v->pci) <= 0)
+                        continue;
+                return error_set(-EOPNOTSUPP, "VF %s is an %s, which has no scheduling profile: remove exec_quantum_ms= and preempt_timeout_us= from its <mh:vgpu> entry",
+                                 v->pci, w->noun);
+        }
+        return 0;
+}
+
+/* What a VF's profile was before prepare wrote it. */
+typedef struct SchedUndo {
+        char vf[PCI_ADDRESS_STRING_MAX];
+        DomxmlSched prev;
+        bool done; /* written (perhaps in part): to be put back */
+} SchedUndo;
+
 typedef struct WholeTxn {
         const WholeKind *w;
         HookContext *ctx;
         HookOp op;
         void *vf;          /* backend-vf.c's, for prepare */
+        SchedUndo *sched;  /* prepare: the profiles it wrote */
+        size_t n_sched;
         VgpuPlan migrate;  /* for migrate and restore */
 } WholeTxn;
+
+/* Puts back each profile prepare changed, last first; the first error. */
+static int sched_undo(WholeTxn *t) {
+        int ret = 0;
+
+        for (size_t i = t->n_sched; i-- > 0;) {
+                SchedUndo *u = &t->sched[i];
+                DomxmlSched cur, back = u->prev;
+                int r;
+
+                if (!u->done)
+                        continue;
+                /* a refused write changed nothing: write back only what differs */
+                if (t->w->sched_get(t->ctx->rootfd, u->vf, &cur) >= 0) {
+                        back.has_exec_quantum = cur.exec_quantum_ms != u->prev.exec_quantum_ms;
+                        back.has_preempt_timeout = cur.preempt_timeout_us != u->prev.preempt_timeout_us;
+                }
+                error_clear();
+                r = t->w->sched_set(t->ctx->rootfd, u->vf, &back);
+                if (r < 0 && ret == 0)
+                        ret = r;
+                u->done = false;
+        }
+        return ret;
+}
+
+/* One line for a profile the driver refused: what, and what to change. */
+static int sched_refused(const WholeTxn *t, const char *vf, int r) {
+        _cleanup_free_ char *why = strdup(error_get(r));
+
+        return error_set(r, "guest '%s' cannot have the scheduling profile it asks of %s %s: %s; fix or remove exec_quantum_ms= and preempt_timeout_us= in its <mh:vgpu> entry",
+                         t->ctx->guest, t->w->noun, vf, why ? why : strerror(-r));
+}
+
+/* After the claims: each VF's profile as its entry asks, read back. The
+ * caller undoes on failure (sched_undo()). */
+static int sched_apply(WholeTxn *t) {
+        const Domxml *dom = t->ctx->dom;
+        int r;
+
+        if (!t->w->sched_set)
+                return 0;
+        t->sched = calloc(dom->n_vgpus + 1, sizeof *t->sched);
+        if (!t->sched)
+                return -ENOMEM;
+        for (size_t i = 0; i < dom->n_vgpus; i++) {
+                const DomxmlVgpu *v = &dom->vgpus[i];
+                SchedUndo *u;
+
+                if (!sched_asked(&v->sched) || vfio_is_vf(t->w->kind, t->ctx->rootfd, v->pci) <= 0)
+                        continue;
+                u = &t->sched[t->n_sched++];
+                snprintf(u->vf, sizeof u->vf, "%.12s", v->pci);
+                r = t->w->sched_get(t->ctx->rootfd, v->pci, &u->prev);
+                if (r < 0)
+                        return sched_refused(t, v->pci, r);
+                u->done = true; /* before the write: a write in part is put back too */
+                r = t->w->sched_set(t->ctx->rootfd, v->pci, &v->sched);
+                if (r < 0)
+                        return sched_refused(t, v->pci, r);
+                log_info("%s %s: scheduling profile as guest '%s' asks", t->w->noun, v->pci, t->ctx->guest);
+        }
+        return 0;
+}
+
+/* prepare's apply: the claims (vgpu.c), then the profiles; all or nothing. */
+static int prepare_apply(WholeTxn *t) {
+        ErrorSaved why;
+        int r, k;
+
+        r = vf_txn_apply(t->vf); /* undoes its own on failure */
+        if (r < 0)
+                return r;
+        r = sched_apply(t);
+        if (r >= 0)
+                return 0;
+        error_save(&why);
+        k = sched_undo(t);
+        if (k < 0)
+                log_warning("a VF's scheduling profile could not be put back: %s", error_get(k));
+        k = vf_txn_rollback(t->vf);
+        if (k < 0)
+                log_warning("rollback left something behind: %s", error_get(k));
+        return error_restore(r, &why);
+}
 
 int whole_txn_new(const WholeKind *w, HookContext *ctx, HookOp op, void **ret) {
         WholeTxn *t = calloc(1, sizeof *t);
@@ -268,6 +383,8 @@ int whole_txn_check(void *p) {
         if (t->op != HOOK_OP_PREPARE)
                 return whole_migrate_check(t->w, t->ctx, &t->migrate);
         r = check_types(t->w, t->ctx);
+        if (r >= 0)
+                r = check_sched(t->w, t->ctx);
         if (r < 0)
                 return r;
         return vf_txn_check(t->vf);
@@ -276,13 +393,18 @@ int whole_txn_check(void *p) {
 int whole_txn_apply(void *p) {
         WholeTxn *t = p;
 
-        return t->op == HOOK_OP_PREPARE ? vf_txn_apply(t->vf) : whole_migrate_apply(t->ctx, &t->migrate);
+        return t->op == HOOK_OP_PREPARE ? prepare_apply(t) : whole_migrate_apply(t->ctx, &t->migrate);
 }
 
 int whole_txn_rollback(void *p) {
         WholeTxn *t = p;
+        int r, k;
 
-        return t->op == HOOK_OP_PREPARE ? vf_txn_rollback(t->vf) : vgpu_rollback(t->ctx, &t->migrate);
+        if (t->op != HOOK_OP_PREPARE)
+                return vgpu_rollback(t->ctx, &t->migrate);
+        r = t->n_sched ? sched_undo(t) : 0;
+        k = vf_txn_rollback(t->vf);
+        return r < 0 ? r : k;
 }
 
 void whole_txn_commit(void *p) {
@@ -293,6 +415,7 @@ void whole_txn_free(void *p) {
         WholeTxn *t = p;
 
         vf_txn_free(t->vf);
+        free(t->sched);
         vgpu_plan_done(&t->migrate);
         free(t);
 }

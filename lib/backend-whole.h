@@ -30,6 +30,12 @@ typedef struct WholeKind {
         /* 1 when the GPU pf's VFs can be live-migrated, 0 with *reterr_why
          * (one line) when not, -errno. NULL: this kind never migrates. */
         int (*migratable)(int rootfd, const char *pf, char **reterr_why);
+        /* The scheduling profile a guest's <mh:vgpu> entry may ask of a VF
+         * (DomxmlSched): read (for the undo), and written with each value
+         * read back (-errno with one line). NULL: the kind has none, and
+         * prepare refuses an entry that asks for one. */
+        int (*sched_get)(int rootfd, const char *vf, DomxmlSched *ret);
+        int (*sched_set)(int rootfd, const char *vf, const DomxmlSched *s);
 } WholeKind;
 
 /* What whole_choose() looks for: a VF of type that guest may have (NULL:

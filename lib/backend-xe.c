@@ -8,8 +8,10 @@
  * does (backend-whole.h: prepare borrows, release forgets, pick places,
  * migrate and restore choose a free VF of the type and rewrite the
  * hostdev's address); this file adds what is xe's: its kind, which GPUs'
- * VFs can migrate (through xe-vfio-pci, xesriov_pf_migratable()), its
- * types' description and check-config's words on provisioning.
+ * VFs can migrate (through xe-vfio-pci, xesriov_pf_migratable()), the
+ * scheduling profile a guest's entry may ask of its VF (exec_quantum_ms=,
+ * preempt_timeout_us=: written at prepare, read back), its types'
+ * description and check-config's words on provisioning.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -21,6 +23,31 @@
 #include "vgpu.h"
 #include "xesriov.h"
 
+/* A VF's scheduling profile (xesriov.h): both knobs read. */
+static int xe_sched_get(int rootfd, const char *vf, DomxmlSched *ret) {
+        DomxmlSched s = { .has_exec_quantum = true, .has_preempt_timeout = true };
+        int r;
+
+        r = xesriov_vf_sched_read(rootfd, vf, "exec_quantum_ms", &s.exec_quantum_ms);
+        if (r >= 0)
+                r = xesriov_vf_sched_read(rootfd, vf, "preempt_timeout_us", &s.preempt_timeout_us);
+        if (r < 0)
+                return r;
+        *ret = s;
+        return 0;
+}
+
+/* The knobs s asks for, each written and read back. */
+static int xe_sched_set(int rootfd, const char *vf, const DomxmlSched *s) {
+        int r = 0;
+
+        if (s->has_exec_quantum)
+                r = xesriov_vf_sched_write(rootfd, vf, "exec_quantum_ms", s->exec_quantum_ms);
+        if (r >= 0 && s->has_preempt_timeout)
+                r = xesriov_vf_sched_write(rootfd, vf, "preempt_timeout_us", s->preempt_timeout_us);
+        return r;
+}
+
 static const WholeKind xe_whole = {
         .kind = &vfio_xe,
         .noun = "Intel xe VF",
@@ -28,6 +55,8 @@ static const WholeKind xe_whole = {
         .fix = "a quota is given before the VFs are enabled: echo 0 > sriov_numvfs, write sriov_admin/vfN/profile/vram_quota, enable them again",
         .unset = "its VRAM quota is 0; provision it (sriov_admin/vfN/profile/vram_quota) before enabling the VFs, or give no VF a quota and let xe share the VRAM out",
         .migratable = xesriov_pf_migratable,
+        .sched_get = xe_sched_get,
+        .sched_set = xe_sched_set,
 };
 
 static const HookReleaseKind xe_release = {

@@ -259,6 +259,48 @@ int xesriov_pf_migratable(int rootfd, const char *pf, char **reterr_why) {
         return 0;
 }
 
+/* The path of a VF's profile knob under the root. */
+static int sched_path(int rootfd, const char *vf, const char *name, char path[PATH_MAX]) {
+        char pf[PCI_ADDRESS_STRING_MAX];
+        unsigned k;
+        int r;
+
+        if (!streq(name, "exec_quantum_ms") && !streq(name, "preempt_timeout_us"))
+                return -EINVAL;
+        r = xesriov_vf_index(rootfd, vf, pf, &k);
+        if (r < 0)
+                return error_set(r, "%s is not a VF of an Intel GPU on xe", vf);
+        snprintf(path, PATH_MAX, PCI_DEVICES "/%s/sriov_admin/vf%u/profile/%s", pf, k, name);
+        return 0;
+}
+
+int xesriov_vf_sched_read(int rootfd, const char *vf, const char *name, unsigned *ret) {
+        char path[PATH_MAX];
+        uint64_t v;
+        int r;
+
+        r = sched_path(rootfd, vf, name, path);
+        if (r < 0)
+                return r;
+        r = attr_read_u64(rootfd, path, &v);
+        if (r < 0)
+                return r;
+        if (v > UINT_MAX)
+                return error_set(-ERANGE, "'/%s' holds %" PRIu64 ", more than a u32", path, v);
+        *ret = (unsigned) v;
+        return 0;
+}
+
+int xesriov_vf_sched_write(int rootfd, const char *vf, const char *name, unsigned v) {
+        char path[PATH_MAX];
+        int r;
+
+        r = sched_path(rootfd, vf, name, path);
+        if (r < 0)
+                return r;
+        return attr_write_u64(rootfd, path, v);
+}
+
 int xesriov_pf_check(int rootfd, const char *pf, unsigned vfs) {
         char a[PCI_ADDRESS_STRING_MAX], path[PATH_MAX];
         uint64_t total;

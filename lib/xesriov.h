@@ -38,6 +38,13 @@ int xesriov_vf_quota(int rootfd, const char *vf, uint64_t *ret);
 /* The VF's type ID: its quota in MiB (0: none). -ENOENT: not such a VF. */
 int xesriov_vf_current(int rootfd, const char *vf, unsigned *ret);
 
+/* A VF's scheduling knob, name "exec_quantum_ms" or "preempt_timeout_us"
+ * (sriov_admin/vfN/profile/<name>, a u32, 0: unlimited): read; written and
+ * read back (-errno with one line naming the file, the value and the errno:
+ * EINVAL malformed, EPERM not applicable, EIO refused by the firmware). */
+int xesriov_vf_sched_read(int rootfd, const char *vf, const char *name, unsigned *ret);
+int xesriov_vf_sched_write(int rootfd, const char *vf, const char *name, unsigned v);
+
 /* Whether the PF's VFs can be live-migrated: 1 when xe-vfio-pci (kernel
  * 6.19, drivers/vfio/pci/xe/: Battlemage, Panther Lake, Wildcat Lake) is
  * installed for the running kernel and its ID table matches the GPU, read

@@ -90,3 +90,9 @@ setup() {
         mdev_absent "$U1"
         record_absent "$XVF2"
 }
+
+@test "an AMD VF asked for a scheduling profile is refused in one line, and the Intel VF is not claimed either" {
+        arefused g1 "pci=$XVF1,type=$XE,exec_quantum_ms=20" "pci=$AVF1,type=$AMD,exec_quantum_ms=20"
+        [[ "$output" == *"VF $AVF1 is an AMD MxGPU VF, which has no scheduling profile"* ]]
+        [ "$(cat "$SIM_SYS/bus/pci/devices/0000:03:00.0/sriov_admin/vf1/profile/exec_quantum_ms")" = 0 ]
+}

@@ -164,6 +164,64 @@ provision() {
         [[ "$output" == *"no free VF of type $X8"* ]]
 }
 
+@test "prepare writes the scheduling profile the guest's entry asks of its xe VF, read back" {
+        provision
+        run -0 aprepare g1 "pci=$XVF1,type=$X8,exec_quantum_ms=20,preempt_timeout_us=500000"
+        [ "$(cat "$(admin vf1/profile/exec_quantum_ms)")" = 20 ]
+        [ "$(cat "$(admin vf1/profile/preempt_timeout_us)")" = 500000 ]
+        [ "$(cat "$(admin vf2/profile/exec_quantum_ms)")" = 0 ]
+        [ "$(record_get "$XVF1" guest)" = g1 ]
+}
+
+@test "prepare with only one knob asked writes that one and leaves the other as it is" {
+        provision
+        put 7 "$(admin vf1/profile/exec_quantum_ms)"
+        run -0 aprepare g1 "pci=$XVF1,type=$X8,preempt_timeout_us=1000"
+        [ "$(cat "$(admin vf1/profile/exec_quantum_ms)")" = 7 ]
+        [ "$(cat "$(admin vf1/profile/preempt_timeout_us)")" = 1000 ]
+}
+
+# sched_refused NAME SPEC...: prepare is refused in one line naming the
+# scheduling profile, and nothing is claimed.
+sched_refused() {
+        run aprepare "$@"
+        echo "$output"
+        [ "$status" -eq 1 ]
+        [ "${#lines[@]}" -eq 1 ]
+        [[ "$output" == "mdev-hooks: $1: guest '$1' cannot have the scheduling profile it asks of Intel xe VF $XVF1: "* ]]
+        [ -z "$(records)" ]
+}
+
+@test "a scheduling profile the firmware refuses (EIO) refuses the start in one line, nothing claimed, the profile as it was" {
+        provision
+        put 7 "$(admin vf1/profile/exec_quantum_ms)"
+        sim_ctl xe-sched-refuse "$XPF" EIO
+        sched_refused g1 "pci=$XVF1,type=$X8,exec_quantum_ms=20"
+        [[ "$output" == *"exec_quantum_ms"*"(EIO)"* ]]
+        [ "$(cat "$(admin vf1/profile/exec_quantum_ms)")" = 7 ]
+}
+
+@test "a knob the driver says is not applicable (EPERM) refuses the start, and the knob written before it is put back" {
+        provision
+        put 7 "$(admin vf1/profile/exec_quantum_ms)"
+        sim_ctl xe-sched-refuse "$XPF" EPERM knob=preempt_timeout_us
+        sched_refused g1 "pci=$XVF1,type=$X8,exec_quantum_ms=20,preempt_timeout_us=1000"
+        [[ "$output" == *"preempt_timeout_us"*"(EPERM)"* ]]
+        [ "$(cat "$(admin vf1/profile/exec_quantum_ms)")" = 7 ]
+        [ "$(cat "$(admin vf1/profile/preempt_timeout_us)")" = 0 ]
+        # the same guest starts once the driver takes it
+        sim_ctl xe-sched-refuse "$XPF" 0
+        run -0 aprepare g1 "pci=$XVF1,type=$X8,exec_quantum_ms=20,preempt_timeout_us=1000"
+        [ "$(cat "$(admin vf1/profile/preempt_timeout_us)")" = 1000 ]
+}
+
+@test "a scheduling knob that is no u32 (what the driver refuses with EINVAL) is refused in one line before anything is written" {
+        provision
+        arefused g1 "pci=$XVF1,type=$X8,exec_quantum_ms=4294967296"
+        [[ "$output" == *"exec_quantum_ms '4294967296' is not a number from 0 to 4294967295"* ]]
+        arefused g1 "pci=$XVF1,type=$X8,preempt_timeout_us=-1"
+}
+
 @test "list, types and inventory show the xe VFs of each quota beside the mdevs" {
         provision
         run -0 aprepare g1 "pci=$XVF1,type=$X8" "$U1,type=nvidia-35"
