@@ -55,39 +55,45 @@ static int want_type(const WholeKind *w, const HookContext *ctx, const DomxmlVgp
                          w->noun, v->pci, ctx->guest, v->pci, w->kind->prefix);
 }
 
+/* Whether vf is one of w's here, carrying want's type, not chosen already. */
+static bool prefer_fits(const WholeKind *w, int rootfd, const WholeWant *want, const char *vf) {
+        char name[NAME_STRING_MAX];
+        unsigned cur;
+
+        if (vfio_is_vf(w->kind, rootfd, vf) <= 0 || vfio_vf_current(w->kind, rootfd, vf, &cur) < 0) {
+                error_clear();
+                return false;
+        }
+        snprintf(name, sizeof name, "%s%u", w->kind->prefix, cur);
+        return streq(name, want->type) && !whole_want_taken(want, vf);
+}
+
 /* Whether the incoming address is a VF here that the guest may have as it
- * is: w's, of type, free for the guest, not chosen already, on a GPU whose
- * VFs can migrate. 1 and *ret filled, 0 not, -errno. */
+ * is: prefer_fits(), free for the guest, on a GPU whose VFs can migrate.
+ * 1 and *ret filled, 0 not, -errno. */
 static int try_prefer(const WholeKind *w, const HookContext *ctx, const WholeWant *want, const char *vf,
                       SysfsMdev *ret) {
         _cleanup_free_ char *why = NULL;
-        char name[NAME_STRING_MAX];
         OwnerState s;
-        unsigned cur;
         int r;
 
-        if (vfio_is_vf(w->kind, ctx->rootfd, vf) <= 0 || vfio_vf_current(w->kind, ctx->rootfd, vf, &cur) < 0)
-                goto no;
-        snprintf(name, sizeof name, "%s%u", w->kind->prefix, cur);
-        if (!streq(name, want->type))
-                goto no;
-        for (size_t i = 0; i < want->n_taken; i++)
-                if (streq(want->taken[i], vf))
-                        goto no;
+        if (!prefer_fits(w, ctx->rootfd, want, vf))
+                return 0;
         r = owner_read(ctx->ledgerfd, vf, ctx->boot_id, ctx->guest, &s, NULL);
         if (r < 0)
                 return r;
-        if (!owner_may_give(s, OWNER_OFFERED) || vfio_vf_pf(ctx->rootfd, vf, ret->parent) < 0)
-                goto no;
+        if (!owner_may_give(s, OWNER_OFFERED))
+                return 0;
+        if (vfio_vf_pf(ctx->rootfd, vf, ret->parent) < 0) {
+                error_clear();
+                return 0;
+        }
         r = whole_pf_migratable(w, ctx->rootfd, ret->parent, &why);
         if (r <= 0)
-                return r;
+                return r; /* 0: placement says why, if no other VF fits */
         snprintf(ret->uuid, sizeof ret->uuid, "%s", vf);
         snprintf(ret->type, sizeof ret->type, "%s", want->type);
         return 1;
-no:
-        error_clear();
-        return 0;
 }
 
 /* One VF here for the domain's v: *it filled. */

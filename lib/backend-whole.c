@@ -60,7 +60,7 @@ typedef struct Candidate {
         unsigned room;                   /* its VFs of the type nobody holds */
 } Candidate;
 
-static bool taken_has(const WholeWant *want, const char *vf) {
+bool whole_want_taken(const WholeWant *want, const char *vf) {
         for (size_t i = 0; i < want->n_taken; i++)
                 if (streq(want->taken[i], vf))
                         return true;
@@ -89,7 +89,7 @@ static int pf_room(const WholeKind *w, int rootfd, int ledgerfd, const char *boo
                 r = owner_read(ledgerfd, *vf, boot_id, want->guest, &s, NULL);
                 if (r < 0)
                         return r;
-                if (!owner_may_give(s, OWNER_OFFERED) || taken_has(want, *vf))
+                if (!owner_may_give(s, OWNER_OFFERED) || whole_want_taken(want, *vf))
                         continue;
                 if (ret->room++ == 0)
                         snprintf(ret->vf, sizeof ret->vf, "%.12s", *vf);

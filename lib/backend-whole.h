@@ -56,6 +56,8 @@ int whole_vf_bound(int rootfd, const char *vf);
  * the others. */
 int whole_parent_offer(const WholeKind *w, int rootfd, const char *parent, const char *type, BackendOffer *ret,
                        bool *ret_offered);
+/* Whether vf is one of want->taken. */
+bool whole_want_taken(const WholeWant *want, const char *vf);
 /* whole_pf_migratable(): w->migratable, or 0 with why_no_migrate. */
 int whole_pf_migratable(const WholeKind *w, int rootfd, const char *pf, char **reterr_why);
 /* The VF placement gives for want (key, PF, type in *ret); -ENOSPC with one
