@@ -462,3 +462,22 @@ xe_migrate_refused() {
                 [ "$(record_get "$vf" guest)" = "$g" ]
         done
 }
+
+@test "a guest with two xe VFs never gets one VF twice: refused when only one of the type can migrate here" {
+        two_xe_hosts
+        sim_use "$A"
+        axml g1 "pci=$XVF1,type=$X8" "pci=$XVF2,type=$X8" > "$T/g1.xml"
+        run -0 hook g1 prepare begin - < "$T/g1.xml"
+        run -0 xe_guest other "$XVF1" "$B"
+        # XVF1 is other's: the first VF gets XVF2, which the second then cannot
+        xe_migrate_refused g1
+        [[ "$stderr" == *"cannot have its Intel xe VF $XVF2 ($X8) here"* ]]
+        [ "$(record_get "$XVF1" guest)" = other ]
+        record_absent "$XVF2"
+        # with XVF1 free again, each gets its own
+        run -0 hook other release end destroyed < "$T/other.xml"
+        migrate_to_b g1
+        [ "$status" -eq 0 ]
+        [ "$(record_get "$XVF1" guest)" = g1 ]
+        [ "$(record_get "$XVF2" guest)" = g1 ]
+}
