@@ -80,10 +80,23 @@ static int xe_parent_offer(int rootfd, const char *parent, const char *type, Bac
         return whole_parent_offer(&xe_whole, rootfd, parent, type, ret, ret_offered);
 }
 
+/* Whether the GPU's VFs migrate, for a type's description. */
+static const char *migrates_words(int rootfd, const char *parent) {
+        _cleanup_free_ char *why = NULL;
+        int r = xesriov_pf_migratable(rootfd, parent, &why);
+
+        if (r < 0) {
+                error_clear();
+                return "";
+        }
+        return r > 0 ? "; its VFs can migrate (xe-vfio-pci)" : "; its VFs cannot migrate (xe-vfio-pci does not drive this GPU here)";
+}
+
 /* One type per VRAM quota its VFs have (vfio_pf_offers(): the kind's
  * VFs carry their type). */
 static int xe_parent_types(int rootfd, const char *parent, SysfsType **ret, size_t *ret_n) {
         _cleanup_free_ VfioOffer *l = NULL;
+        const char *migrates;
         SysfsType *types;
         size_t n = 0;
         int r;
@@ -91,6 +104,7 @@ static int xe_parent_types(int rootfd, const char *parent, SysfsType **ret, size
         r = vfio_pf_offers(&vfio_xe, rootfd, parent, &l, &n, NULL, NULL);
         if (r < 0)
                 return r;
+        migrates = migrates_words(rootfd, parent);
         types = calloc(n + 1, sizeof *types);
         if (!types)
                 return -ENOMEM;
@@ -107,8 +121,9 @@ static int xe_parent_types(int rootfd, const char *parent, SysfsType **ret, size
                 t->id = strdup(l[i].type.type);
                 t->name = strdup_printf("Intel xe VF, %u MiB VRAM", l[i].type.id);
                 t->device_api = strdup("vfio-pci");
-                t->description = strdup_printf("%s: a VF with a VRAM quota of %u MiB; %u of %u such VFs free",
-                                               vfio_xe.label, l[i].type.id, o.available, o.existing + o.available);
+                t->description = strdup_printf("%s: a VF with a VRAM quota of %u MiB; %u of %u such VFs free%s",
+                                               vfio_xe.label, l[i].type.id, o.available, o.existing + o.available,
+                                               migrates);
                 t->available = o.available;
                 if (!t->id || !t->name || !t->device_api || !t->description)
                         return -ENOMEM;

@@ -481,3 +481,15 @@ xe_migrate_refused() {
         [ "$(record_get "$XVF1" guest)" = g1 ]
         [ "$(record_get "$XVF2" guest)" = g1 ]
 }
+
+@test "types says of each xe GPU whether its VFs can migrate here" {
+        two_xe_hosts
+        sim_use "$B"
+        run -0 "$MH_CLI" types --parent "$MGPU"
+        [[ "$output" == *"$X8"*"its VFs can migrate (xe-vfio-pci)"* ]]
+        run -0 "$MH_CLI" types --parent "$FLEX"
+        [[ "$output" == *"$X8"*"its VFs cannot migrate"* ]]
+        xe_vfio_pci_absent
+        run -0 "$MH_CLI" types --parent "$MGPU"
+        [[ "$output" == *"its VFs cannot migrate"* ]]
+}
