@@ -6,9 +6,12 @@
  * as a <hostdev type='pci' managed='yes'> with an <mh:vgpu pci= [type=]>
  * entry. What it does with a guest is what every backend of VFs given whole
  * does (backend-whole.h: prepare borrows, release forgets, pick places,
- * migrate and restore are refused: a VF moves only through xe-vfio-pci,
- * which this backend does not bind yet); this file adds what is xe's: its
- * kind, its types' description and check-config's words on provisioning.
+ * migrate and restore choose a free VF of the type and rewrite the
+ * hostdev's address); this file adds what is xe's: its kind, which GPUs'
+ * VFs can migrate (through xe-vfio-pci, xesriov_pf_migratable()), the
+ * scheduling profile a guest's entry may ask of its VF (exec_quantum_ms=,
+ * preempt_timeout_us=: written at prepare, read back), its types'
+ * description and check-config's words on provisioning.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -20,13 +23,40 @@
 #include "vgpu.h"
 #include "xesriov.h"
 
+/* A VF's scheduling profile (xesriov.h): both knobs read. */
+static int xe_sched_get(int rootfd, const char *vf, DomxmlSched *ret) {
+        DomxmlSched s = { .has_exec_quantum = true, .has_preempt_timeout = true };
+        int r;
+
+        r = xesriov_vf_sched_read(rootfd, vf, "exec_quantum_ms", &s.exec_quantum_ms);
+        if (r >= 0)
+                r = xesriov_vf_sched_read(rootfd, vf, "preempt_timeout_us", &s.preempt_timeout_us);
+        if (r < 0)
+                return r;
+        *ret = s;
+        return 0;
+}
+
+/* The knobs s asks for, each written and read back. */
+static int xe_sched_set(int rootfd, const char *vf, const DomxmlSched *s) {
+        int r = 0;
+
+        if (s->has_exec_quantum)
+                r = xesriov_vf_sched_write(rootfd, vf, "exec_quantum_ms", s->exec_quantum_ms);
+        if (r >= 0 && s->has_preempt_timeout)
+                r = xesriov_vf_sched_write(rootfd, vf, "preempt_timeout_us", s->preempt_timeout_us);
+        return r;
+}
+
 static const WholeKind xe_whole = {
         .kind = &vfio_xe,
         .noun = "Intel xe VF",
         .size = "its VRAM quota",
         .fix = "a quota is given before the VFs are enabled: echo 0 > sriov_numvfs, write sriov_admin/vfN/profile/vram_quota, enable them again",
         .unset = "its VRAM quota is 0; provision it (sriov_admin/vfN/profile/vram_quota) before enabling the VFs, or give no VF a quota and let xe share the VRAM out",
-        .why_no_migrate = "an xe VF migrates only through xe-vfio-pci, which mdev-hooks does not bind yet",
+        .migratable = xesriov_pf_migratable,
+        .sched_get = xe_sched_get,
+        .sched_set = xe_sched_set,
 };
 
 static const HookReleaseKind xe_release = {
@@ -50,10 +80,23 @@ static int xe_parent_offer(int rootfd, const char *parent, const char *type, Bac
         return whole_parent_offer(&xe_whole, rootfd, parent, type, ret, ret_offered);
 }
 
+/* Whether the GPU's VFs migrate, for a type's description. */
+static const char *migrates_words(int rootfd, const char *parent) {
+        _cleanup_free_ char *why = NULL;
+        int r = xesriov_pf_migratable(rootfd, parent, &why);
+
+        if (r < 0) {
+                error_clear();
+                return "";
+        }
+        return r > 0 ? "; its VFs can migrate (xe-vfio-pci)" : "; its VFs cannot migrate (xe-vfio-pci does not drive this GPU here)";
+}
+
 /* One type per VRAM quota its VFs have (vfio_pf_offers(): the kind's
  * VFs carry their type). */
 static int xe_parent_types(int rootfd, const char *parent, SysfsType **ret, size_t *ret_n) {
         _cleanup_free_ VfioOffer *l = NULL;
+        const char *migrates;
         SysfsType *types;
         size_t n = 0;
         int r;
@@ -61,6 +104,7 @@ static int xe_parent_types(int rootfd, const char *parent, SysfsType **ret, size
         r = vfio_pf_offers(&vfio_xe, rootfd, parent, &l, &n, NULL, NULL);
         if (r < 0)
                 return r;
+        migrates = migrates_words(rootfd, parent);
         types = calloc(n + 1, sizeof *types);
         if (!types)
                 return -ENOMEM;
@@ -77,8 +121,9 @@ static int xe_parent_types(int rootfd, const char *parent, SysfsType **ret, size
                 t->id = strdup(l[i].type.type);
                 t->name = strdup_printf("Intel xe VF, %u MiB VRAM", l[i].type.id);
                 t->device_api = strdup("vfio-pci");
-                t->description = strdup_printf("%s: a VF with a VRAM quota of %u MiB; %u of %u such VFs free",
-                                               vfio_xe.label, l[i].type.id, o.available, o.existing + o.available);
+                t->description = strdup_printf("%s: a VF with a VRAM quota of %u MiB; %u of %u such VFs free%s",
+                                               vfio_xe.label, l[i].type.id, o.available, o.existing + o.available,
+                                               migrates);
                 t->available = o.available;
                 if (!t->id || !t->name || !t->device_api || !t->description)
                         return -ENOMEM;

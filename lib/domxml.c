@@ -221,9 +221,41 @@ typedef struct MetaEntry {
         bool vgpu;
 } MetaEntry;
 
-/* <mh:vgpu pci= type= class=>. */
+/* An optional u32 attribute of an <mh:vgpu> entry: 1 and *ret when there,
+ * 0 when not, -EINVAL with a message when it is no u32. */
+static int vgpu_attr_u32(const xmlNode *e, const char *name, unsigned *ret) {
+        _cleanup_xmlfree_ xmlChar *v = attr_get(e, name);
+
+        if (!v)
+                return 0;
+        if (safe_atou((const char *) v, ret) < 0 || strchr((const char *) v, '\n'))
+                return error_set(-EINVAL, "domain XML line %ld: metadata <vgpu> %s '%s' is not a number from 0 to 4294967295",
+                                 node_line(e), name, show((const char *) v, (char[SHOW_MAX]) { 0 }));
+        return 1;
+}
+
+/* exec_quantum_ms= and preempt_timeout_us= of an <mh:vgpu> entry. */
+static int vgpu_sched_parse(const xmlNode *e, DomxmlSched *ret) {
+        DomxmlSched s = { .has_exec_quantum = false };
+        int r;
+
+        r = vgpu_attr_u32(e, "exec_quantum_ms", &s.exec_quantum_ms);
+        if (r < 0)
+                return r;
+        s.has_exec_quantum = r > 0;
+        r = vgpu_attr_u32(e, "preempt_timeout_us", &s.preempt_timeout_us);
+        if (r < 0)
+                return r;
+        s.has_preempt_timeout = r > 0;
+        if (ret)
+                *ret = s;
+        return 0;
+}
+
+/* <mh:vgpu pci= type= class= [exec_quantum_ms=] [preempt_timeout_us=]>. */
 static int parse_vgpu_entry(xmlNode *e, MetaEntry *ret) {
         _cleanup_xmlfree_ xmlChar *pci = attr_get(e, "pci"), *type = attr_get(e, "type"), *cls = attr_get(e, "class");
+        int r;
 
         if (!pci_address_is_valid((const char *) pci))
                 return error_set(-EINVAL, "domain XML line %ld: metadata <vgpu> pci '%s' is not a PCI address such as 0000:41:00.4",
@@ -234,6 +266,9 @@ static int parse_vgpu_entry(xmlNode *e, MetaEntry *ret) {
         if (cls && !mdev_class_is_valid((const char *) cls))
                 return error_set(-EINVAL, "domain XML line %ld: metadata <vgpu> class '%s' is not VGPU or CUSTOM_[A-Z0-9_]+",
                                  node_line(e), show((const char *) cls, (char[SHOW_MAX]) { 0 }));
+        r = vgpu_sched_parse(e, NULL);
+        if (r < 0)
+                return r;
         ret->node = e;
         ret->vgpu = true;
         pci_address_normalize((const char *) pci, ret->uuid); /* as sysfs names it: lower case */
@@ -346,6 +381,7 @@ static int apply_metadata(Domxml *d, const MetaEntry *entries, size_t n_entries)
                         v->has_meta = true;
                         copy_attr(v->meta, "type", v->type, sizeof v->type);
                         copy_attr(v->meta, "class", v->mdev_class, sizeof v->mdev_class);
+                        (void) vgpu_sched_parse(v->meta, &v->sched); /* checked by parse_vgpu_entry() */
                         continue;
                 }
                 k = domxml_find_mdev(d, entries[i].uuid);

@@ -44,6 +44,14 @@ typedef struct DomxmlMdev {
  * metadata entry <mh:vgpu pci="0000:41:00.4" type="nvidia-1150"/> (or
  * class=) in the same <mh:mdevs>. Whether the device is such a VF is for
  * the caller to find out (sysfs); an ordinary passthrough device is one too. */
+/* The scheduling profile an <mh:vgpu> entry may ask of its VF (Intel's
+ * xe: sriov_admin/vfN/profile/): exec_quantum_ms=, preempt_timeout_us=,
+ * each a u32 (0: unlimited), each optional. */
+typedef struct DomxmlSched {
+        bool has_exec_quantum, has_preempt_timeout;
+        unsigned exec_quantum_ms, preempt_timeout_us;
+} DomxmlSched;
+
 typedef struct DomxmlVgpu {
         char pci[16];                     /* source address, "dddd:bb:ss.f" lower case */
         char orig_pci[16];                /* as parsed (domxml_set_vgpu_pci() changes pci) */
@@ -53,6 +61,7 @@ typedef struct DomxmlVgpu {
         xmlNode *address;                 /* <source><address domain= bus= slot= function=> */
         xmlNode *meta;                    /* the <mh:vgpu> element, or NULL */
         bool has_meta;                    /* a metadata entry names it */
+        DomxmlSched sched;                /* what the entry asks of its scheduling */
 } DomxmlVgpu;
 
 typedef struct Domxml {

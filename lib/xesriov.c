@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -155,6 +156,149 @@ static int attr_write_u64(int rootfd, const char *path, uint64_t v) {
         if (back != v)
                 return error_set(-EIO, "'/%s' reads %" PRIu64 " after %s was written to it", path, back, buf);
         return 0;
+}
+
+/* --- live migration: xe-vfio-pci's ID table -------------------------------- */
+
+#define XE_VFIO_MODULE "xe_vfio_pci"
+
+/* The PF's ID as a VFIO driver's alias matches it: its modalias with
+ * "vfio_pci:" for "pci:", else one made of its vendor and device. */
+static int pf_vfio_subject(int rootfd, const char *pf, char *buf, size_t size, char device[32]) {
+        char path[PATH_MAX], vendor[32], alias[256], *end;
+        unsigned long v, d;
+        int r;
+
+        snprintf(path, sizeof path, PCI_DEVICES "/%s/device", pf);
+        r = read_small_at(rootfd, path, device, 32);
+        if (r < 0)
+                return error_set(r, "cannot read '/%s': %s", path, strerror(-r));
+        snprintf(path, sizeof path, PCI_DEVICES "/%s/modalias", pf);
+        if (read_small_at(rootfd, path, alias, sizeof alias) >= 0 && strncmp(alias, "pci:", 4) == 0) {
+                snprintf(buf, size, "vfio_pci:%s", alias + 4);
+                return 0;
+        }
+        snprintf(path, sizeof path, PCI_DEVICES "/%s/vendor", pf);
+        r = read_small_at(rootfd, path, vendor, sizeof vendor);
+        if (r < 0)
+                return error_set(r, "cannot read '/%s': %s", path, strerror(-r));
+        errno = 0;
+        v = strtoul(vendor, &end, 16);
+        if (errno || *end)
+                return error_set(-EBADMSG, "'/%s' holds '%s', not a PCI vendor ID", path, vendor);
+        d = strtoul(device, &end, 16);
+        if (errno || *end)
+                return error_set(-EBADMSG, "'/" PCI_DEVICES "/%s/device' holds '%s', not a PCI device ID", pf, device);
+        snprintf(buf, size, "vfio_pci:v%08lXd%08lXsv%08lXsd%08lXbc03sc00i00", v, d, 0ul, 0ul);
+        return 0;
+}
+
+/* Scans modules.alias for xe_vfio_pci's aliases: whether there is one, and
+ * whether one matches subject. */
+static int alias_scan(int rootfd, const char *path, const char *subject, bool *ret_installed, bool *ret_match) {
+        _cleanup_fclose_ FILE *f = NULL;
+        _cleanup_free_ char *line = NULL;
+        size_t n = 0;
+        int fd;
+
+        fd = openat(rootfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return -errno;
+        f = fdopen(fd, "re");
+        if (!f) {
+                int r = -errno;
+                close(fd);
+                return r;
+        }
+        *ret_installed = *ret_match = false;
+        while (getline(&line, &n, f) >= 0) {
+                char pattern[512], module[128];
+
+                if (sscanf(line, "alias %511s %127s", pattern, module) != 2 || !streq(module, XE_VFIO_MODULE))
+                        continue;
+                *ret_installed = true;
+                if (fnmatch(pattern, subject, 0) == 0) {
+                        *ret_match = true;
+                        break;
+                }
+        }
+        return ferror(f) ? -EIO : 0;
+}
+
+int xesriov_pf_migratable(int rootfd, const char *pf, char **reterr_why) {
+        char release[128], path[PATH_MAX], subject[300], device[32];
+        bool installed = false, match = false;
+        char *why;
+        int r;
+
+        r = read_small_at(rootfd, "proc/sys/kernel/osrelease", release, sizeof release);
+        if (r < 0)
+                return error_set(r, "cannot read '/proc/sys/kernel/osrelease': %s", strerror(-r));
+        if (!release[0] || strchr(release, '/'))
+                return error_set(-EBADMSG, "'/proc/sys/kernel/osrelease' holds '%s', not a kernel release", release);
+        r = pf_vfio_subject(rootfd, pf, subject, sizeof subject, device);
+        if (r < 0)
+                return r;
+        snprintf(path, sizeof path, "lib/modules/%s/modules.alias", release);
+        r = alias_scan(rootfd, path, subject, &installed, &match);
+        if (r < 0 && r != -ENOENT)
+                return error_set(r, "cannot read '/%s': %s", path, strerror(-r));
+        if (match)
+                return 1;
+        if (r == -ENOENT)
+                why = strdup_printf("xe-vfio-pci cannot be found for kernel %s: '/%s' is missing (run depmod)", release, path);
+        else if (!installed)
+                why = strdup_printf("xe-vfio-pci is not installed for kernel %s (no xe_vfio_pci alias in '/%s'): an xe VF migrates only through it, in kernel 6.19 or later built with CONFIG_XE_VFIO_PCI",
+                                    release, path);
+        else
+                why = strdup_printf("GPU %s (device %s) is not one that xe-vfio-pci drives (its ID table in '/%s': Battlemage, Panther Lake, Wildcat Lake), so its VFs cannot migrate",
+                                    pf, device, path);
+        if (!why)
+                return -ENOMEM;
+        *reterr_why = why;
+        return 0;
+}
+
+/* The path of a VF's profile knob under the root. */
+static int sched_path(int rootfd, const char *vf, const char *name, char path[PATH_MAX]) {
+        char pf[PCI_ADDRESS_STRING_MAX];
+        unsigned k;
+        int r;
+
+        if (!streq(name, "exec_quantum_ms") && !streq(name, "preempt_timeout_us"))
+                return -EINVAL;
+        r = xesriov_vf_index(rootfd, vf, pf, &k);
+        if (r < 0)
+                return error_set(r, "%s is not a VF of an Intel GPU on xe", vf);
+        snprintf(path, PATH_MAX, PCI_DEVICES "/%s/sriov_admin/vf%u/profile/%s", pf, k, name);
+        return 0;
+}
+
+int xesriov_vf_sched_read(int rootfd, const char *vf, const char *name, unsigned *ret) {
+        char path[PATH_MAX];
+        uint64_t v;
+        int r;
+
+        r = sched_path(rootfd, vf, name, path);
+        if (r < 0)
+                return r;
+        r = attr_read_u64(rootfd, path, &v);
+        if (r < 0)
+                return r;
+        if (v > UINT_MAX)
+                return error_set(-ERANGE, "'/%s' holds %" PRIu64 ", more than a u32", path, v);
+        *ret = (unsigned) v;
+        return 0;
+}
+
+int xesriov_vf_sched_write(int rootfd, const char *vf, const char *name, unsigned v) {
+        char path[PATH_MAX];
+        int r;
+
+        r = sched_path(rootfd, vf, name, path);
+        if (r < 0)
+                return r;
+        return attr_write_u64(rootfd, path, v);
 }
 
 int xesriov_pf_check(int rootfd, const char *pf, unsigned vfs) {

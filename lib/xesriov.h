@@ -38,6 +38,23 @@ int xesriov_vf_quota(int rootfd, const char *vf, uint64_t *ret);
 /* The VF's type ID: its quota in MiB (0: none). -ENOENT: not such a VF. */
 int xesriov_vf_current(int rootfd, const char *vf, unsigned *ret);
 
+/* A VF's scheduling knob, name "exec_quantum_ms" or "preempt_timeout_us"
+ * (sriov_admin/vfN/profile/<name>, a u32, 0: unlimited): read; written and
+ * read back (-errno with one line naming the file, the value and the errno:
+ * EINVAL malformed, EPERM not applicable, EIO refused by the firmware). */
+int xesriov_vf_sched_read(int rootfd, const char *vf, const char *name, unsigned *ret);
+int xesriov_vf_sched_write(int rootfd, const char *vf, const char *name, unsigned v);
+
+/* Whether the PF's VFs can be live-migrated: 1 when xe-vfio-pci (kernel
+ * 6.19, drivers/vfio/pci/xe/: Battlemage, Panther Lake, Wildcat Lake) is
+ * installed for the running kernel and its ID table matches the GPU, read
+ * as libvirt reads it to choose the VFIO driver of a managed hostdev: the
+ * "vfio_pci:" aliases of xe_vfio_pci in /lib/modules/<release>/modules.alias
+ * against the PF's modalias (Intel's VFs share the PF's device ID). 0 with
+ * *reterr_why (one line: what is missing) when not; -errno with a message
+ * when it cannot be told. */
+int xesriov_pf_migratable(int rootfd, const char *pf, char **reterr_why);
+
 /* 0 if the PF is one of xe's in SR-IOV PF mode that can have vfs VFs
  * (sriov_totalvfs), -errno with one line if not. */
 int xesriov_pf_check(int rootfd, const char *pf, unsigned vfs);

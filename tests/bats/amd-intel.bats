@@ -65,3 +65,34 @@ setup() {
         [ "$(printf '%s\n' "$output" | grep -c "^$U1 .*nvidia-35 .*g1")" = 1 ]
         [ "$(printf '%s\n' "$output" | grep -c "^$AVF2 .*$AMD .*foreign")" = 1 ]
 }
+
+@test "migrate of a guest with an AMD VF and an Intel VF is refused in one line for the AMD one, and neither is claimed" {
+        xe_vfio_pci_installed # the Intel VF alone could migrate here
+        axml web1 "pci=$AVF1,type=$AMD" "pci=$XVF1,type=$XE" > "$BATS_TEST_TMPDIR/web1.xml"
+        sim_counters_reset
+        run hook web1 migrate begin - < "$BATS_TEST_TMPDIR/web1.xml"
+        [ "$status" -eq 1 ]
+        [ "${#lines[@]}" -eq 1 ]
+        [[ "$output" == *"AMD MxGPU VF $AVF1, which cannot migrate"* ]]
+        [ "$(sim_counter_total writes)" -eq 0 ]
+        record_absent "$AVF1"
+        record_absent "$XVF1"
+}
+
+@test "a guest with an Intel VF and an mdev migrates in: both claimed as incoming, in one transaction" {
+        xe_vfio_pci_installed
+        vxml web1 "$U1,type=nvidia-35" "pci=$XVF2,type=$XE,managed" > "$BATS_TEST_TMPDIR/web1.xml"
+        run -0 hook web1 migrate begin - < "$BATS_TEST_TMPDIR/web1.xml"
+        [ "$(record_get "$U1" state)" = incoming ]
+        [ "$(record_get "$XVF2" state)" = incoming ]
+        mdev_exists "$U1"
+        run -0 hook web1 release end failed < "$BATS_TEST_TMPDIR/web1.xml"
+        mdev_absent "$U1"
+        record_absent "$XVF2"
+}
+
+@test "an AMD VF asked for a scheduling profile is refused in one line, and the Intel VF is not claimed either" {
+        arefused g1 "pci=$XVF1,type=$XE,exec_quantum_ms=20" "pci=$AVF1,type=$AMD,exec_quantum_ms=20"
+        [[ "$output" == *"VF $AVF1 is an AMD MxGPU VF, which has no scheduling profile"* ]]
+        [ "$(cat "$SIM_SYS/bus/pci/devices/0000:03:00.0/sriov_admin/vf1/profile/exec_quantum_ms")" = 0 ]
+}

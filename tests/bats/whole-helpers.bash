@@ -38,3 +38,32 @@ arefused() {
         [ "$(sim_counter_total writes)" -eq 0 ]
         [ "$(ls "$MDEV_HOOKS_ROOT/var/lib/mdev-hooks" 2>/dev/null | sort | xargs -r -I{} cat "$MDEV_HOOKS_ROOT/var/lib/mdev-hooks/{}")" = "$before" ]
 }
+
+# xe_vfio_pci_installed [RELEASE]: the running kernel (the root's
+# /proc/sys/kernel/osrelease) has xe-vfio-pci installed: its "vfio_pci:"
+# aliases in /lib/modules/RELEASE/modules.alias, as depmod writes them from
+# its ID table (kernel 6.19, drivers/vfio/pci/xe/main.c: INTEL_PTL_IDS,
+# INTEL_WCL_IDS, INTEL_BMG_IDS of include/drm/intel/pciids.h; abridged),
+# beside another variant driver's. Without it, no xe VF can migrate.
+xe_vfio_pci_installed() {
+        local rel="${1:-6.19.0-sim}" id
+        mkdir -p "$MDEV_HOOKS_ROOT/proc/sys/kernel" "$MDEV_HOOKS_ROOT/lib/modules/$rel"
+        printf '%s\n' "$rel" > "$MDEV_HOOKS_ROOT/proc/sys/kernel/osrelease"
+        {
+                echo "alias vfio_pci:v000015B3d0000101Esv*sd*bc*sc*i* mlx5_vfio_pci"
+                for id in B080 B081 B082 B083 B084 B085 B086 B087 B08F B090 B0A0 B0B0 FD80 FD81 \
+                        E202 E209 E20B E20C E20D E210 E211 E212 E215 E216; do
+                        echo "alias vfio_pci:v00008086d0000${id}sv*sd*bc*sc*i* xe_vfio_pci"
+                done
+                echo "alias pci:v00008086d000056C0sv*sd*bc03sc*i* xe"
+        } > "$MDEV_HOOKS_ROOT/lib/modules/$rel/modules.alias"
+}
+
+# xe_vfio_pci_absent [RELEASE]: the running kernel has no xe-vfio-pci (an
+# older kernel, or one built without CONFIG_XE_VFIO_PCI).
+xe_vfio_pci_absent() {
+        local rel="${1:-6.18.0-sim}"
+        mkdir -p "$MDEV_HOOKS_ROOT/proc/sys/kernel" "$MDEV_HOOKS_ROOT/lib/modules/$rel"
+        printf '%s\n' "$rel" > "$MDEV_HOOKS_ROOT/proc/sys/kernel/osrelease"
+        echo "alias vfio_pci:v000015B3d0000101Esv*sd*bc*sc*i* mlx5_vfio_pci" > "$MDEV_HOOKS_ROOT/lib/modules/$rel/modules.alias"
+}

@@ -164,16 +164,62 @@ provision() {
         [[ "$output" == *"no free VF of type $X8"* ]]
 }
 
-@test "migrate of a guest with an xe VF is refused in one line naming xe-vfio-pci, and nothing is claimed" {
+@test "prepare writes the scheduling profile the guest's entry asks of its xe VF, read back" {
         provision
-        axml web1 "pci=$XVF1,type=$X8" > "$BATS_TEST_TMPDIR/web1.xml"
-        sim_counters_reset
-        run hook web1 migrate begin - < "$BATS_TEST_TMPDIR/web1.xml"
+        run -0 aprepare g1 "pci=$XVF1,type=$X8,exec_quantum_ms=20,preempt_timeout_us=500000"
+        [ "$(cat "$(admin vf1/profile/exec_quantum_ms)")" = 20 ]
+        [ "$(cat "$(admin vf1/profile/preempt_timeout_us)")" = 500000 ]
+        [ "$(cat "$(admin vf2/profile/exec_quantum_ms)")" = 0 ]
+        [ "$(record_get "$XVF1" guest)" = g1 ]
+}
+
+@test "prepare with only one knob asked writes that one and leaves the other as it is" {
+        provision
+        put 7 "$(admin vf1/profile/exec_quantum_ms)"
+        run -0 aprepare g1 "pci=$XVF1,type=$X8,preempt_timeout_us=1000"
+        [ "$(cat "$(admin vf1/profile/exec_quantum_ms)")" = 7 ]
+        [ "$(cat "$(admin vf1/profile/preempt_timeout_us)")" = 1000 ]
+}
+
+# sched_refused NAME SPEC...: prepare is refused in one line naming the
+# scheduling profile, and nothing is claimed.
+sched_refused() {
+        run aprepare "$@"
+        echo "$output"
         [ "$status" -eq 1 ]
         [ "${#lines[@]}" -eq 1 ]
-        [[ "$output" == *"Intel xe VF $XVF1, which cannot migrate"*"xe-vfio-pci"* ]]
-        [ "$(sim_counter_total writes)" -eq 0 ]
-        record_absent "$XVF1"
+        [[ "$output" == "mdev-hooks: $1: guest '$1' cannot have the scheduling profile it asks of Intel xe VF $XVF1: "* ]]
+        [ -z "$(records)" ]
+}
+
+@test "a scheduling profile the firmware refuses (EIO) refuses the start in one line, nothing claimed, the profile as it was" {
+        provision
+        put 7 "$(admin vf1/profile/exec_quantum_ms)"
+        sim_ctl xe-sched-refuse "$XPF" EIO
+        sched_refused g1 "pci=$XVF1,type=$X8,exec_quantum_ms=20"
+        [[ "$output" == *"exec_quantum_ms"*"(EIO)"* ]]
+        [ "$(cat "$(admin vf1/profile/exec_quantum_ms)")" = 7 ]
+}
+
+@test "a knob the driver says is not applicable (EPERM) refuses the start, and the knob written before it is put back" {
+        provision
+        put 7 "$(admin vf1/profile/exec_quantum_ms)"
+        sim_ctl xe-sched-refuse "$XPF" EPERM knob=preempt_timeout_us
+        sched_refused g1 "pci=$XVF1,type=$X8,exec_quantum_ms=20,preempt_timeout_us=1000"
+        [[ "$output" == *"preempt_timeout_us"*"(EPERM)"* ]]
+        [ "$(cat "$(admin vf1/profile/exec_quantum_ms)")" = 7 ]
+        [ "$(cat "$(admin vf1/profile/preempt_timeout_us)")" = 0 ]
+        # the same guest starts once the driver takes it
+        sim_ctl xe-sched-refuse "$XPF" 0
+        run -0 aprepare g1 "pci=$XVF1,type=$X8,exec_quantum_ms=20,preempt_timeout_us=1000"
+        [ "$(cat "$(admin vf1/profile/preempt_timeout_us)")" = 1000 ]
+}
+
+@test "a scheduling knob that is no u32 (what the driver refuses with EINVAL) is refused in one line before anything is written" {
+        provision
+        arefused g1 "pci=$XVF1,type=$X8,exec_quantum_ms=4294967296"
+        [[ "$output" == *"exec_quantum_ms '4294967296' is not a number from 0 to 4294967295"* ]]
+        arefused g1 "pci=$XVF1,type=$X8,preempt_timeout_us=-1"
 }
 
 @test "list, types and inventory show the xe VFs of each quota beside the mdevs" {
@@ -229,4 +275,221 @@ provision() {
         run -0 "$MH_CLI" pick --xml "$X8"
         [[ "$output" == *"<hostdev mode=\"subsystem\" type=\"pci\" managed=\"yes\">"* ]]
         [[ "$output" == *"<mh:vgpu pci=\"$XVF1\" type=\"$X8\"/>"* ]]
+}
+
+# ------------------------------------------------------------- migrate / restore
+# Two hosts of tests/sim/topologies/intel-xe-migrate.conf: A (source) and B
+# (destination), each with a Battlemage GPU (MGPU, whose VFs xe-vfio-pci
+# drives) and a Flex 170 (FLEX, whose VFs it does not), both with 2 VFs of
+# 8 GiB, and xe-vfio-pci installed for the running kernel.
+
+MGPU=0000:03:00.0
+FLEX=0000:06:00.0
+FVF1=0000:06:00.4
+
+two_xe_hosts() {
+        A="$BATS_TEST_TMPDIR/a"
+        B="$BATS_TEST_TMPDIR/b"
+        T="$BATS_TEST_TMPDIR"
+        for h in "$A" "$B"; do
+                sim_mount intel-xe-migrate "$h"
+                config_types "$X8" "$MGPU, $FLEX"
+                xe_vfio_pci_installed
+        done
+}
+
+# on HOST CMD...: CMD with HOST as the root (sim_use).
+on() {
+        sim_use "$1"
+        shift
+        "$@"
+}
+
+# xe_guest NAME VF HOST: NAME's XML on HOST with VF (kept in $T/NAME.xml,
+# which migrate_to_b reads), prepared there.
+xe_guest() {
+        sim_use "$3"
+        axml "$1" "pci=$2,type=$X8" > "$T/$1.xml"
+        hook "$1" prepare begin - < "$T/$1.xml"
+}
+
+# xe_migrate_refused NAME: migrate of NAME to B is refused in one line, with
+# no sysfs write and no record of NAME left on B.
+xe_migrate_refused() {
+        sim_use "$B"
+        sim_counters_reset
+        migrate_to_b "$1"
+        echo "$stderr"
+        [ "$status" -eq 1 ]
+        [ -z "$output" ]
+        [ "$(printf '%s\n' "$stderr" | grep -c .)" -eq 1 ]
+        [[ "$stderr" == "mdev-hooks: $1: "* ]]
+        [ "$(sim_counter_total writes)" -eq 0 ]
+        for r in $(records); do
+                [ "$(record_get "$r" guest)" != "$1" ]
+        done
+}
+
+@test "migrate: the incoming xe VF is free here on a GPU xe-vfio-pci drives: claimed as incoming, XML unchanged" {
+        two_xe_hosts
+        run -0 xe_guest g1 "$XVF1" "$A"
+        migrate_to_b g1
+        [ "$status" -eq 0 ]
+        [ -z "$output" ]
+        [ "$(record_get "$XVF1" guest)" = g1 ]
+        [ "$(record_get "$XVF1" state)" = incoming ]
+        [ "$(record_get "$XVF1" type)" = "$X8" ]
+        # the XML libvirt goes on with starts the guest here
+        run -0 hook g1 prepare begin - < "$T/g1.b.xml"
+        [ "$(record_get "$XVF1" state)" = assigned ]
+}
+
+@test "migrate: the incoming VF taken here, the guest gets a free VF of its type on a GPU xe-vfio-pci drives, its address rewritten" {
+        two_xe_hosts
+        run -0 xe_guest g1 "$XVF1" "$A"
+        run -0 xe_guest other "$XVF1" "$B"
+        migrate_to_b g1
+        [ "$status" -eq 0 ]
+        # the Flex's VFs are free and of the type too, but cannot migrate
+        [ "$(record_get "$XVF2" guest)" = g1 ]
+        [ "$(record_get "$XVF2" state)" = incoming ]
+        record_absent "$FVF1"
+        [ "$(record_get "$XVF1" guest)" = other ]
+        grep -q 'domain="0x0000" bus="0x03" slot="0x00" function="0x5"' "$T/g1.b.xml" ||
+                grep -q "domain='0x0000' bus='0x03' slot='0x00' function='0x5'" "$T/g1.b.xml"
+        grep -q "pci=\"$XVF2\" type=\"$X8\"" "$T/g1.b.xml"
+        ! grep -q "$XVF1" "$T/g1.b.xml"
+        run -0 hook g1 prepare begin - < "$T/g1.b.xml"
+        [ "$(record_get "$XVF2" state)" = assigned ]
+        [ "$(record_get "$XVF2" origin)" = borrowed ]
+}
+
+@test "migrate: the destination's release after a failed migration frees the claim" {
+        two_xe_hosts
+        run -0 xe_guest g1 "$XVF1" "$A"
+        migrate_to_b g1
+        [ "$status" -eq 0 ]
+        [ "$(record_get "$XVF1" state)" = incoming ]
+        sim_counters_reset
+        run -0 hook g1 release end failed < "$T/g1.b.xml"
+        record_absent "$XVF1"
+        [ "$(sim_counter_total writes)" -eq 0 ]
+        [ "$(cat "$SIM_SYS/bus/pci/devices/$MGPU/sriov_admin/vf1/profile/vram_quota")" = $((8 * GIB)) ]
+        run -0 "$MH_CLI" pick "$X8"
+        [ "$output" = "$XVF1" ]
+}
+
+@test "restore on the same host: the guest's xe VF is claimed again as incoming, XML unchanged" {
+        two_xe_hosts
+        run -0 xe_guest g1 "$XVF2" "$B"
+        run -0 hook g1 release end saved < "$T/g1.xml"
+        record_absent "$XVF2"
+        migrate_to_b g1 restore
+        [ "$status" -eq 0 ]
+        [ -z "$output" ]
+        [ "$(record_get "$XVF2" guest)" = g1 ]
+        [ "$(record_get "$XVF2" state)" = incoming ]
+        run -0 hook g1 prepare begin - < "$T/g1.b.xml"
+        [ "$(record_get "$XVF2" state)" = assigned ]
+}
+
+@test "restore when another guest took the VF meanwhile: another VF of the type, rewritten" {
+        two_xe_hosts
+        run -0 xe_guest g1 "$XVF1" "$B"
+        run -0 hook g1 release end saved < "$T/g1.xml"
+        run -0 xe_guest other "$XVF1" "$B"
+        migrate_to_b g1 restore
+        [ "$status" -eq 0 ]
+        [ "$(record_get "$XVF2" guest)" = g1 ]
+        grep -q "pci=\"$XVF2\"" "$T/g1.b.xml"
+}
+
+@test "migrate is refused in one line when the only free VFs of the type are on a GPU xe-vfio-pci does not drive" {
+        two_xe_hosts
+        run -0 xe_guest g1 "$XVF1" "$A"
+        run -0 xe_guest b1 "$XVF1" "$B"
+        run -0 xe_guest b2 "$XVF2" "$B"
+        xe_migrate_refused g1
+        [[ "$stderr" == *"guest 'g1' cannot have its Intel xe VF $XVF1 ($X8) here"* ]]
+        [[ "$stderr" == *"GPU $FLEX (device 0x56c0) is not one that xe-vfio-pci drives"* ]]
+        record_absent "$FVF1"
+}
+
+@test "migrate is refused in one line when xe-vfio-pci is not installed here, naming the kernel" {
+        two_xe_hosts
+        run -0 xe_guest g1 "$XVF1" "$A"
+        sim_use "$B"
+        xe_vfio_pci_absent 6.18.0-sim
+        xe_migrate_refused g1
+        [[ "$stderr" == *"xe-vfio-pci is not installed for kernel 6.18.0-sim"* ]]
+        record_absent "$XVF1"
+}
+
+@test "migrate is refused in one line when no VF of the type is free here, naming the type" {
+        two_xe_hosts
+        run -0 xe_guest g1 "$XVF1" "$A"
+        config_types "$X8" "$MGPU" # the Flex is not the type's here
+        for g in b1 b2; do
+                v=$("$MH_CLI" pick "$X8")
+                run -0 xe_guest "$g" "$v" "$B"
+        done
+        xe_migrate_refused g1
+        [[ "$stderr" == *"no free VF of type $X8"* ]]
+}
+
+@test "two guests migrating in at once never get the same xe VF" {
+        two_xe_hosts # g1 and g2 come from two hosts, on the same address
+        run -0 xe_guest g1 "$XVF1" "$A"
+        sim_use "$B"
+        axml g2 "pci=$XVF1,type=$X8" > "$T/g2.xml"
+        lock="$MDEV_HOOKS_ROOT/run/mdev-hooks/lock"
+        lock_hold "$lock" "test holds the lock"
+        hook g1 migrate begin - < "$T/g1.xml" > "$T/g1.b.xml" 2> "$T/g1.err" &
+        p1=$!
+        hook g2 migrate begin - < "$T/g2.xml" > "$T/g2.b.xml" 2> "$T/g2.err" &
+        p2=$!
+        lock_waiter "$lock"
+        lock_let_go
+        wait "$p1"
+        wait "$p2"
+        [ "$(record_get "$XVF1" state)" = incoming ]
+        [ "$(record_get "$XVF2" state)" = incoming ]
+        [ "$(record_get "$XVF1" guest)" != "$(record_get "$XVF2" guest)" ]
+        # each guest's XML names the VF it got
+        for g in g1 g2; do
+                [ -s "$T/$g.b.xml" ] || cp "$T/$g.xml" "$T/$g.b.xml"
+                vf=$(grep -o 'pci="[^"]*"' "$T/$g.b.xml" | cut -d'"' -f2)
+                [ "$(record_get "$vf" guest)" = "$g" ]
+        done
+}
+
+@test "a guest with two xe VFs never gets one VF twice: refused when only one of the type can migrate here" {
+        two_xe_hosts
+        sim_use "$A"
+        axml g1 "pci=$XVF1,type=$X8" "pci=$XVF2,type=$X8" > "$T/g1.xml"
+        run -0 hook g1 prepare begin - < "$T/g1.xml"
+        run -0 xe_guest other "$XVF1" "$B"
+        # XVF1 is other's: the first VF gets XVF2, which the second then cannot
+        xe_migrate_refused g1
+        [[ "$stderr" == *"cannot have its Intel xe VF $XVF2 ($X8) here"* ]]
+        [ "$(record_get "$XVF1" guest)" = other ]
+        record_absent "$XVF2"
+        # with XVF1 free again, each gets its own
+        run -0 hook other release end destroyed < "$T/other.xml"
+        migrate_to_b g1
+        [ "$status" -eq 0 ]
+        [ "$(record_get "$XVF1" guest)" = g1 ]
+        [ "$(record_get "$XVF2" guest)" = g1 ]
+}
+
+@test "types says of each xe GPU whether its VFs can migrate here" {
+        two_xe_hosts
+        sim_use "$B"
+        run -0 "$MH_CLI" types --parent "$MGPU"
+        [[ "$output" == *"$X8"*"its VFs can migrate (xe-vfio-pci)"* ]]
+        run -0 "$MH_CLI" types --parent "$FLEX"
+        [[ "$output" == *"$X8"*"its VFs cannot migrate"* ]]
+        xe_vfio_pci_absent
+        run -0 "$MH_CLI" types --parent "$MGPU"
+        [[ "$output" == *"its VFs cannot migrate"* ]]
 }

@@ -62,6 +62,9 @@ static int ctl_one(char *line) {
         int r = nvmode_ctl(w, n);
         if (r != -ENOTTY)
                 return r;
+        r = xe_ctl(w, n);
+        if (r != -ENOTTY)
+                return r;
         if (streq(w[0], "create-fail")) {
                 /* create-fail ERRNO [parent=P] [count=N] */
                 static const char *const keys[] = { "parent", "count", NULL };

@@ -347,6 +347,7 @@ void model_free(void) {
                 free(pf->vvfs);
                 free(pf->vfs);
                 free(pf->partition);
+                free(pf->device);
                 if (pf->vfm && pf->vfm->pf_free)
                         pf->vfm->pf_free(pf);
                 free(pf->name);

@@ -135,8 +135,8 @@ static void vfio_vf_add(Pf *pf, unsigned i, const char *addr, const char *devpat
         node_link(v->dev, "iommu_group", xasprintf("%skernel/iommu_groups/%u", up, 100 + model.n_vfio_dev));
         node_text(v->dev, "vendor", pf->vfm->vendor);
         node_dir(node_dir(v->dev, "vfio-dev"), vfio);
-        if (pf->vfm->device)
-                node_text(v->dev, "device", pf->vfm->device);
+        if (pf->device || pf->vfm->device)
+                node_text(v->dev, "device", pf->device ? pf->device : pf->vfm->device);
         pf->vvfs[i] = v;
         if (!pf->vfm->dir)
                 return; /* its VFs have no attribute of their own */

@@ -3,7 +3,10 @@
  * mdev-sysfs-sim: Intel's xe driver in SR-IOV PF mode (doc/design.md §9,
  * Documentation/ABI/testing/sysfs-driver-intel-xe-sriov, xe_pci_sriov.c,
  * xe_sriov_pf_sysfs.c): "xe PF-ADDRESS totalvfs=N [numvfs=N] vram=MiB
- * [notpf=ERANGE|ENODEV] [devpath=]". The PF, bound to xe, has
+ * [notpf=ERANGE|ENODEV] [device=0xNNNN] [devpath=]". device is the GPU's
+ * PCI device ID, its VFs' too (default 0xe211, an Arc Pro B60: Battlemage,
+ * which xe-vfio-pci drives; 0x56c0, a Flex 170, is one it does not). The
+ * PF, bound to xe, has
  * sriov_admin/vf1..vfN (N = totalvfs, there before the VFs are):
  *
  *   vfK/profile/exec_quantum_ms     u32, 0 unlimited (EINVAL: not a u32)
@@ -16,6 +19,11 @@
  *                                   runs (a guest has it open: vf-open)
  *   vfK/stop                        0200, "1" stops the VF
  *   vfK/device -> ../../../<VF>     only while the VF is enabled
+ *
+ * The control command "xe-sched-refuse PF-ADDRESS EPERM|EIO|0 [knob=NAME]"
+ * makes every write to a VF's exec_quantum_ms or preempt_timeout_us (or
+ * to the one named) on that PF fail with that errno (EPERM: not applicable, EIO: the firmware refuses, as
+ * xe_gt_sriov_pf_config.c reports the GuC's refusal); 0 ends it.
  *
  * sriov_numvfs: ERANGE above totalvfs (totalvfs 0: the GPU is not in PF
  * mode; notpf=ENODEV is the older kernels' errno), EBUSY while VFs are
@@ -39,6 +47,8 @@ typedef struct XeAttr {
 typedef struct XeAdmin {
         unsigned long long vram;  /* bytes */
         int notpf_errno;
+        int sched_errno;          /* xe-sched-refuse: what a scheduling write fails with */
+        int sched_which;          /* XE_EQ, XE_PT, or -1: both */
         unsigned *eq, *pt;
         unsigned long long *quota;
         bool *stopped;
@@ -105,6 +115,9 @@ int xe_admin_write(const Node *n, const char *buf, size_t len) {
                 return -EINVAL;
         if (parse_u64(tmp, a->which == XE_QUOTA ? UINT64_MAX : UINT32_MAX, &v) < 0)
                 return -EINVAL;
+        if ((a->which == XE_EQ || a->which == XE_PT) && x->sched_errno &&
+            (x->sched_which < 0 || x->sched_which == a->which))
+                return -x->sched_errno;
         switch (a->which) {
         case XE_EQ:
                 x->eq[a->vf] = (unsigned) v;
@@ -131,7 +144,7 @@ static void xe_attr(Pf *pf, Node *dir, const char *name, unsigned vf, int which,
 static void xe_pf_build(Pf *pf) {
         XeAdmin *x = pf->xe;
         Node *admin = node_dir(pf->dev, "sriov_admin");
-        node_text(pf->dev, "device", "0xe211");
+        node_text(pf->dev, "device", pf->device ? pf->device : vf_model_xe.device);
         x->dir = xcalloc(pf->total + 1, sizeof(Node *));
         for (unsigned i = 0; i < pf->total; i++) {
                 _cleanup_free_ char *name = xasprintf("vf%u", i + 1);
@@ -205,12 +218,12 @@ const VfModel vf_model_xe = {
 };
 
 const char *stmt_xe(char **w, size_t n, const TypeSet *cur) {
-        static const char *const keys[] = { "totalvfs", "numvfs", "vram", "notpf", "devpath", NULL };
+        static const char *const keys[] = { "totalvfs", "numvfs", "vram", "notpf", "device", "devpath", NULL };
         unsigned total, num = 0, vram;
         const char *v;
 
         if (cur || n < 3 || !name_is_pci(w[1]))
-                return "expected: xe PCI-ADDRESS totalvfs=N [numvfs=N] vram=MiB [notpf=ERANGE|ENODEV] [devpath=]";
+                return "expected: xe PCI-ADDRESS totalvfs=N [numvfs=N] vram=MiB [notpf=ERANGE|ENODEV] [device=0xNNNN] [devpath=]";
         if (!words_known(w, n, 2, keys))
                 return "unknown key for xe";
         v = word_opt(w, n, 2, "totalvfs");
@@ -226,12 +239,17 @@ const char *stmt_xe(char **w, size_t n, const TypeSet *cur) {
         int notpf = v ? errno_from_name(v) : ERANGE;
         if (notpf != ERANGE && notpf != ENODEV)
                 return "notpf: ERANGE or ENODEV";
+        const char *device = word_opt(w, n, 2, "device");
+        if (device && (strlen(device) != 6 || strncmp(device, "0x", 2) != 0 ||
+                       strspn(device + 2, "0123456789abcdef") != 4))
+                return "device: 0x and 4 lower-case hex digits";
         Pf *pf = xcalloc(1, sizeof(Pf));
         model.pfs = xrealloc(model.pfs, (model.n_pfs + 1) * sizeof(Pf *));
         model.pfs[model.n_pfs++] = pf;
         pf->name = xstrdup(w[1]);
         pf->vfio = true;
         pf->vfm = &vf_model_xe;
+        pf->device = device ? xstrdup(device) : NULL;
         v = word_opt(w, n, 2, "devpath");
         pf->devpath = v ? xstrdup(v) : pci_devpath(w[1]);
         pf->vf_set = &no_types;
@@ -246,4 +264,28 @@ const char *stmt_xe(char **w, size_t n, const TypeSet *cur) {
         x->stopped = xcalloc(total + 1, sizeof(bool));
         x->attrs = xcalloc(4 * (size_t) total + 1, sizeof(XeAttr));
         return NULL;
+}
+
+/* "xe-sched-refuse PF-ADDRESS EPERM|EIO|0 [knob=NAME]" (see the top).
+ * -ENOTTY: not an xe command. */
+int xe_ctl(char **w, size_t n) {
+        static const char *const keys[] = { "knob", NULL };
+        if (!streq(w[0], "xe-sched-refuse"))
+                return -ENOTTY;
+        if (n < 3 || !words_known(w, n, 3, keys))
+                return -EINVAL;
+        const char *knob = word_opt(w, n, 3, "knob");
+        int which = !knob ? -1 : streq(knob, "exec_quantum_ms") ? XE_EQ : streq(knob, "preempt_timeout_us") ? XE_PT : -2;
+        int e = streq(w[2], "0") ? 0 : errno_from_name(w[2]);
+        if (which == -2 || (e != 0 && e != EPERM && e != EIO))
+                return -EINVAL;
+        for (size_t i = 0; i < model.n_pfs; i++) {
+                Pf *pf = model.pfs[i];
+                if (!pf->xe || !streq(pf->name, w[1]))
+                        continue;
+                pf->xe->sched_errno = e;
+                pf->xe->sched_which = which;
+                return 0;
+        }
+        return -ENOENT;
 }

@@ -200,6 +200,7 @@ struct Pf {
         unsigned n_gis, next_gi;
         char *partition; /* amdgim: the spatial partition mode ("CPX") */
         struct XeAdmin *xe; /* xe: sriov_admin/ (sim-xe.c) */
+        char *device; /* its PCI device ID and its VFs' (xe device=), NULL: the model's */
 };
 
 /* A VF of a vfio PF: one vGPU at most, programmed through current_vgpu_type. */
@@ -334,6 +335,7 @@ void pf_disable(Pf *pf);
 bool nvmode_can_create(const Vf *v, const TypeDef *d, unsigned *ret_gi);
 void nvmode_created(Vf *v, const TypeDef *d, unsigned gi);
 int nvmode_ctl(char **w, size_t n);
+int xe_ctl(char **w, size_t n);
 void nvmode_state(FILE *f);
 const char *nvmode_topology(Pf *pf, char **w, size_t n);
 

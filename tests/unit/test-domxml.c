@@ -1080,6 +1080,39 @@ static void test_large(void) {
         check_rewrite(buf, len, 32);
 }
 
+/* An <mh:vgpu> entry's scheduling profile: each knob optional, a u32,
+ * anything else refused. */
+static void test_vgpu_sched(void) {
+        static const char fmt[] =
+                "<domain><name>c</name><metadata><mh:mdevs xmlns:mh='http://mdev-hooks.org/xmlns/domain/1.0'>"
+                "<mh:vgpu pci='0000:03:00.4' type='intel-xe-8192' %s/></mh:mdevs></metadata>"
+                "<devices><hostdev mode='subsystem' type='pci' managed='yes'><source>"
+                "<address domain='0x0000' bus='0x03' slot='0x00' function='0x4'/></source></hostdev></devices></domain>";
+        static const char *const bad[] = { "exec_quantum_ms='4294967296'", "exec_quantum_ms='-1'",
+                                           "preempt_timeout_us=''", "preempt_timeout_us='1 '",
+                                           "exec_quantum_ms='+5'", "preempt_timeout_us='0x10'" };
+        _cleanup_domxml_free_ Domxml *d = NULL;
+        char buf[1024];
+        size_t n;
+
+        n = (size_t) snprintf(buf, sizeof buf, fmt, "exec_quantum_ms='20' preempt_timeout_us='4294967295'");
+        check(domxml_parse(buf, n, &d) == 0);
+        check(d && d->n_vgpus == 1 && d->vgpus[0].sched.has_exec_quantum && d->vgpus[0].sched.exec_quantum_ms == 20);
+        check(d && d->vgpus[0].sched.has_preempt_timeout && d->vgpus[0].sched.preempt_timeout_us == 4294967295u);
+        domxml_free(steal_pointer(&d));
+
+        n = (size_t) snprintf(buf, sizeof buf, fmt, "preempt_timeout_us='0'");
+        check(domxml_parse(buf, n, &d) == 0);
+        check(d && !d->vgpus[0].sched.has_exec_quantum && d->vgpus[0].sched.has_preempt_timeout);
+        domxml_free(steal_pointer(&d));
+
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+                n = (size_t) snprintf(buf, sizeof buf, fmt, bad[i]);
+                error_clear();
+                check(domxml_parse(buf, n, &d) == -EINVAL);
+        }
+}
+
 int main(void) {
         test_two_mdevs();
         test_no_mdev();
@@ -1093,6 +1126,7 @@ int main(void) {
         test_too_many_mdevs();
         test_name_checks();
         test_class_length();
+        test_vgpu_sched();
         test_rewrite_changes_only_uuids();
         test_rewrite_bytes();
         test_set_uuid_checks();

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Intel xe SR-IOV (xesriov.h): which PCI devices are its PFs and VFs, a
- * VF's place in sriov_admin/, its VRAM quota and the type it gives, on a
- * fixture sysfs.
+ * VF's place in sriov_admin/, its VRAM quota and the type it gives, and
+ * whether xe-vfio-pci drives a GPU's VFs (modules.alias), on a fixture
+ * root.
  */
 #include <errno.h>
 
@@ -76,6 +77,36 @@ static void test_quota(int root) {
         check(xesriov_vf_current(root, "0000:03:00.6", &cur) == 0 && cur == 6144);
 }
 
+/* xesriov_pf_migratable(): what the kernel's modules.alias says, as
+ * libvirt reads it, and one line on what is missing. */
+static void test_migratable(int root) {
+        static const char alias[] = "lib/modules/6.19.0-t/modules.alias";
+        _cleanup_free_ char *why = NULL;
+
+        fixture_file(root, DEV "0000:03:00.0/vendor", "0x8086\n");
+        fixture_file(root, DEV "0000:03:00.0/device", "0xe211\n");
+        error_clear();
+        check(xesriov_pf_migratable(root, "0000:03:00.0", &why) == -ENOENT); /* no osrelease */
+        fixture_file(root, "proc/sys/kernel/osrelease", "6.19.0-t\n");
+        check(xesriov_pf_migratable(root, "0000:03:00.0", &why) == 0 && strstr(why, "(run depmod)"));
+        free(steal_pointer(&why));
+        fixture_file(root, alias, "alias vfio_pci:v000015B3d0000101Esv*sd*bc*sc*i* mlx5_vfio_pci\n");
+        check(xesriov_pf_migratable(root, "0000:03:00.0", &why) == 0 && strstr(why, "not installed for kernel 6.19.0-t"));
+        free(steal_pointer(&why));
+        fixture_file(root, alias, "alias vfio_pci:v00008086d0000E20Bsv*sd*bc*sc*i* xe_vfio_pci\n"
+                                  "alias pci:v00008086d0000E211sv*sd*bc03sc*i* xe\n");
+        check(xesriov_pf_migratable(root, "0000:03:00.0", &why) == 0 &&
+              strstr(why, "GPU 0000:03:00.0 (device 0xe211) is not one that xe-vfio-pci drives"));
+        free(steal_pointer(&why));
+        fixture_file(root, alias, "alias vfio_pci:v00008086d0000E20Bsv*sd*bc*sc*i* xe_vfio_pci\n"
+                                  "alias vfio_pci:v00008086d0000E211sv*sd*bc*sc*i* xe_vfio_pci\n");
+        check(xesriov_pf_migratable(root, "0000:03:00.0", &why) == 1 && !why);
+        /* the device's own modalias, when sysfs has it, is what is matched */
+        fixture_file(root, DEV "0000:03:00.0/modalias", "pci:v00008086d0000E20Bsv00008086sd00001100bc03sc00i00\n");
+        fixture_file(root, alias, "alias vfio_pci:v00008086d0000E20Bsv*sd*bc03sc*i* xe_vfio_pci\n");
+        check(xesriov_pf_migratable(root, "0000:03:00.0", &why) == 1);
+}
+
 int main(void) {
         static const char *const quotas[] = { "8589934592\n", "0\n", "-1\n" };
         int root;
@@ -88,6 +119,7 @@ int main(void) {
         fixture_pf(root, "0000:41:00.0", "nvidia", quotas, 1);
         test_pf_vf(root);
         test_quota(root);
+        test_migratable(root);
         close(root);
         tmpdir_remove(tmpdir);
         return EXIT_SUCCESS;
