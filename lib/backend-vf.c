@@ -144,25 +144,18 @@ static int parent_vfs(const VfioKind *k, int rootfd, const char *parent, char **
         return error_set(-ENODEV, "--parent %s is neither a GPU (PF) nor a VF of the %s here", pci, k->label);
 }
 
-/* What one attach_choose() call may not choose: the VFs of the guest's XML,
- * those other guests' definitions name, and those it chose. */
-typedef struct Taken {
-        char (*vf)[PCI_ADDRESS_STRING_MAX];
-        size_t n;
-} Taken;
-
-static void taken_add(Taken *t, const char *pci) {
+void vf_taken_add(VfTaken *t, const char *pci) {
         snprintf(t->vf[t->n++], PCI_ADDRESS_STRING_MAX, "%.12s", pci);
 }
 
-static bool taken_has(const Taken *t, const char *pci) {
+static bool taken_has(const VfTaken *t, const char *pci) {
         for (size_t i = 0; i < t->n; i++)
                 if (streq(t->vf[i], pci))
                         return true;
         return false;
 }
 
-static int taken_init(const AttachChoosing *ch, Taken *t) {
+int vf_taken_init(const AttachChoosing *ch, VfTaken *t) {
         const Domxml *def = ch->def, *live = ch->live;
         size_t room = (def ? def->n_vgpus : 0) + (live ? live->n_vgpus : 0) + strv_length(ch->req->avoid) +
                       ch->req->count + 1;
@@ -172,17 +165,17 @@ static int taken_init(const AttachChoosing *ch, Taken *t) {
         if (!t->vf)
                 return -ENOMEM;
         for (size_t i = 0; def && i < def->n_vgpus; i++)
-                taken_add(t, def->vgpus[i].pci);
+                vf_taken_add(t, def->vgpus[i].pci);
         for (size_t i = 0; live && i < live->n_vgpus; i++)
-                taken_add(t, live->vgpus[i].pci);
+                vf_taken_add(t, live->vgpus[i].pci);
         for (char **v = ch->req->avoid; v && *v; v++)
-                taken_add(t, *v);
+                vf_taken_add(t, *v);
         return 0;
 }
 
 /* The first VF of those --parent allows that can take one of types. */
 static int choose_on_parent(const VfioKind *k, const AttachChoosing *ch, char **types, char **allowed,
-                            const Taken *t, VgpuChoice *ret) {
+                            const VfTaken *t, VgpuChoice *ret) {
         int r = -ENOSPC;
 
         for (char **vf = allowed; *vf && r < 0; vf++) {
@@ -200,7 +193,7 @@ int vf_attach_choose(const VfioKind *k, const AttachChoosing *ch, AttachDevice *
         _cleanup_strv_free_ char **types = NULL, **allowed = NULL;
         _cleanup_free_ char (*taken)[PCI_ADDRESS_STRING_MAX] = NULL;
         DomxmlVgpu want = { 0 };
-        Taken t;
+        VfTaken t;
         int r;
 
         snprintf(want.type, sizeof want.type, "%s", strempty(req->type));
@@ -214,7 +207,7 @@ int vf_attach_choose(const VfioKind *k, const AttachChoosing *ch, AttachDevice *
                 if (r < 0)
                         return r;
         }
-        r = taken_init(ch, &t);
+        r = vf_taken_init(ch, &t);
         if (r < 0)
                 return r;
         taken = t.vf; /* freed on every way out */
@@ -234,7 +227,7 @@ int vf_attach_choose(const VfioKind *k, const AttachChoosing *ch, AttachDevice *
                 if (r < 0)
                         return r;
                 attach_device_fill(&out[i], ATTACH_VGPU, c.vf, req, c.type);
-                taken_add(&t, c.vf);
+                vf_taken_add(&t, c.vf);
         }
         return 0;
 }

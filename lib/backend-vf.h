@@ -27,6 +27,15 @@ bool vf_dom_has(const Domxml *d);
 /* attach: whether every type asked for is one of k's and the host has PFs
  * of k; VFs chosen as `mdev-hooks pick` chooses, within --parent. */
 bool vf_attach_serves(const VfioKind *k, const AttachChoosing *ch);
+/* What one attach_choose() call may not choose: the VFs of the guest's XML,
+ * those other guests' definitions name (ch->req->avoid), and those it chose
+ * (vf_taken_add()); vf: room for all of them, freed by the caller. */
+typedef struct VfTaken {
+        char (*vf)[PCI_ADDRESS_STRING_MAX];
+        size_t n;
+} VfTaken;
+int vf_taken_init(const AttachChoosing *ch, VfTaken *t);
+void vf_taken_add(VfTaken *t, const char *pci);
 int vf_attach_choose(const VfioKind *k, const AttachChoosing *ch, AttachDevice *out);
 
 /* The hook's transaction (vgpu.c's plan), for the kind k. */
