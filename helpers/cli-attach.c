@@ -198,7 +198,7 @@ static int definition_update(Guest *g, const AttachDevice *d, size_t n, bool add
 }
 
 static const char *noun(const AttachDevice *d) {
-        return d->kind == ATTACH_MDEV ? "mdev" : "vGPU";
+        return d->kind == ATTACH_MDEV ? "mdev" : d->managed ? "VF" : "vGPU";
 }
 
 static const char *scope_words(bool live, bool config) {
@@ -215,7 +215,8 @@ static const char attach_help[] =
         "or of any enabled type of CLASS (the config's mdev_class): a <hostdev> each\n"
         "and its entry in the guest's mdev-hooks metadata, through libvirt's API.\n"
         "An mdev gets a new UUID, made when the guest starts; a vGPU of NVIDIA's\n"
-        "VFIO framework gets a free VF chosen as 'mdev-hooks pick' chooses. Refused,\n"
+        "VFIO framework, or an AMD or Intel VF given whole (managed='yes'), gets\n"
+        "a free VF chosen as 'mdev-hooks pick' chooses. Refused,\n"
         "with nothing changed, when the config does not enable the type or the\n"
         "host has no room for it now.\n"
         "\n"

@@ -101,7 +101,7 @@ static xmlNode *hostdev_node(const AttachDevice *d) {
                         return hostdev;
         } else if (sscanf(d->key, "%4x:%2x:%2x.%1x", &dom, &bus, &slot, &fn) == 4) {
                 xmlNewProp(hostdev, BAD_CAST "type", BAD_CAST "pci");
-                xmlNewProp(hostdev, BAD_CAST "managed", BAD_CAST "no");
+                xmlNewProp(hostdev, BAD_CAST "managed", BAD_CAST(d->managed ? "yes" : "no"));
                 source = xmlNewChild(hostdev, NULL, BAD_CAST "source", NULL);
                 address = source ? xmlNewChild(source, NULL, BAD_CAST "address", NULL) : NULL;
                 if (address) {
@@ -387,7 +387,7 @@ static void device_from_mdev(AttachDevice *d, const DomxmlMdev *m) {
 }
 
 static void device_from_vgpu(AttachDevice *d, const DomxmlVgpu *v) {
-        *d = (AttachDevice) { .kind = ATTACH_VGPU };
+        *d = (AttachDevice) { .kind = ATTACH_VGPU, .managed = v->managed };
         snprintf(d->key, sizeof d->key, "%s", v->pci);
         snprintf(d->type, sizeof d->type, "%s", v->type);
         snprintf(d->mdev_class, sizeof d->mdev_class, "%s", v->mdev_class);

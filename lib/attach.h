@@ -28,7 +28,7 @@
 
 typedef enum AttachKind {
         ATTACH_MDEV,   /* <hostdev type='mdev'>, <mh:mdev uuid=> */
-        ATTACH_VGPU,   /* <hostdev type='pci' managed='no'> on a VF, <mh:vgpu pci=> */
+        ATTACH_VGPU,   /* <hostdev type='pci'> on a VF, <mh:vgpu pci=> */
 } AttachKind;
 
 /* One device given to, or taken from, a guest. */
@@ -39,6 +39,8 @@ typedef struct AttachDevice {
         char mdev_class[MDEV_CLASS_MAX + 1]; /* metadata class=, "" when type= */
         char parent[NAME_STRING_MAX];        /* metadata parent= (mdevs), "" when not pinned */
         char what[MDEV_CLASS_MAX + 16];      /* for messages: the type (a vGPU: the one chosen) */
+        bool managed;                        /* vGPU: a VF given whole, <hostdev managed='yes'> that
+                                              * libvirt binds to vfio-pci (AMD's, Intel's) */
 } AttachDevice;
 
 typedef struct AttachRequest {

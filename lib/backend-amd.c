@@ -149,15 +149,12 @@ static int amd_release_one(HookContext *ctx, LedgerEntry *e, unsigned timeout_ms
         return vgpu_kind_release_one(&vfio_amdgim, &amd_release, ctx, e, timeout_msec);
 }
 
-/* attach: not yet (it writes managed='no' hostdevs of vGPUs). */
 static bool amd_attach_serves(const AttachChoosing *ch) {
-        (void) ch;
-        return false;
+        return whole_attach_serves(&amd_whole, ch);
 }
 
 static int amd_attach_choose(const AttachChoosing *ch, AttachDevice *out) {
-        (void) ch, (void) out;
-        return error_set(-EOPNOTSUPP, "mdev-hooks attach does not give AMD MxGPU VFs yet: add a <hostdev type='pci' managed='yes'> of a VF that mdev-hooks pick names");
+        return whole_attach_choose(&amd_whole, ch, out);
 }
 
 const Backend backend_amd = {

@@ -82,6 +82,8 @@ static int pf_room(const WholeKind *w, int rootfd, int ledgerfd, const char *boo
                 OwnerState s;
                 unsigned cur;
 
+                if (want->vf && !streq(*vf, want->vf))
+                        continue;
                 if (vfio_vf_current(w->kind, rootfd, *vf, &cur) < 0 || cur != id) {
                         error_clear();
                         continue;
@@ -161,7 +163,7 @@ int whole_choose(const WholeKind *w, int rootfd, int ledgerfd, const Config *c, 
         if (!l)
                 return -ENOMEM;
         for (char **pf = pfs; *pf; pf++) {
-                if (!type_allows(c, want->type, *pf))
+                if (!type_allows(c, want->type, *pf) || (want->pf && !streq(*pf, want->pf)))
                         continue;
                 r = pf_room(w, rootfd, ledgerfd, boot_id, want, *pf, id, &l[n]);
                 if (r < 0)

@@ -39,14 +39,16 @@ typedef struct WholeKind {
 } WholeKind;
 
 /* What whole_choose() looks for: a VF of type that guest may have (NULL:
- * any guest's claim counts), none of taken, and with migratable only on a
- * GPU whose VFs can migrate. */
+ * any guest's claim counts), none of taken, with migratable only on a GPU
+ * whose VFs can migrate, and with pf or vf (attach's --parent) only that
+ * GPU or that VF. */
 typedef struct WholeWant {
         const char *type;
         const char *guest;
         char (*taken)[PCI_ADDRESS_STRING_MAX];
         size_t n_taken;
         bool migratable;
+        const char *pf, *vf;
 } WholeWant;
 
 /* 1 if the VF is bound to a VFIO driver now (vfio-pci, xe-vfio-pci): a
@@ -66,6 +68,11 @@ int whole_choose(const WholeKind *w, int rootfd, int ledgerfd, const Config *c, 
                  const WholeWant *want, SysfsMdev *ret);
 int whole_pick(const WholeKind *w, int rootfd, int ledgerfd, const Config *c, const char *boot_id, const char *type,
                SysfsMdev *ret);
+/* attach (backend-whole-attach.c): a TYPE of w's, on a host with w's GPUs;
+ * ch->req->count VFs chosen by whole_choose(), none the guest's XML or
+ * another guest's definition names, each given as a managed hostdev. */
+bool whole_attach_serves(const WholeKind *w, const AttachChoosing *ch);
+int whole_attach_choose(const WholeKind *w, const AttachChoosing *ch, AttachDevice *out);
 /* release's remove: nothing to undo on the device. */
 int whole_forget(int rootfd, const char *vf, unsigned timeout_msec);
 

@@ -189,15 +189,12 @@ static int xe_release_one(HookContext *ctx, LedgerEntry *e, unsigned timeout_mse
         return vgpu_kind_release_one(&vfio_xe, &xe_release, ctx, e, timeout_msec);
 }
 
-/* attach: not yet (it writes managed='no' hostdevs of vGPUs). */
 static bool xe_attach_serves(const AttachChoosing *ch) {
-        (void) ch;
-        return false;
+        return whole_attach_serves(&xe_whole, ch);
 }
 
 static int xe_attach_choose(const AttachChoosing *ch, AttachDevice *out) {
-        (void) ch, (void) out;
-        return error_set(-EOPNOTSUPP, "mdev-hooks attach does not give Intel xe VFs yet: add a <hostdev type='pci' managed='yes'> of a VF that mdev-hooks pick names");
+        return whole_attach_choose(&xe_whole, ch, out);
 }
 
 const Backend backend_xe = {
