@@ -31,6 +31,11 @@ static const char help[] =
         "type as creatable now (an upper bound: the driver tells whether one more\n"
         "fits on a VF, not how many; exact once the GPU is full). For a GPU\n"
         "with a [gpu_PF] section: what fits by its mode (gpu status --json).\n"
+        "A mixed-size or MIG GPU listed under several types has a row per type,\n"
+        "each counted alone (free = how many of that type fit now, given what\n"
+        "exists; the types share the GPU, so their free counts do not add up),\n"
+        "and with --placement a provider per type, named\n"
+        "<host>_<libvirt node device>_<type>.\n"
         "\n"
         "  --json            print JSON: {\"parents\": [...]}\n"
         "  --placement       print resource providers in the shape of the Placement\n"
@@ -136,7 +141,7 @@ static int print_placement(int rootfd, const Config *c, const InventoryParent *p
                 trait = inventory_type_trait(p[i].type);
                 if (!ct || !trait)
                         return -ENOMEM;
-                name = strdup_printf("%s_%s", host, node);
+                name = inventory_provider_name(host, node, p[i].type, p[i].several);
                 if (!name)
                         return -ENOMEM;
 
