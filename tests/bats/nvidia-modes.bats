@@ -489,6 +489,31 @@ vstop() {
         "$MH_CLI" list --json | jq -e '.mdevs | length == 2'
 }
 
+@test "a MIG vGPU's record lost after a reboot drops its GPU instance; its next start records the new one" {
+        plan_conf
+        "$MH_CLI" gpu plan "$PF2"
+        vstart x "$(vf "$PF2" 0)" "nvidia-$M24" # the first 1-slice instance
+        vstart m1 "$(vf "$PF2" 1)" "nvidia-$M8" # the second
+        v="$(vf "$PF2" 1)"
+        before="$(record_get "$v" gpu_instance_id)"
+        [ -n "$before" ]
+        sim_reboot
+        "$MH_CLI" gpu plan "$PF2" > /dev/null
+        # the VF is back, empty: udev's event for it
+        run env -i MDEV_HOOKS_ROOT="$MDEV_HOOKS_ROOT" ACTION=bind SUBSYSTEM=pci \
+                DEVPATH="/devices/pci0000:00/$v" SEQNUM=1 "$MH_UDEV" "$v"
+        [ "$status" -eq 0 ]
+        [ "$(record_get "$v" state)" = lost ]
+        run grep -E '^(gpu_instance_id|placement_id) ' "$MDEV_HOOKS_ROOT/var/lib/mdev-hooks/$v"
+        [ "$status" -eq 1 ]
+        # started first now, it goes to the first instance
+        vstart m1 "$v" "nvidia-$M8"
+        [ "$(record_get "$v" state)" = assigned ]
+        [ "$(record_get "$v" gpu_instance_id)" = "$(cat "$(nvattr "$v" gpu_instance_id)")" ]
+        [ "$(record_get "$v" placement_id)" = "$(cat "$(nvattr "$v" placement_id)")" ]
+        [ "$(record_get "$v" gpu_instance_id)" != "$before" ]
+}
+
 @test "a mixed-size GPU's records keep their old form (no placement keys)" {
         plan_conf
         "$MH_CLI" gpu plan "$PF1"
