@@ -24,13 +24,12 @@ static const char help[] =
         "          would pass the cap gets none of them (parents in sorted order)\n"
         "  used  = existing mdevs of the type on the parent\n"
         "  free  = total - used\n"
-        "A parent without a type, or that does not offer its type, is listed with\n"
-        "the reason.\n"
+        "A parent without a type, or not offering it, is listed with the reason.\n"
         "A GPU of NVIDIA's VFIO framework (vGPU 17+) is one parent, its PF: used =\n"
-        "its VFs carrying the type, available = its unprogrammed VFs that list the\n"
-        "type as creatable now (an upper bound: the driver tells whether one more\n"
-        "fits on a VF, not how many; exact once the GPU is full). For a GPU\n"
-        "with a [gpu_PF] section: what fits by its mode (gpu status --json).\n"
+        "its VFs with the type, available = its free VFs that list it (an upper\n"
+        "bound); with [gpu_PF], what fits by its mode (gpu status --json). A GPU\n"
+        "listed under several types has a row (and a --placement provider,\n"
+        "<host>_<node device>_<type>) per type: what fits of it now, alone.\n"
         "\n"
         "  --json            print JSON: {\"parents\": [...]}\n"
         "  --placement       print resource providers in the shape of the Placement\n"
@@ -136,7 +135,7 @@ static int print_placement(int rootfd, const Config *c, const InventoryParent *p
                 trait = inventory_type_trait(p[i].type);
                 if (!ct || !trait)
                         return -ENOMEM;
-                name = strdup_printf("%s_%s", host, node);
+                name = inventory_provider_name(host, node, p[i].type, p[i].several);
                 if (!name)
                         return -ENOMEM;
 

@@ -25,6 +25,8 @@ static const char help[] =
         "  mdev_hooks_parent_capacity_vgpus{parent,type,class}  inventory's TOTAL\n"
         "  mdev_hooks_parent_used_vgpus{parent,type,class}      inventory's USED\n"
         "  mdev_hooks_parent_free_vgpus{parent,type,class}      inventory's FREE\n"
+        "    (one series per parent and type: a GPU listed under several types has\n"
+        "    one for each, as 'inventory' has a row for each)\n"
         "  mdev_hooks_mdevs{state}       mdevs per state, as 'list' shows them\n"
         "  mdev_hooks_parents_registered mdev parents registered\n"
         "  mdev_hooks_record_last_change_timestamp_seconds\n"
@@ -83,6 +85,17 @@ static void print_capacity(FILE *f, const Config *c, const InventoryParent *p, s
                         fprintf(f, "} %u\n", v);
                 }
         }
+}
+
+/* The parents of the inventory's rows (a parent with several types has a
+ * row for each, next to each other). */
+static size_t count_parents(const InventoryParent *p, size_t n) {
+        size_t k = 0;
+
+        for (size_t i = 0; i < n; i++)
+                if (i == 0 || !streq(p[i].parent, p[i - 1].parent))
+                        k++;
+        return k;
 }
 
 /* The count per state of mdevs and VFIO vGPUs: sysfs and the record merged
@@ -170,7 +183,7 @@ int cli_metrics_main(int argc, char *argv[], const char *config_path) {
         for (size_t k = 0; k < ELEMENTSOF(states); k++)
                 fprintf(f, "mdev_hooks_mdevs{state=\"%s\"} %u\n", states[k], counts[k]);
         header(f, "mdev_hooks_parents_registered", "mdev parents registered (/sys/class/mdev_bus).");
-        fprintf(f, "mdev_hooks_parents_registered %zu\n", n);
+        fprintf(f, "mdev_hooks_parents_registered %zu\n", count_parents(p, n));
         if (mtime.tv_sec >= 0) {
                 header(f, "mdev_hooks_record_last_change_timestamp_seconds",
                        "When the record in /var/lib/mdev-hooks last changed, in seconds since the epoch.");

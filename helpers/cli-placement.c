@@ -26,7 +26,9 @@ static const char help[] =
         "Nova's libvirt driver does: a root resource provider named after the host,\n"
         "one child per mdev parent named <host>_<libvirt node device> (e.g.\n"
         "myhost_pci_0000_84_00_0) with an inventory of the type's mdev_class (Nova's\n"
-        "arithmetic, as 'inventory' counts it) and the trait CUSTOM_MDEV_<TYPE>, and\n"
+        "arithmetic, as 'inventory' counts it) and the trait CUSTOM_MDEV_<TYPE>\n"
+        "(a GPU listed under several types: one child per type, named\n"
+        "<host>_<libvirt node device>_<type>, each with what fits of its type), and\n"
         "each running guest's mdevs as an allocation whose consumer is the guest's\n"
         "UUID. Providers and allocations that are gone are removed. A second run\n"
         "with nothing changed sends no write.\n"
@@ -115,7 +117,8 @@ static int read_holdings(int rootfd, LedgerEntry **ret_entries, PlacementHolding
                 return -ENOMEM;
         for (size_t i = 0; i < n; i++)
                 if (e[i].state == LEDGER_ASSIGNED && e[i].guest_uuid[0])
-                        h[k++] = (PlacementHolding) { .guest_uuid = e[i].guest_uuid, .parent = e[i].parent };
+                        h[k++] = (PlacementHolding) { .guest_uuid = e[i].guest_uuid, .parent = e[i].parent,
+                                                      .type = e[i].type };
         *ret_entries = steal_pointer(&e);
         *ret = h;
         *ret_n = k;
@@ -209,6 +212,7 @@ static int desired_read(int rootfd, const Config *c, const char *host, Placement
                 pp[n_pp] = (PlacementParent) {
                         .parent = p[i].parent, .nodedev = nodedevs[n_pp], .type = p[i].type,
                         .resource_class = t ? t->mdev_class : "VGPU", .total = p[i].total,
+                        .per_type = p[i].several,
                 };
                 n_pp++;
         }

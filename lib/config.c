@@ -628,6 +628,26 @@ const ConfigType *config_parent_type(const Config *c, const char *parent) {
         return c->default_type;
 }
 
+size_t config_parent_types(const Config *c, const char *parent, const ConfigType **ret, size_t size) {
+        size_t n = 0;
+
+        if (!c || !parent)
+                return 0;
+        for (size_t i = 0; i < c->n_types; i++)
+                for (char **a = c->types[i].addresses; a && *a; a++)
+                        if (strcasecmp(*a, parent) == 0) {
+                                if (n < size)
+                                        ret[n] = &c->types[i];
+                                n++;
+                                break;
+                        }
+        if (n > 0 || !c->default_type)
+                return n;
+        if (size > 0)
+                ret[0] = c->default_type;
+        return 1;
+}
+
 const ConfigType *config_find_type(const Config *c, const char *type) {
         if (!c || !type)
                 return NULL;

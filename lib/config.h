@@ -144,6 +144,11 @@ static inline void config_freep(Config **c) {
 /* The type a parent serves: the type listing it in device_addresses, else the
  * default type, else NULL. */
 const ConfigType *config_parent_type(const Config *c, const char *parent);
+/* Every type a parent serves, in config order, into ret (at most size, no
+ * terminator): the types listing it in device_addresses (several only for a
+ * mixed-size or MIG GPU), else the default type, else none. Returns how many
+ * there are (may be more than size). */
+size_t config_parent_types(const Config *c, const char *parent, const ConfigType **ret, size_t size);
 /* An enabled type by name, or NULL. */
 const ConfigType *config_find_type(const Config *c, const char *type);
 /* True when a parent is named explicitly under some type. */

@@ -21,6 +21,16 @@ static int cmp_parent(const void *a, const void *b) {
         return strcmp(((const InventoryParent *) a)->parent, ((const InventoryParent *) b)->parent);
 }
 
+/* By parent, then a parent's rows by type (a row without a type first). */
+static int cmp_row(const void *a, const void *b) {
+        const InventoryParent *x = a, *y = b;
+        int r = cmp_parent(a, b);
+
+        if (r != 0 || x->type == y->type)
+                return r;
+        return !x->type ? -1 : !y->type ? 1 : strcmp(x->type, y->type);
+}
+
 /* max_instances for the parents of one type (Nova's _get_gpu_inventories):
  * the mdevs that exist are counted first, on every parent, before any free
  * capacity is handed out; then each parent, in name order, gets all of its
@@ -63,7 +73,7 @@ static void compute_capped(InventoryParent *parents, size_t n, size_t first) {
 
 void inventory_sort(InventoryParent *parents, size_t n) {
         if (n > 1)
-                qsort(parents, n, sizeof *parents, cmp_parent);
+                qsort(parents, n, sizeof *parents, cmp_row);
 }
 
 InventoryParent *inventory_find(InventoryParent *parents, size_t n, const char *parent) {
@@ -123,12 +133,17 @@ char *inventory_type_trait(const char *type) {
         return underscored("CUSTOM_MDEV_", type, true);
 }
 
+char *inventory_provider_name(const char *host, const char *nodedev, const char *type, bool several) {
+        return several ? strdup_printf("%s_%s_%s", host, nodedev, type) : strdup_printf("%s_%s", host, nodedev);
+}
+
 /* --- the host ---------------------------------------------------------- */
 
-/* A GPU with [gpu_<PF>] (NVIDIA): how many more of the type fit by its mode
- * (gpucapacity.h), in place of the VFs' upper bound. Left as it is when
- * the GPU cannot be read or the type's name gives no size. */
-static int declared_available(int rootfd, const Config *c, const char *pf, const char *type, unsigned *available) {
+/* A GPU with [gpu_<PF>] (NVIDIA): how many more of each of its types fit
+ * by its mode (gpucapacity.h), in place of the VFs' upper bound; the GPU is
+ * read once for all its rows. A row is left as it is when the GPU cannot be
+ * read or its type's name gives no size. */
+static int declared_available(int rootfd, const Config *c, const char *pf, InventoryParent *rows, size_t n_rows) {
         _cleanup_(gpu_state_done) GpuState s = { 0 };
         _cleanup_free_ GpuOffer *o = NULL;
         size_t n = 0;
@@ -143,10 +158,46 @@ static int declared_available(int rootfd, const Config *c, const char *pf, const
         r = gpu_state_offers(rootfd, pf, &s, &o, &n);
         if (r < 0)
                 return r;
-        for (size_t i = 0; i < n; i++)
-                if (streq(o[i].type, type) && o[i].sized)
-                        *available = o[i].free;
+        for (size_t k = 0; k < n_rows; k++)
+                for (size_t i = 0; i < n; i++)
+                        if (streq(o[i].type, rows[k].type) && o[i].sized)
+                                rows[k].available = o[i].free;
         return 0;
+}
+
+/* A parent's rows, one per type it serves (none configured: one row
+ * without a type), at rows[*n] onwards (room for them was made). */
+static int read_parent(int rootfd, const Config *c, const char *parent, InventoryParent *rows, size_t *n) {
+        const ConfigType *types[INVENTORY_TYPES_MAX];
+        size_t n_types = config_parent_types(c, parent, types, ELEMENTSOF(types)), first = *n;
+        const Backend *b = n_types > 0 ? backend_of_parent(rootfd, parent) : NULL;
+        int r;
+
+        if (n_types > ELEMENTSOF(types))
+                n_types = ELEMENTSOF(types);
+        if (n_types == 0) {
+                rows[(*n)++] = (InventoryParent) { .parent = parent };
+                return 0;
+        }
+        for (size_t i = 0; i < n_types; i++) {
+                InventoryParent *ip = &rows[(*n)++];
+                BackendOffer o;
+                bool offered;
+
+                *ip = (InventoryParent) {
+                        .parent = parent, .type = types[i]->name, .max_instances = types[i]->max_instances,
+                        .several = n_types > 1,
+                };
+                if (!b)
+                        continue; /* gone meanwhile: offers nothing */
+                r = b->parent_offer(rootfd, parent, types[i]->name, &o, &offered);
+                if (r < 0)
+                        return r;
+                ip->offered = offered;
+                ip->existing = o.existing;
+                ip->available = o.available;
+        }
+        return b ? declared_available(rootfd, c, parent, rows + first, n_types) : 0;
 }
 
 int inventory_read(int rootfd, const Config *c, InventoryParent **ret, size_t *ret_n) {
@@ -158,31 +209,12 @@ int inventory_read(int rootfd, const Config *c, InventoryParent **ret, size_t *r
         r = backend_parent_list(rootfd, &parents);
         if (r < 0)
                 return r;
-        p = calloc(strv_length(parents) + 1, sizeof *p);
+        /* at most INVENTORY_TYPES_MAX rows per parent */
+        p = calloc(strv_length(parents) * INVENTORY_TYPES_MAX + 1, sizeof *p);
         if (!p)
                 return -ENOMEM;
         for (char **q = parents; *q; q++) {
-                const ConfigType *t = config_parent_type(c, *q);
-                InventoryParent *ip = &p[n++];
-                const Backend *b;
-                BackendOffer o;
-                bool offered;
-
-                *ip = (InventoryParent) { .parent = *q };
-                if (!t)
-                        continue;
-                ip->type = t->name;
-                ip->max_instances = t->max_instances;
-                b = backend_of_parent(rootfd, *q);
-                if (!b)
-                        continue; /* gone meanwhile: offers nothing */
-                r = b->parent_offer(rootfd, *q, t->name, &o, &offered);
-                if (r < 0)
-                        return r;
-                ip->offered = offered;
-                ip->existing = o.existing;
-                ip->available = o.available;
-                r = declared_available(rootfd, c, *q, t->name, &ip->available);
+                r = read_parent(rootfd, c, *q, p, &n);
                 if (r < 0)
                         return r;
         }

@@ -33,10 +33,20 @@ typedef enum InventoryReason {
         _INVENTORY_REASON_INVALID = -EINVAL,
 } InventoryReason;
 
+/* The most types one parent serves in an inventory (a mixed-size or MIG
+ * GPU listed under several); more are left out. */
+#define INVENTORY_TYPES_MAX 16
+
+/* One row: a parent and one type it serves. A parent that serves several
+ * types (a mixed-size or MIG GPU listed under several) has a row per type,
+ * each counted on its own: how many of that type fit now, given what
+ * exists. The rows of one GPU share its framebuffer or its GPU instances,
+ * so their free counts are each true alone, not together. */
 typedef struct InventoryParent {
         /* input */
         const char *parent;
         const char *type;         /* configured type, NULL: none */
+        bool several;             /* the parent has a row for each of several types */
         unsigned max_instances;   /* the type's cap, 0: none */
         bool offered;             /* the parent offers the type */
         unsigned existing;        /* mdevs of the type on the parent */
@@ -49,15 +59,17 @@ typedef struct InventoryParent {
         InventoryReason reason;
 } InventoryParent;
 
-/* Sorts the parents by name and fills in total, used, free and reason. */
+/* Sorts the rows by parent, then type, and fills in total, used, free and
+ * reason. max_instances caps each type over its own rows. */
 void inventory_compute(InventoryParent *parents, size_t n);
-/* Sorts the parents by name (as inventory_compute() leaves them). */
+/* Sorts the rows by parent, then type (as inventory_compute() leaves them). */
 void inventory_sort(InventoryParent *parents, size_t n);
-/* A parent of sorted parents by name, or NULL. */
+/* A row of sorted rows by parent name (one of its rows), or NULL. */
 InventoryParent *inventory_find(InventoryParent *parents, size_t n, const char *parent);
 
-/* Reads every registered parent (sysfs_parent_list()) with the type the
- * config gives it and that type's two numbers, and computes the inventory
+/* Reads every registered parent (sysfs_parent_list()) with each type the
+ * config gives it (config_parent_types()) and that type's two numbers, and
+ * computes the inventory
  * (inventory_compute()): the code behind `inventory`, `metrics` and
  * `placement sync`. *ret owns the parent names; free with inventory_free(). */
 struct Config;
@@ -69,3 +81,10 @@ ENUM_DECL(inventory_reason, InventoryReason);
 
 /* "CUSTOM_MDEV_" + the type in upper case, other characters as '_'. */
 char *inventory_type_trait(const char *type);
+/* A parent's resource provider's name: "<host>_<nodedev>", as Nova names a
+ * parent's ("myhost_pci_0000_84_00_0"); for one of a parent's several types
+ * (several, a mixed-size or MIG GPU), "<host>_<nodedev>_<type>": one
+ * provider per (parent, type), since a provider has one inventory per
+ * resource class and two types may share a class (VGPU). NULL: out of
+ * memory. */
+char *inventory_provider_name(const char *host, const char *nodedev, const char *type, bool several);

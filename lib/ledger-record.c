@@ -322,6 +322,10 @@ int ledger_parse(const char *uuid, const char *text, LedgerEntry *ret) {
         }
         if (p.bad_line != 0)
                 return error_set(-EBADMSG, "'/" LEDGER_DIR "/%s' line %u: %s", uuid, p.bad_line, p.bad);
+        /* a lost record's GPU instance was an earlier boot's (written so by
+         * an older version): none */
+        if (p.e.state == LEDGER_LOST)
+                p.e.has_placement = false;
         *ret = p.e;
         return 0;
 }
@@ -363,7 +367,7 @@ int ledger_format(const LedgerEntry *e, char **ret) {
             strnlen(e->guest, GUEST_NAME_MAX) >= GUEST_NAME_MAX)
                 return error_set(-EINVAL, "refusing to write an invalid record for '%s'", e->uuid);
 
-        if (e->has_placement)
+        if (e->has_placement && e->state != LEDGER_LOST) /* a lost vGPU is nowhere */
                 snprintf(placement, sizeof placement, "gpu_instance_id = %u\nplacement_id = %u\n", e->gpu_instance_id,
                          e->placement_id);
         ledger_guest_encode(e->guest, enc);

@@ -61,7 +61,10 @@ typedef struct LedgerEntry {
         /* A MIG-backed vGPU of NVIDIA's VFIO framework: where the driver put
          * it (the VF's gpu_instance_id and placement_id, read back after
          * programming). Written only when set, so other records are as
-         * before; a record without them reads as unset. */
+         * before; a record without them reads as unset. Never on a lost
+         * record: the vGPU is gone, and where the driver puts it when it is
+         * made again is read back then (written without them, read as
+         * unset). */
         bool has_placement;
         unsigned gpu_instance_id, placement_id;
 } LedgerEntry;

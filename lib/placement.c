@@ -199,11 +199,22 @@ static int provider_set_inventory(PlacementProvider *c, const PlacementParent *p
         return 0;
 }
 
+/* The provider of a holding: its parent's, or with several types on the
+ * parent, the one of its type. */
+static PlacementProvider *holding_provider(PlacementState *s, const PlacementParent **parent_of,
+                                           const PlacementHolding *h) {
+        for (size_t i = 1; i < s->n_providers; i++)
+                if (streq(parent_of[i]->parent, h->parent) &&
+                    (!parent_of[i]->per_type || streq_ptr(parent_of[i]->type, h->type)))
+                        return &s->providers[i];
+        return NULL;
+}
+
 int placement_desired(const char *host, const PlacementParent *parents, size_t n_parents,
                       const PlacementHolding *holdings, size_t n_holdings,
                       PlacementState *ret, size_t *ret_skipped) {
         _cleanup_(placement_state_done) PlacementState s = { 0 };
-        _cleanup_free_ char **parent_of = NULL; /* the parent name of each child, by index */
+        _cleanup_free_ const PlacementParent **parent_of = NULL; /* the parent of each child, by index */
         size_t skipped = 0;
         PlacementProvider *root;
         int r;
@@ -224,7 +235,10 @@ int placement_desired(const char *host, const PlacementParent *parents, size_t n
 
                 if (!trait)
                         return -ENOMEM;
-                *c = (PlacementProvider) { .generation = -1, .name = strdup_printf("%s_%s", host, parents[i].nodedev) };
+                *c = (PlacementProvider) {
+                        .generation = -1,
+                        .name = inventory_provider_name(host, parents[i].nodedev, parents[i].type, parents[i].per_type),
+                };
                 if (!c->name)
                         return -ENOMEM;
                 s.n_providers++;
@@ -235,17 +249,12 @@ int placement_desired(const char *host, const PlacementParent *parents, size_t n
                 r = provider_set_inventory(c, &parents[i]);
                 if (r < 0)
                         return r;
-                parent_of[s.n_providers - 1] = (char *) parents[i].parent;
+                parent_of[s.n_providers - 1] = &parents[i];
         }
 
         for (size_t h = 0; h < n_holdings; h++) {
-                PlacementProvider *c = NULL;
+                PlacementProvider *c = holding_provider(&s, parent_of, &holdings[h]);
 
-                for (size_t i = 1; i < s.n_providers; i++)
-                        if (streq(parent_of[i], holdings[h].parent)) {
-                                c = &s.providers[i];
-                                break;
-                        }
                 if (!c || c->n_inventories == 0 || !holdings[h].guest_uuid ||
                     !uuid_is_valid(holdings[h].guest_uuid)) {
                         skipped++;

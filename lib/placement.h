@@ -10,7 +10,9 @@
  *   children  name = "<host>_<libvirt node device of the parent>"
  *             (e.g. "myhost_pci_0000_84_00_0"), one per parent that serves a
  *             type, with an inventory of the type's mdev_class (Nova's
- *             arithmetic, inventory.c) and the trait CUSTOM_MDEV_<TYPE>.
+ *             arithmetic, inventory.c) and the trait CUSTOM_MDEV_<TYPE>;
+ *             a parent that serves several types (a mixed-size or MIG
+ *             GPU) has one per type instead, "<host>_<nodedev>_<type>".
  * Nova takes the root's UUID from its compute node and lets the children's
  * be random, then finds them again by name in the tree. mdev-hooks has no
  * compute node, so it derives every UUID from the provider's name (UUIDv5
@@ -103,13 +105,17 @@ typedef struct PlacementParent {
         const char *type;           /* "nvidia-35" */
         const char *resource_class; /* the type's mdev_class */
         unsigned total;
+        bool per_type;              /* one of a parent's several types: a provider of its own
+                                     * (inventory_provider_name()) */
 } PlacementParent;
 
 /* A guest's mdev, from the record. */
 typedef struct PlacementHolding {
         const char *guest_uuid;
         const char *parent;
+        const char *type;           /* picks the provider of a parent with several types */
 } PlacementHolding;
+
 
 /* Builds the desired tree of host (root first, children sorted by name) and
  * its usages. A holding on a parent without inventory, or without a guest

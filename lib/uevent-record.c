@@ -222,7 +222,6 @@ static int vf_record_refresh(UeventContext *c, const Backend *b, LedgerEntry *e,
                         return 0;
         }
         memcpy(boot, e->boot_id, sizeof boot); /* kept: a VF made again is not mdev-hooks' */
-        e->has_placement = false; /* where the driver put it is gone with it */
         r = record_set(c, e, LEDGER_LOST, e->origin, boot);
         if (r < 0)
                 return r;

@@ -544,6 +544,31 @@ vstop() {
         "$MH_CLI" list --json | jq -e '.mdevs | length == 2'
 }
 
+@test "a MIG vGPU's record lost after a reboot drops its GPU instance; its next start records the new one" {
+        plan_conf
+        "$MH_CLI" gpu plan "$PF2"
+        vstart x "$(vf "$PF2" 0)" "nvidia-$M24" # the first 1-slice instance
+        vstart m1 "$(vf "$PF2" 1)" "nvidia-$M8" # the second
+        v="$(vf "$PF2" 1)"
+        before="$(record_get "$v" gpu_instance_id)"
+        [ -n "$before" ]
+        sim_reboot
+        "$MH_CLI" gpu plan "$PF2" > /dev/null
+        # the VF is back, empty: udev's event for it
+        run env -i MDEV_HOOKS_ROOT="$MDEV_HOOKS_ROOT" ACTION=bind SUBSYSTEM=pci \
+                DEVPATH="/devices/pci0000:00/$v" SEQNUM=1 "$MH_UDEV" "$v"
+        [ "$status" -eq 0 ]
+        [ "$(record_get "$v" state)" = lost ]
+        run grep -E '^(gpu_instance_id|placement_id) ' "$MDEV_HOOKS_ROOT/var/lib/mdev-hooks/$v"
+        [ "$status" -eq 1 ]
+        # started first now, it goes to the first instance
+        vstart m1 "$v" "nvidia-$M8"
+        [ "$(record_get "$v" state)" = assigned ]
+        [ "$(record_get "$v" gpu_instance_id)" = "$(cat "$(nvattr "$v" gpu_instance_id)")" ]
+        [ "$(record_get "$v" placement_id)" = "$(cat "$(nvattr "$v" placement_id)")" ]
+        [ "$(record_get "$v" gpu_instance_id)" != "$before" ]
+}
+
 @test "a mixed-size GPU's records keep their old form (no placement keys)" {
         plan_conf
         "$MH_CLI" gpu plan "$PF1"
@@ -715,26 +740,16 @@ free_is_what_fits() {
         [ "$(cat "$(nvattr "$(vf "$PF1" 1)" current_vgpu_type)")" = 0 ]
 }
 
-@test "after a reboot a MIG vGPU's lost record keeps no GPU instance of the boot before" {
-        plan_conf
-        "$MH_CLI" gpu plan > /dev/null
-        vstart m1 "$(vf "$PF2" 2)" "nvidia-$M8"
-        [ -n "$(record_get "$(vf "$PF2" 2)" gpu_instance_id)" ]
-        sim_reboot
-        "$MH_CLI" gpu plan > /dev/null
-        [ "$(record_get "$(vf "$PF2" 2)" state)" = lost ]
-        [ "$(record_get "$(vf "$PF2" 2)" guest)" = m1 ]
-        [ -z "$(record_get "$(vf "$PF2" 2)" gpu_instance_id)" ]
-        [ -z "$(record_get "$(vf "$PF2" 2)" placement_id)" ]
-        # its start programs it again, and records where the driver put it now
-        run vstart m1 "$(vf "$PF2" 2)" "nvidia-$M8"
-        [ "$status" -eq 0 ]
-        [ "$(record_get "$(vf "$PF2" 2)" gpu_instance_id)" = "$(cat "$(nvattr "$(vf "$PF2" 2)" gpu_instance_id)")" ]
+# inv PF TYPE-ID FIELD: one number of inventory's row for the PF and the type.
+inv() {
+        "$MH_CLI" inventory --json |
+                jq -r --arg pf "$1" --arg t "nvidia-$2" --arg f "$3" \
+                        '.parents[] | select(.parent == $pf and .type == $t) | .[$f]'
 }
 
-# inventory_free PF: inventory's free count for the PF's configured type.
+# inventory_free PF TYPE-ID: inventory's free count for that type on the PF.
 inventory_free() {
-        "$MH_CLI" inventory --json | jq -r --arg pf "$1" '.parents[] | select(.parent == $pf) | .free'
+        inv "$1" "$2" free
 }
 
 @test "inventory counts what fits by the GPU's mode, and the driver then takes exactly that" {
@@ -744,16 +759,157 @@ inventory_free() {
         program "$(vf "$PF1" 0)" 1203
         program "$(vf "$PF1" 1)" 1203
         program "$(vf "$PF1" 2)" "$T8"
-        said="$(inventory_free "$PF1")" # nvidia-$T4, PF1's first type
+        said="$(inventory_free "$PF1" "$T4")"
         made="$(fill "$PF1" "$T4")"
         echo "mixed: inventory said $said free, the driver took $made"
         [ "$said" -gt 0 ]
         [ "$said" = "$made" ]
-        # MIG: DC-1-24Q (PF2's first type), one per 1-slice instance
-        said="$(inventory_free "$PF2")"
+        # MIG: DC-1-24Q, one per 1-slice instance
+        said="$(inventory_free "$PF2" "$M24")"
         made="$(fill "$PF2" "$M24")"
         echo "MIG: inventory said $said free, the driver took $made"
         [ "$said" -gt 0 ]
         [ "$said" = "$made" ]
-        [ "$(inventory_free "$PF2")" = 0 ]
+        [ "$(inventory_free "$PF2" "$M24")" = 0 ]
+}
+
+# hook_fill PF TYPE-ID: starts a guest of the type on each free VF of the
+# PF, through the hook, until the hook refuses one; prints how many started
+# and the VF it refused ("-": none). The guests' names go to
+# $BATS_TEST_TMPDIR/filled, for hook_unfill.
+hook_fill() {
+        local made=0 i v refused=-
+        for ((i = 0; i < 16; i++)); do
+                v="$(vf "$1" $i)"
+                [ "$(cat "$(nvattr "$v" current_vgpu_type)")" = 0 ] || continue
+                if ! vstart "f$2-$i" "$v" "nvidia-$2" > /dev/null 2>&1; then
+                        refused="$v"
+                        break
+                fi
+                echo "f$2-$i" >> "$BATS_TEST_TMPDIR/filled"
+                made=$((made + 1))
+        done
+        echo "$made $refused"
+}
+
+# hook_unfill: stops the guests hook_fill started.
+hook_unfill() {
+        local g
+        while read -r g; do
+                vstop "$g"
+        done < "$BATS_TEST_TMPDIR/filled"
+        rm -f "$BATS_TEST_TMPDIR/filled"
+}
+
+# inventory_is_what_the_hook_makes PF TYPE-ID: for one of the PF's types,
+# inventory's free count is what the hook then starts before it is refused,
+# the driver takes no more of it either, and the type's total is what it
+# held plus what started. Stops those guests again and checks that the
+# inventory is back where it was.
+inventory_is_what_the_hook_makes() {
+        local before said used total made refused
+        before="$("$MH_CLI" inventory --json)"
+        said="$(inventory_free "$1" "$2")"
+        used="$(inv "$1" "$2" used)"
+        total="$(inv "$1" "$2" total)"
+        read -r made refused < <(hook_fill "$1" "$2")
+        echo "type $2 on $1: inventory said $said free of $total ($used used), the hook started $made, refused on $refused"
+        [ "$said" -gt 0 ]
+        [ "$said" = "$made" ]
+        [ "$total" = $((used + made)) ]
+        if [ "$refused" != - ]; then
+                run program "$refused" "$2"
+                [ "$status" -ne 0 ]
+        fi
+        [ "$(inventory_free "$1" "$2")" = 0 ]
+        hook_unfill
+        [ "$("$MH_CLI" inventory --json)" = "$before" ]
+}
+
+@test "inventory has a row for each type of a mixed-size and of a MIG GPU, counted by what fits of it now" {
+        plan_conf
+        "$MH_CLI" gpu plan > /dev/null
+        program "$(vf "$PF1" 0)" 1203 # 24 GiB of 96 used: 72 left
+        program "$(vf "$PF1" 1)" "$T8" # 64 left
+        program "$(vf "$PF2" 0)" "$M8" # one 1-slice instance holds 8 GiB vGPUs now
+        run "$MH_CLI" inventory --json
+        [ "$status" -eq 0 ]
+        # each configured type of each GPU once, and nothing else on them
+        [ "$(jq -r --arg a "$PF1" --arg b "$PF2" '[.parents[] | select(.parent == $a or .parent == $b) | "\(.parent) \(.type)"] | join(",")' <<< "$output")" = \
+                "$PF1 nvidia-$T4,$PF1 nvidia-$T8,$PF2 nvidia-$M24,$PF2 nvidia-$M8" ]
+        # mixed: the framebuffer left, by each type's size (VFs: 14 free)
+        [ "$(inv "$PF1" "$T4" free)" = 14 ]
+        [ "$(inv "$PF1" "$T4" used)" = 0 ]
+        [ "$(inv "$PF1" "$T8" free)" = 8 ]
+        [ "$(inv "$PF1" "$T8" used)" = 1 ]
+        [ "$(inv "$PF1" "$T8" total)" = 9 ]
+        # MIG: the empty 1-slice instance takes one 24 GiB vGPU; the 8 GiB
+        # type has two more in the instance that holds it and three in the empty one
+        [ "$(inv "$PF2" "$M24" free)" = 1 ]
+        [ "$(inv "$PF2" "$M8" free)" = 5 ]
+        [ "$(inv "$PF2" "$M8" total)" = 6 ]
+        # the text has the same rows
+        run "$MH_CLI" inventory
+        [ "$(grep -c "^$PF1 " <<< "$output")" = 2 ]
+        [ "$(grep -c "^$PF2 " <<< "$output")" = 2 ]
+}
+
+@test "mixed-size GPU: for each of its types, the inventory's count is what the hook then starts until refused" {
+        plan_conf
+        "$MH_CLI" gpu plan > /dev/null
+        # two 24 GiB and one 8 GiB vGPU leave 40 GiB
+        program "$(vf "$PF1" 0)" 1203
+        program "$(vf "$PF1" 1)" 1203
+        program "$(vf "$PF1" 2)" "$T8"
+        inventory_is_what_the_hook_makes "$PF1" "$T4"
+        inventory_is_what_the_hook_makes "$PF1" "$T8"
+}
+
+@test "MIG GPU: for each of its types, the inventory's count is what the hook then starts until refused" {
+        plan_conf
+        "$MH_CLI" gpu plan > /dev/null
+        program "$(vf "$PF2" 0)" "$M8"
+        inventory_is_what_the_hook_makes "$PF2" "$M24"
+        inventory_is_what_the_hook_makes "$PF2" "$M8"
+}
+
+@test "inventory --placement gives a GPU listed under several types a provider per type, with its type's numbers" {
+        plan_conf
+        "$MH_CLI" gpu plan > /dev/null
+        program "$(vf "$PF1" 0)" "$T8"
+        run "$MH_CLI" inventory --placement --hostname h1
+        [ "$status" -eq 0 ]
+        providers="$output"
+        [ "$(jq -r '[.resource_providers[].name] | join(",")' <<< "$providers")" = \
+                "h1_pci_0000_41_00_0_nvidia-$T4,h1_pci_0000_41_00_0_nvidia-$T8,h1_pci_0000_c1_00_0_nvidia-$M24,h1_pci_0000_c1_00_0_nvidia-$M8" ]
+        for row in "$PF1 $T4" "$PF1 $T8" "$PF2 $M24" "$PF2 $M8"; do
+                read -r pf t <<< "$row"
+                name="h1_pci_$(tr ':.' '__' <<< "$pf")_nvidia-$t"
+                rp="$(jq -c --arg n "$name" '.resource_providers[] | select(.name == $n)' <<< "$providers")"
+                [ "$(jq -r .inventories.VGPU.total <<< "$rp")" = "$(inv "$pf" "$t" total)" ]
+                [ "$(jq -r .usages.VGPU <<< "$rp")" = "$(inv "$pf" "$t" used)" ]
+                [ "$(jq -r '.traits | join(",")' <<< "$rp")" = "CUSTOM_MDEV_NVIDIA_$t" ]
+        done
+        [ "$(jq -r --arg n "h1_pci_0000_41_00_0_nvidia-$T8" '.resource_providers[] | select(.name == $n) | .usages.VGPU' <<< "$providers")" = 1 ]
+}
+
+@test "metrics has a series per type of a mixed-size and a MIG GPU, as inventory counts them, and counts each GPU once" {
+        plan_conf
+        "$MH_CLI" gpu plan > /dev/null
+        program "$(vf "$PF1" 0)" "$T8"
+        program "$(vf "$PF2" 0)" "$M8"
+        run "$MH_CLI" metrics
+        [ "$status" -eq 0 ]
+        for row in "$PF1 $T4" "$PF1 $T8" "$PF2 $M24" "$PF2 $M8"; do
+                read -r pf t <<< "$row"
+                for m in capacity:total used:used free:free; do
+                        series="mdev_hooks_parent_${m%%:*}_vgpus{class=\"VGPU\",parent=\"$pf\",type=\"nvidia-$t\"}"
+                        [ "$(grep -cF "$series " <<< "$output")" = 1 ]
+                        [ "$(grep -F "$series " <<< "$output" | cut -d' ' -f2)" = "$(inv "$pf" "$t" "${m#*:}")" ]
+                done
+        done
+        [ "$(grep -c "^mdev_hooks_parent_free_vgpus{.*parent=\"$PF1\"" <<< "$output")" = 2 ]
+        [ "$(grep '^mdev_hooks_parents_registered ' <<< "$output" | cut -d' ' -f2)" = \
+                "$("$MH_CLI" inventory --json | jq '[.parents[].parent] | unique | length')" ]
+        [ "$(grep '^mdev_hooks_parents_registered ' <<< "$output" | cut -d' ' -f2)" = 2 ]
 }

@@ -177,6 +177,65 @@ EOF
         [ "$(pl_get "/resource_providers/$rp/usages" | jq .usages.VGPU)" -eq 0 ]
 }
 
+# nvmodes_conf: nvidia-modes' GPUs, 0000:41:00.0 mixed-size under a 4Q and an
+# 8Q type (one class, VGPU), 0000:c1:00.0 MIG under a 1-slice 24 GiB and
+# 8 GiB type (two 1-slice instances), with the simulator's stand-in tools.
+nvmodes_conf() {
+        config_write <<CONF
+[devices]
+enabled_mdev_types = nvidia-1201, nvidia-1202, nvidia-1301, nvidia-1302
+[mdev_nvidia-1201]
+device_addresses = 0000:41:00.0
+[mdev_nvidia-1202]
+device_addresses = 0000:41:00.0
+[mdev_nvidia-1301]
+device_addresses = 0000:c1:00.0
+[mdev_nvidia-1302]
+device_addresses = 0000:c1:00.0
+[gpu]
+sriov_manage = $MH_SOURCE_DIR/tests/nvidia-tools/sriov-manage
+nvidia_smi = $MH_SOURCE_DIR/tests/nvidia-tools/nvidia-smi
+unbind_retry_ms = 0
+[gpu_0000:41:00.0]
+mode = mixed
+[gpu_0000:c1:00.0]
+mode = mig
+mig_instances = 1g.24gb, 1g.24gb
+CONF
+}
+
+@test "placement sync: a mixed-size and a MIG GPU get a provider per type, and a guest's vGPU is on its type's" {
+        sim_mount nvidia-modes
+        nvmodes_conf
+        "$MH_CLI" gpu plan > /dev/null
+        run -0 vprepare big "pci=0000:41:00.4,type=nvidia-1202"
+        guest=$(grep -o '<uuid>[^<]*' "$BATS_TEST_TMPDIR/big.xml" | cut -c7-)
+        run -0 sync mx1
+        # 88 GiB left: 15 VFs take 15 4Q, 11 8Q more; two empty 1-slice
+        # instances: 2 of 24 GiB or 6 of 8 GiB
+        run -0 tree mx1
+        [ "$output" = "mx1 - -
+mx1_pci_0000_41_00_0_nvidia-1201 VGPU=15 CUSTOM_MDEV_NVIDIA_1201
+mx1_pci_0000_41_00_0_nvidia-1202 VGPU=12 CUSTOM_MDEV_NVIDIA_1202
+mx1_pci_0000_c1_00_0_nvidia-1301 VGPU=2 CUSTOM_MDEV_NVIDIA_1301
+mx1_pci_0000_c1_00_0_nvidia-1302 VGPU=6 CUSTOM_MDEV_NVIDIA_1302" ]
+        # the totals are inventory's
+        for t in 1201 1202 1301 1302; do
+                inv=$("$MH_CLI" inventory --json | jq -r --arg t "nvidia-$t" '.parents[] | select(.type == $t) | .total')
+                [ "$(tree mx1 | awk -v t="nvidia-$t" '$1 ~ "_" t "$" { sub("VGPU=", "", $2); print $2 }')" = "$inv" ]
+        done
+        rp=$(pl_get "/resource_providers?name=mx1_pci_0000_41_00_0_nvidia-1202" | jq -r '.resource_providers[0].uuid')
+        [ "$(pl_get "/allocations/$guest" | jq -c ".allocations[\"$rp\"].resources")" = '{"VGPU":1}' ]
+        [ "$(pl_get "/allocations/$guest" | jq '.allocations | length')" -eq 1 ]
+        # a scheduler asking for the 8Q type's trait gets that provider only
+        run -0 candidates VGPU CUSTOM_MDEV_NVIDIA_1202
+        [ "$(grep -c '^mx1_' <<<"$output")" -eq 1 ]
+        [[ "$output" == *"mx1_pci_0000_41_00_0_nvidia-1202"* ]]
+        # nothing changed: no write
+        run -0 sync mx1 --json
+        [ "$(jq -r .requests.writes <<<"$output")" -eq 0 ]
+}
+
 # pl_send METHOD PATH BODY: a write as an admin; fails on an HTTP error.
 pl_send() {
         curl -sf -X "$1" -H 'X-Auth-Token: admin' -H 'OpenStack-API-Version: placement 1.38' \

@@ -4,10 +4,11 @@
 # usage: leak-check.sh SIMULATOR [CYCLES]
 #
 # Runs the simulator in the foreground under valgrind (memcheck, full leak
-# check) with mtty.conf and nvidia-sriov-disabled.conf, drives CYCLES
-# (default 10000) create/remove cycles plus every fault, SR-IOV enable and
-# disable, unregister/register (one delayed registration still pending at
-# unmount), counters, then unmounts. Exits non-zero if valgrind reports an
+# check) with mtty.conf, nvidia-sriov-disabled.conf and nvidia-modes.conf,
+# drives CYCLES (default 10000) create/remove cycles plus every fault, SR-IOV
+# enable and disable, unregister/register (one delayed registration still
+# pending at unmount), counters, NVIDIA's mixed-size and MIG modes with their
+# GPU instances, refusals and reboots, then unmounts. Exits non-zero if valgrind reports an
 # error or a leak, or if the simulator did not exit cleanly.
 # With VALGRIND=none the simulator runs bare (use that with an ASan build:
 # LeakSanitizer reports at exit).
@@ -109,4 +110,57 @@ done
 printf '4\n' > "$pf/sriov_numvfs"
 printf '%s\n' "$u" > "$m/class/mdev_bus/0000:3b:00.5/mdev_supported_types/nvidia-472/create"
 stop_sim "$work/log2"
+
+echo "leak-check: nvidia-modes.conf, mixed-size and MIG modes, GPU instances, reboots"
+run_sim "$here/topologies/nvidia-modes.conf" "$work/log3"
+a=0000:41:00.0 b=0000:c1:00.0
+nv() { # VF ATTRIBUTE: the path of one of a VF's nvidia/ attributes
+        printf '%s\n' "$m/bus/pci/devices/$1/nvidia/$2"
+}
+ctl() {
+        printf '%s\n' "$*" > "$m/.sim/ctl"
+}
+for i in $(seq 20); do
+        # mixed-size: VFs, then the mode, then two sizes side by side
+        ctl nv-sriov "$a" enable
+        ctl nv-shm "$a" 1
+        printf '1201\n' > "$(nv 0000:41:00.4 current_vgpu_type)"
+        printf '1202\n' > "$(nv 0000:41:00.5 current_vgpu_type)"
+        cat "$(nv 0000:41:00.6 creatable_vgpu_types)" "$(nv 0000:41:00.4 placement_id)" > /dev/null
+        cat "$(nv 0000:41:00.6 placement_id)" 2>/dev/null && exit 1
+        ctl nv-shm "$a" 0 2>/dev/null && exit 1 # a vGPU exists
+        # MIG: the mode, VFs, GPU instances, a MIG-backed vGPU in one
+        ctl nv-mig "$b" 1
+        ctl nv-sriov "$b" enable
+        printf '1302\n' > "$(nv 0000:c1:00.4 current_vgpu_type)" 2>/dev/null && exit 1 # no GI yet
+        ctl nv-cgi "$b" 1g.24gb
+        ctl nv-cgi "$b" 2g.48gb
+        ctl nv-cgi "$b" 9g.999gb 2>/dev/null && exit 1
+        printf '1302\n' > "$(nv 0000:c1:00.4 current_vgpu_type)"
+        printf '1311\n' > "$(nv 0000:c1:00.5 current_vgpu_type)"
+        cat "$(nv 0000:c1:00.4 gpu_instance_id)" "$(nv 0000:c1:00.5 placement_id)" > /dev/null
+        ctl nv-mig "$b" 0 2>/dev/null && exit 1 # VFs on
+        ctl nv-dgi "$b" 2>/dev/null && exit 1   # vGPUs in the GIs
+        ctl unbind-hold "$a" 1
+        ctl nv-sriov "$a" enable 2>/dev/null && exit 1
+        cat "$m/.sim/state" "$m/.sim/counters" > /dev/null
+        if ((i % 2)); then
+                # tear down in the driver's order
+                printf '0\n' > "$(nv 0000:c1:00.4 current_vgpu_type)"
+                printf '0\n' > "$(nv 0000:c1:00.5 current_vgpu_type)"
+                printf '0\n' > "$(nv 0000:41:00.4 current_vgpu_type)"
+                ctl nv-sriov "$b" disable
+                ctl nv-dgi "$b"
+                ctl nv-mig "$b" 0
+                ctl nv-sriov "$a" disable
+        else
+                ctl reboot # with vGPUs, GIs and modes in place
+        fi
+done
+# a reboot in the middle, then at unmount: a GPU left in MIG mode with a vGPU
+ctl nv-mig "$b" 1
+ctl nv-sriov "$b" enable
+ctl nv-cgi "$b" 1g.24gb
+printf '1301\n' > "$(nv 0000:c1:00.4 current_vgpu_type)"
+stop_sim "$work/log3"
 echo "leak-check: no error, no leak"

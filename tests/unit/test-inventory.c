@@ -3,7 +3,8 @@
  * Nova's inventory arithmetic (inventory.c): one type on two parents, two
  * types, max_instances (existing mdevs first, the invariants over every small
  * host and every order of its parents), parents without a type
- * or whose type they do not offer; the traits Nova gives them.
+ * or whose type they do not offer; a GPU with a row per type; the traits
+ * and provider names Nova gives them.
  */
 #include <stdio.h>
 #include <string.h>
@@ -187,6 +188,27 @@ static void test_no_type_and_not_offered(void) {
         check(streq(inventory_reason_to_string(INVENTORY_CAPPED), "over max_instances"));
 }
 
+static void test_a_gpu_with_two_types(void) {
+        /* A mixed-size GPU under two types: a row for each, next to each
+         * other and in type order, each counted alone; max_instances of one
+         * type caps only its own rows (the 4Q's 14 would pass 10: none). */
+        InventoryParent p[] = {
+                P("0000:41:00.0", "nvidia-1202", 0, 1, 8),
+                P("0000:84:00.0", "nvidia-1201", 10, 0, 6),
+                P("0000:41:00.0", "nvidia-1201", 10, 0, 14),
+        };
+
+        inventory_compute(p, ELEMENTSOF(p));
+        check(streq(p[0].parent, "0000:41:00.0") && streq(p[0].type, "nvidia-1201"));
+        check(streq(p[1].parent, "0000:41:00.0") && streq(p[1].type, "nvidia-1202"));
+        check(streq(p[2].parent, "0000:84:00.0"));
+        check(p[0].total == 0 && p[0].reason == INVENTORY_CAPPED);
+        check(p[1].total == 9 && p[1].used == 1 && p[1].free == 8 && p[1].reason == INVENTORY_OK);
+        check(p[2].total == 6 && p[2].free == 6 && p[2].reason == INVENTORY_OK);
+        check(inventory_find(p, ELEMENTSOF(p), "0000:84:00.0") == &p[2]);
+        check(inventory_find(p, ELEMENTSOF(p), "0000:41:00.0") != NULL);
+}
+
 static void test_names(void) {
         char *s;
 
@@ -198,6 +220,12 @@ static void test_names(void) {
         free(s);
         s = inventory_type_trait("mtty-1");
         check(streq(s, "CUSTOM_MDEV_MTTY_1"));
+        free(s);
+        s = inventory_provider_name("myhost", "pci_0000_84_00_0", "nvidia-35", false);
+        check(streq(s, "myhost_pci_0000_84_00_0"));
+        free(s);
+        s = inventory_provider_name("myhost", "pci_0000_41_00_0", "nvidia-1201", true);
+        check(streq(s, "myhost_pci_0000_41_00_0_nvidia-1201"));
         free(s);
 }
 
@@ -211,6 +239,7 @@ int main(void) {
         test_max_instances_later_parent_may_fit();
         test_sriov_vfs_capped();
         test_no_type_and_not_offered();
+        test_a_gpu_with_two_types();
         test_names();
         return 0;
 }

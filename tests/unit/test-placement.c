@@ -3,7 +3,8 @@
  * The plan of `placement sync` (placement.c): the desired tree of a host,
  * and what it takes to get there from what Placement holds: everything from
  * nothing, nothing from the same, one inventory, one trait, a guest moved,
- * a parent gone, a provider adopted by name, and the order Placement needs.
+ * a parent gone, a provider adopted by name, the order Placement needs, and
+ * a provider per type of a GPU listed under several.
  */
 #include <stdio.h>
 
@@ -277,6 +278,38 @@ static void test_leaves_nova_alone(void) {
         placement_state_done(&d);
 }
 
+/* A mixed-size GPU listed under two types of one class: a provider per
+ * type, each with its own inventory and trait, and a guest's vGPU counted
+ * on the provider of its type. */
+static void test_a_provider_per_type_of_a_gpu(void) {
+        static const PlacementParent gpu[] = {
+                { .parent = "0000:41:00.0", .nodedev = "pci_0000_41_00_0", .type = "nvidia-1201",
+                  .resource_class = "VGPU", .total = 14, .per_type = true },
+                { .parent = "0000:41:00.0", .nodedev = "pci_0000_41_00_0", .type = "nvidia-1202",
+                  .resource_class = "VGPU", .total = 9, .per_type = true },
+        };
+        PlacementHolding h[] = {
+                { .guest_uuid = G1, .parent = "0000:41:00.0", .type = "nvidia-1202" },
+                { .guest_uuid = G2, .parent = "0000:41:00.0", .type = "nvidia-1201" },
+                { .guest_uuid = G2, .parent = "0000:41:00.0", .type = "nvidia-1203" }, /* not served: left out */
+        };
+        PlacementState d;
+        size_t skipped = 0;
+
+        check(placement_desired("myhost", gpu, ELEMENTSOF(gpu), h, ELEMENTSOF(h), &d, &skipped) == 0);
+        check(skipped == 1);
+        check(d.n_providers == 3);
+        check(streq(d.providers[1].name, "myhost_pci_0000_41_00_0_nvidia-1201"));
+        check(streq(d.providers[2].name, "myhost_pci_0000_41_00_0_nvidia-1202"));
+        check(d.providers[1].n_inventories == 1 && d.providers[1].inventories[0].total == 14);
+        check(d.providers[2].n_inventories == 1 && d.providers[2].inventories[0].total == 9);
+        check(streq(d.providers[1].traits[0], "CUSTOM_MDEV_NVIDIA_1201") && !d.providers[1].traits[1]);
+        check(streq(d.providers[2].traits[0], "CUSTOM_MDEV_NVIDIA_1202") && !d.providers[2].traits[1]);
+        check(d.providers[1].n_usages == 1 && streq(d.providers[1].usages[0].consumer, G2));
+        check(d.providers[2].n_usages == 1 && streq(d.providers[2].usages[0].consumer, G1));
+        placement_state_done(&d);
+}
+
 int main(void) {
         test_names_uuids_inventories();
         test_everything_from_nothing();
@@ -287,5 +320,6 @@ int main(void) {
         test_adopts_by_name();
         test_custom_class_ensured();
         test_leaves_nova_alone();
+        test_a_provider_per_type_of_a_gpu();
         return 0;
 }
