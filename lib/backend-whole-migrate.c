@@ -6,9 +6,10 @@
  * of the kind gets a VF here of the same type (its VRAM quota) on a GPU
  * whose VFs can migrate (WholeKind.migratable): the incoming address when
  * it is such a VF and free, else the one placement gives (whole_choose()).
- * The check reads only; apply claims each as incoming (vgpu.c's records,
- * origin borrowed: mdev-hooks programs nothing on such a VF) and rewrites
- * the hostdev's source address and <mh:vgpu pci=> where the VF differs.
+ * The check reads only; vgpu_migrate_apply() claims each as incoming
+ * (vgpu.c's records, origin borrowed: mdev-hooks programs nothing on such
+ * a VF) and rewrites the hostdev's source address and <mh:vgpu pci=> where
+ * the VF differs.
  * The prepare that follows makes the claim assigned; libvirt's release on
  * the destination after a failed migration forgets it like any other.
  */
@@ -148,37 +149,6 @@ int whole_migrate_check(const WholeKind *w, HookContext *ctx, VgpuPlan *p) {
                         return r;
                 memcpy(taken[p->n], p->items[p->n].vf, sizeof taken[p->n]);
                 p->n++;
-        }
-        return 0;
-}
-
-int whole_migrate_apply(HookContext *ctx, VgpuPlan *p) {
-        Domxml *dom = ctx->dom;
-        int r;
-
-        if (p->n == 0)
-                return 0;
-        r = vgpu_prepare_apply(ctx, p, LEDGER_INCOMING); /* undoes its own on failure */
-        if (r < 0)
-                return r;
-        for (size_t k = 0; k < p->n; k++) {
-                const VgpuItem *it = &p->items[k];
-
-                if (streq(dom->vgpus[it->index].pci, it->vf))
-                        continue;
-                log_info("VF %s -> %s (%s on %s)", dom->vgpus[it->index].pci, it->vf, it->type, it->pf);
-                r = domxml_set_vgpu_pci(dom, it->index, it->vf);
-                if (r < 0) {
-                        ErrorSaved why;
-                        int k2;
-
-                        error_save(&why);
-                        k2 = vgpu_rollback(ctx, p);
-                        if (k2 < 0)
-                                log_warning("rollback left something behind: %s", error_get(k2));
-                        return error_restore(r, &why);
-                }
-                ctx->rewritten = true;
         }
         return 0;
 }

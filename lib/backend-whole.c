@@ -395,7 +395,7 @@ int whole_txn_check(void *p) {
 int whole_txn_apply(void *p) {
         WholeTxn *t = p;
 
-        return t->op == HOOK_OP_PREPARE ? prepare_apply(t) : whole_migrate_apply(t->ctx, &t->migrate);
+        return t->op == HOOK_OP_PREPARE ? prepare_apply(t) : vgpu_migrate_apply(t->ctx, &t->migrate, "VF");
 }
 
 int whole_txn_rollback(void *p) {

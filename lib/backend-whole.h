@@ -79,10 +79,9 @@ int whole_forget(int rootfd, const char *vf, unsigned timeout_msec);
 /* migrate begin / restore begin (backend-whole-migrate.c): for each of the
  * domain's VFs of w, a VF here (the incoming address when it is a free VF
  * of the type on a GPU that can migrate, else whole_choose()), read only;
- * then claimed as incoming (vgpu.c's records) with the hostdev's address
- * rewritten where it differs. apply undoes its own work on failure. */
+ * vgpu_migrate_apply() then claims them as incoming and rewrites the
+ * hostdevs' addresses where they differ, as for NVIDIA's VFs. */
 int whole_migrate_check(const WholeKind *w, HookContext *ctx, VgpuPlan *p);
-int whole_migrate_apply(HookContext *ctx, VgpuPlan *p);
 
 int whole_txn_new(const WholeKind *w, HookContext *ctx, HookOp op, void **ret);
 int whole_txn_check(void *t);

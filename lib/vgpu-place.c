@@ -403,22 +403,34 @@ int vgpu_migrate(HookContext *ctx, VgpuPlan *p) {
                 memcpy(taken[p->n], ch.vf, sizeof taken[p->n]);
                 p->n++;
         }
+        return vgpu_migrate_apply(ctx, p, "vGPU");
+}
+
+int vgpu_migrate_apply(HookContext *ctx, VgpuPlan *p, const char *noun) {
+        Domxml *dom = ctx->dom;
+        int r;
+
         if (p->n == 0)
                 return 0;
-        r = vgpu_prepare_apply(ctx, p, LEDGER_INCOMING);
+        r = vgpu_prepare_apply(ctx, p, LEDGER_INCOMING); /* undoes its own on failure */
         if (r < 0)
                 return r;
         for (size_t k = 0; k < p->n; k++) {
                 const VgpuItem *it = &p->items[k];
+
                 if (streq(dom->vgpus[it->index].pci, it->vf))
                         continue;
-                log_info("vGPU %s -> %s (%s on %s)", dom->vgpus[it->index].pci, it->vf, it->type, it->pf);
+                log_info("%s %s -> %s (%s on %s)", noun, dom->vgpus[it->index].pci, it->vf, it->type, it->pf);
                 r = domxml_set_vgpu_pci(dom, it->index, it->vf);
                 if (r < 0) {
-                        int k2 = vgpu_rollback(ctx, p);
+                        ErrorSaved why;
+                        int k2;
+
+                        error_save(&why);
+                        k2 = vgpu_rollback(ctx, p);
                         if (k2 < 0)
                                 log_warning("rollback left something behind: %s", error_get(k2));
-                        return r;
+                        return error_restore(r, &why);
                 }
                 ctx->rewritten = true;
         }

@@ -137,3 +137,8 @@ int vgpu_choose(const VfioKind *k, int rootfd, int ledgerfd, const Config *c, co
  * undone (p) and the XML is left as it came. The caller commits or, when
  * something after it fails, calls vgpu_rollback(). */
 int vgpu_migrate(HookContext *ctx, VgpuPlan *p);
+/* The end of a migrate's plan, for every kind of VF: claims the plan's VFs
+ * as incoming (vgpu_prepare_apply()) and rewrites each hostdev whose VF
+ * differs (ctx->rewritten; noun names it in the log); on a failure, undoes
+ * it all and returns the reason. */
+int vgpu_migrate_apply(HookContext *ctx, VgpuPlan *p, const char *noun);
