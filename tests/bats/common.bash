@@ -265,3 +265,34 @@ lock_waiter() {
         echo "no process waits for the lock $1"
         return 1
 }
+
+# rule_wants DEVPATH VENDOR [DRIVER [TOTALVFS]]: `udevadm test --action=add`
+# of the built rules alone on a fake PCI device of VENDOR, bound to DRIVER
+# and with sriov_totalvfs if given, in a private mount namespace where a
+# tmpfs plays /sys (as udev.bats's rules_test does): what the rule would
+# run or want (SYSTEMD_WANTS) for a GPU's PF.
+rule_wants() {
+        local d="$BATS_TEST_TMPDIR/fakesys$1"
+        mkdir -p "$d" "$BATS_TEST_TMPDIR/fakesys/bus/pci/devices"
+        ln -sfn "$(realpath -m --relative-to="$d" "$BATS_TEST_TMPDIR/fakesys/bus/pci")" "$d/subsystem"
+        if [ -n "${3:-}" ]; then
+                mkdir -p "$BATS_TEST_TMPDIR/fakesys/bus/pci/drivers/$3"
+                ln -sfn "$(realpath -m --relative-to="$d" "$BATS_TEST_TMPDIR/fakesys/bus/pci/drivers/$3")" "$d/driver"
+        fi
+        printf 'DRIVER=%s\n' "${3:-}" > "$d/uevent"
+        [ -z "${4:-}" ] || echo "$4" > "$d/sriov_totalvfs"
+        echo "$2" > "$d/vendor"
+        cat > "$BATS_TEST_TMPDIR/ns.sh" <<NS
+set -e
+mount -t tmpfs none /sys
+cp -a "$BATS_TEST_TMPDIR/fakesys/." /sys/
+mount -t tmpfs none /run/udev 2>/dev/null || { mkdir -p /run/udev && mount -t tmpfs none /run/udev; }
+for r in /etc/udev/rules.d /lib/udev/rules.d /usr/lib/udev/rules.d /usr/local/lib/udev/rules.d; do
+        [ -d "\$r" ] && mount -t tmpfs none "\$r"
+done
+mkdir -p /run/udev/rules.d
+cp "$MH_BUILD_DIR/udev-rules/60-mdev-hooks.rules" /run/udev/rules.d/
+SYSTEMD_DEVICE_VERIFY_SYSFS=0 SYSTEMD_LOG_LEVEL=debug udevadm test --action=add "/sys$1" 2>&1
+NS
+        run unshare -m --propagation private bash "$BATS_TEST_TMPDIR/ns.sh"
+}

@@ -119,35 +119,6 @@ partition() {
         [ "$(jq -r '[.gpus[].pending_steps[]] | length' <<<"$output")" = 0 ]
 }
 
-# rule_wants DEVPATH VENDOR [DRIVER [TOTALVFS]]: "udevadm test" of the built
-# rules on a fake PCI device in a private mount namespace (as
-# nvidia-modes.bats does), bound to DRIVER and with sriov_totalvfs if given.
-rule_wants() {
-        local d="$BATS_TEST_TMPDIR/fakesys$1"
-        mkdir -p "$d" "$BATS_TEST_TMPDIR/fakesys/bus/pci/devices"
-        ln -sfn "$(realpath -m --relative-to="$d" "$BATS_TEST_TMPDIR/fakesys/bus/pci")" "$d/subsystem"
-        if [ -n "${3:-}" ]; then
-                mkdir -p "$BATS_TEST_TMPDIR/fakesys/bus/pci/drivers/$3"
-                ln -sfn "$(realpath -m --relative-to="$d" "$BATS_TEST_TMPDIR/fakesys/bus/pci/drivers/$3")" "$d/driver"
-        fi
-        printf 'DRIVER=%s\n' "${3:-}" > "$d/uevent"
-        [ -z "${4:-}" ] || echo "$4" > "$d/sriov_totalvfs"
-        echo "$2" > "$d/vendor"
-        cat > "$BATS_TEST_TMPDIR/ns.sh" <<NS
-set -e
-mount -t tmpfs none /sys
-cp -a "$BATS_TEST_TMPDIR/fakesys/." /sys/
-mount -t tmpfs none /run/udev 2>/dev/null || { mkdir -p /run/udev && mount -t tmpfs none /run/udev; }
-for r in /etc/udev/rules.d /lib/udev/rules.d /usr/lib/udev/rules.d /usr/local/lib/udev/rules.d; do
-        [ -d "\$r" ] && mount -t tmpfs none "\$r"
-done
-mkdir -p /run/udev/rules.d
-cp "$MH_BUILD_DIR/udev-rules/60-mdev-hooks.rules" /run/udev/rules.d/
-SYSTEMD_DEVICE_VERIFY_SYSFS=0 SYSTEMD_LOG_LEVEL=debug udevadm test --action=add "/sys$1" 2>&1
-NS
-        run unshare -m --propagation private bash "$BATS_TEST_TMPDIR/ns.sh"
-}
-
 @test "the udev rule wants mdev-hooks-gpu@PF.service for an AMD PF bound to gim, not for one unbound" {
         command -v udevadm > /dev/null || skip "udevadm is not installed"
         unshare -m true 2> /dev/null || skip "cannot make a mount namespace here"

@@ -382,42 +382,17 @@ TOOL
         [[ "${lines[2]}" == "$PF2"*mig*on*n/a*16*1g.24gb,1g.24gb,2g.48gb*none ]]
 }
 
-# rule_wants DEVPATH VENDOR: `udevadm test --action=add` of a PF (16 VFs,
-# that vendor) with only our rules file, in a private mount namespace where
-# a tmpfs plays /sys (as udev.bats's rules_test does).
-rule_wants() {
-        local d="$BATS_TEST_TMPDIR/fakesys$1"
-        mkdir -p "$d" "$BATS_TEST_TMPDIR/fakesys/bus/pci/devices"
-        ln -sfn "$(realpath -m --relative-to="$d" "$BATS_TEST_TMPDIR/fakesys/bus/pci")" "$d/subsystem"
-        : > "$d/uevent"
-        echo 16 > "$d/sriov_totalvfs"
-        echo "$2" > "$d/vendor"
-        cat > "$BATS_TEST_TMPDIR/ns.sh" <<NS
-set -e
-mount -t tmpfs none /sys
-cp -a "$BATS_TEST_TMPDIR/fakesys/." /sys/
-mount -t tmpfs none /run/udev 2>/dev/null || { mkdir -p /run/udev && mount -t tmpfs none /run/udev; }
-for r in /etc/udev/rules.d /lib/udev/rules.d /usr/lib/udev/rules.d /usr/local/lib/udev/rules.d; do
-        [ -d "\$r" ] && mount -t tmpfs none "\$r"
-done
-mkdir -p /run/udev/rules.d
-cp "$MH_BUILD_DIR/udev-rules/60-mdev-hooks.rules" /run/udev/rules.d/
-SYSTEMD_DEVICE_VERIFY_SYSFS=0 SYSTEMD_LOG_LEVEL=debug udevadm test --action=add "/sys$1" 2>&1
-NS
-        run unshare -m --propagation private bash "$BATS_TEST_TMPDIR/ns.sh"
-}
-
 @test "the udev rule wants mdev-hooks-gpu@PF.service for an NVIDIA PF, and still runs the helper" {
         command -v udevadm > /dev/null || skip "udevadm is not installed"
         unshare -m true 2> /dev/null || skip "cannot make a mount namespace here"
         [ -z "${MH_PREFIX:-}" ] || skip "reads the rules of the build tree"
-        rule_wants /devices/pci0000:40/0000:40:01.0/0000:41:00.0 0x10de
+        rule_wants /devices/pci0000:40/0000:40:01.0/0000:41:00.0 0x10de "" 16
         [ "$status" -eq 0 ]
         ! grep -E '^/run/udev/rules.d/60-mdev-hooks.rules:[0-9]+' <<< "$output" || false
         [[ "$output" == *"SYSTEMD_WANTS=mdev-hooks-gpu@0000:41:00.0.service"* ]]
         [[ "$output" == *"mdev-hooks-udev 0000:41:00.0"* ]]
         rm -rf "$BATS_TEST_TMPDIR/fakesys"
-        rule_wants /devices/pci0000:40/0000:40:01.0/0000:42:00.0 0x1002
+        rule_wants /devices/pci0000:40/0000:40:01.0/0000:42:00.0 0x1002 "" 16
         [[ "$output" != *"SYSTEMD_WANTS"* ]]
 }
 
