@@ -96,3 +96,30 @@ setup() {
         [[ "$output" == *"VF $AVF1 is an AMD MxGPU VF, which has no scheduling profile"* ]]
         [ "$(cat "$SIM_SYS/bus/pci/devices/0000:03:00.0/sriov_admin/vf1/profile/exec_quantum_ms")" = 0 ]
 }
+
+@test "after a reboot the plan gives the Intel GPU its VFs back with their quotas, checks the AMD GPU, and the guests start again" {
+        config_types nvidia-35 "$P84" "$AMD" 0000:c2:00.0 "$XE" 0000:03:00.0 -- \
+                "[gpu_0000:c2:00.0]" "spatial_partition = DPX" \
+                "[gpu_0000:03:00.0]" "vfs = 2" "vram_quota = 8G"
+        run -0 "$MH_CLI" gpu plan
+        run -0 aprepare g1 "pci=$AVF1,type=$AMD" "pci=$XVF1,type=$XE"
+        # a reboot: xe loses its VFs and their provisioning (all of it is
+        # lost, sysfs-driver-intel-xe-sriov); GIM keeps its partition
+        sim_new_boot
+        printf '0\n' > "$SIM_SYS/bus/pci/devices/0000:03:00.0/sriov_numvfs"
+        [ ! -e "$SIM_SYS/bus/pci/devices/$XVF1" ]
+        run -0 "$MH_CLI" gpu plan
+        echo "$output"
+        [[ "$output" == *"0000:03:00.0: 2 VFs, 8G of VRAM each: brought to its declared state (3 writes)"* ]]
+        [[ "$output" == *"0000:c2:00.0: DPX, 2 VFs: as declared (checked, never changed)"* ]]
+        [ "$(cat "$SIM_SYS/bus/pci/devices/0000:03:00.0/sriov_admin/vf1/profile/vram_quota")" = 8589934592 ]
+        [ "$(cat "$SIM_SYS/bus/pci/devices/0000:03:00.0/sriov_admin/vf2/profile/vram_quota")" = 8589934592 ]
+        # the guest starts again on the same VFs, recorded in this boot
+        run -0 hook g1 prepare begin - < "$BATS_TEST_TMPDIR/g1.xml"
+        [ "$(record_get "$AVF1" boot_id)" = "$(boot_id)" ]
+        [ "$(record_get "$XVF1" boot_id)" = "$(boot_id)" ]
+        [ "$(record_get "$XVF1" state)" = assigned ]
+        # and another guest cannot take them
+        arefused g2 "pci=$XVF1,type=$XE"
+        [[ "$output" == *"held by guest 'g1'"* ]]
+}
