@@ -267,6 +267,8 @@ int vgpu_prepare_apply(HookContext *ctx, VgpuPlan *p, LedgerState state) {
                         origin = ours ? LEDGER_CREATED : LEDGER_BORROWED;
                 }
                 entry_fill(ctx, &e, it, state, origin);
+                if (!it->program) /* it carries its vGPU already: where the driver put it */
+                        vgpu_record_placement(ctx->config, ctx->rootfd, p->kind, it->vf, it->pf, &e);
                 /* the intent, before the program (crash safety) */
                 r = ledger_write_nosync(ctx->ledgerfd, &e);
                 if (r < 0)

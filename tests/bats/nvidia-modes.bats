@@ -544,6 +544,26 @@ vstop() {
         [ "$(record_get "$v" gpu_instance_id)" != "$before" ]
 }
 
+@test "a MIG vGPU the guest borrows, or reuses kept free, is recorded with where the driver put it" {
+        plan_conf
+        printf '[hooks]\nrelease = keep\n' >> "$MDEV_HOOKS_ROOT/etc/mdev-hooks/mdev-hooks.conf"
+        "$MH_CLI" gpu plan "$PF2" > /dev/null
+        v="$(vf "$PF2" 3)"
+        program "$v" "$M8" # an operator's vGPU, not mdev-hooks'
+        vstart m1 "$v" "nvidia-$M8"
+        [ "$(record_get "$v" origin)" = borrowed ]
+        [ "$(record_get "$v" gpu_instance_id)" = "$(cat "$(nvattr "$v" gpu_instance_id)")" ]
+        [ "$(record_get "$v" placement_id)" = "$(cat "$(nvattr "$v" placement_id)")" ]
+        w="$(vf "$PF2" 4)"
+        vstart m2 "$w" "nvidia-$M8"
+        vstop m2
+        [ "$(record_get "$w" state)" = free ]
+        vstart m3 "$w" "nvidia-$M8" # kept free: reused, not programmed again
+        [ "$(record_get "$w" guest)" = m3 ]
+        [ "$(record_get "$w" gpu_instance_id)" = "$(cat "$(nvattr "$w" gpu_instance_id)")" ]
+        [ "$(record_get "$w" placement_id)" = "$(cat "$(nvattr "$w" placement_id)")" ]
+}
+
 @test "a mixed-size GPU's records keep their old form (no placement keys)" {
         plan_conf
         "$MH_CLI" gpu plan "$PF1"
