@@ -117,6 +117,20 @@ static int ctl_one(char *line) {
                 v->open = streq(w[0], "vf-open");
                 return 0;
         }
+        if (streq(w[0], "vf-driver") && n == 3) {
+                /* libvirt's managed='yes' rebinds a VF: to vfio-pci for a
+                 * guest, back to its own driver after */
+                Vf *v = vf_find(w[1]);
+                Node *old = v && v->dev ? node_child(v->dev, "driver", strlen("driver")) : NULL;
+                if (!old || !old->text || !strrchr(old->text, '/'))
+                        return -ENOENT;
+                if (!w[2][0] || strspn(w[2], "abcdefghijklmnopqrstuvwxyz0123456789-_") != strlen(w[2]))
+                        return -EINVAL;
+                char *target = xasprintf("%.*s%s", (int) (strrchr(old->text, '/') + 1 - old->text), old->text, w[2]);
+                node_free(old);
+                node_link(v->dev, "driver", target);
+                return 0;
+        }
         if (streq(w[0], "counters-reset") && n == 1) {
                 counters_reset();
                 return 0;
