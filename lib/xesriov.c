@@ -332,15 +332,10 @@ static bool vf_held(int rootfd, char **vfs, unsigned k) {
         return streq(driver, "vfio-pci") || streq(driver, "xe-vfio-pci");
 }
 
-typedef enum SchedSync {
-        SCHED_COUNT,  /* count the knobs that differ */
-        SCHED_WRITE,  /* write them, each read back */
-        SCHED_VERIFY, /* an error naming the first that differs */
-} SchedSync;
-
 /* The declared scheduling knobs of every VF nobody holds against what
- * sriov_admin/vfN/profile/ reads: counted, written or verified. */
-static int sched_sync(int rootfd, const char *pf, const XesriovVfProfile *vf, unsigned vfs, SchedSync mode,
+ * sriov_admin/vfN/profile/ reads: counted, and with write each that
+ * differs written and read back. */
+static int sched_sync(int rootfd, const char *pf, const XesriovVfProfile *vf, unsigned vfs, bool write,
                       unsigned *ret_differ, unsigned *ret_held) {
         _cleanup_strv_free_ char **addrs = NULL;
         char path[PATH_MAX];
@@ -368,10 +363,7 @@ static int sched_sync(int rootfd, const char *pf, const XesriovVfProfile *vf, un
                                 return r;
                         if (v == p->sched[i])
                                 continue;
-                        if (mode == SCHED_VERIFY)
-                                return error_set(-EIO, "'/%s' reads %" PRIu64 " once the VFs are enabled, not the %u [gpu_%s] declares",
-                                                 path, v, p->sched[i], pf);
-                        if (mode == SCHED_WRITE && (r = attr_write_u64(rootfd, path, p->sched[i])) < 0)
+                        if (write && (r = attr_write_u64(rootfd, path, p->sched[i])) < 0)
                                 return r;
                         differ++;
                 }
@@ -417,7 +409,7 @@ int xesriov_pf_state(int rootfd, const char *pf, const XesriovVfProfile *vf, uns
                         return r;
                 s.quotas_differ = r == 0;
         }
-        r = sched_sync(rootfd, pf, vf, vfs, SCHED_COUNT, &s.sched_differ, &s.held);
+        r = sched_sync(rootfd, pf, vf, vfs, false, &s.sched_differ, &s.held);
         if (r < 0)
                 return r;
         *ret = s;
@@ -434,7 +426,8 @@ static int provision_refused(const char *pf, unsigned vfs, unsigned numvfs) {
 }
 
 /* From no VFs: each quota, each scheduling knob, then sriov_numvfs; then
- * the scheduling read back again with the VFs there. */
+ * the scheduling read back again with the VFs there, and written again
+ * where enabling them changed it (the driver takes it at any time). */
 static int provision_from_none(int rootfd, const char *pf, const XesriovVfProfile *vf, unsigned vfs, unsigned *ret_changed) {
         char path[PATH_MAX];
         unsigned changed = 0, n = 0, held = 0;
@@ -452,7 +445,7 @@ static int provision_from_none(int rootfd, const char *pf, const XesriovVfProfil
         }
         /* Scheduling may be written at any time: before the VFs, so that a
          * refusal leaves none enabled. */
-        r = sched_sync(rootfd, pf, vf, vfs, SCHED_WRITE, &n, &held);
+        r = sched_sync(rootfd, pf, vf, vfs, true, &n, &held);
         if (r < 0)
                 return r;
         changed += n;
@@ -460,10 +453,10 @@ static int provision_from_none(int rootfd, const char *pf, const XesriovVfProfil
         r = attr_write_u64(rootfd, path, vfs);
         if (r < 0)
                 return r;
-        r = sched_sync(rootfd, pf, vf, vfs, SCHED_VERIFY, &n, &held);
+        r = sched_sync(rootfd, pf, vf, vfs, true, &n, &held);
         if (r < 0)
                 return r;
-        *ret_changed = changed + 1;
+        *ret_changed = changed + 1 + n;
         return 0;
 }
 
@@ -488,7 +481,7 @@ int xesriov_pf_provision(int rootfd, const char *pf, const XesriovVfProfile *vf,
         }
         if (s.numvfs == vfs && !s.quotas_differ) {
                 /* only the scheduling differs: the VFs stay as they are */
-                r = sched_sync(rootfd, a, vf, vfs, SCHED_WRITE, &n, &held);
+                r = sched_sync(rootfd, a, vf, vfs, true, &n, &held);
                 if (r < 0)
                         return r;
                 *ret_changed = n;

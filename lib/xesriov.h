@@ -87,7 +87,8 @@ int xesriov_pf_state(int rootfd, const char *pf, const XesriovVfProfile *vf, uns
 /* Brings the PF to vfs VFs with the profiles vf[] declare, in the driver's
  * order: from no VFs, each VF's quota (only while the VFs are disabled),
  * each scheduling knob, then sriov_numvfs, each write read back, and the
- * scheduling read again once the VFs are there; with the VFs and their
+ * scheduling read again once the VFs are there (written again where it
+ * differs); with the VFs and their
  * quotas as declared, only the scheduling knobs that differ (on VFs nobody
  * holds). 0 with *ret_changed the writes made (0: it was so already) and
  * *ret_held the VFs whose scheduling was left to their guest; -errno with
