@@ -6,6 +6,8 @@
  * (gpuplan.h for NVIDIA's modes; an AMD GPU's partition is only checked,
  * amdgim.h; an Intel GPU's VFs are provisioned, xesriov.h).
  */
+#include <inttypes.h>
+
 #include "amdgim.h"
 #include "cli.h"
 #include "gpuplan.h"
@@ -24,7 +26,9 @@ static const char help[] =
         "heterogeneous mode, the GPU instances; each step is read back. Running\n"
         "it again changes nothing. An AMD GPU's partition (spatial_partition =)\n"
         "is only checked: one that differs is one line and a failure. An Intel\n"
-        "GPU's (vfs =, vram_quota =): the quotas, then the VFs, read back.\n"
+        "GPU's (vfs =, vram_quota =, exec_quantum_ms =, preempt_timeout_us =,\n"
+        "each one value or one per VF): the quotas and scheduling, then the VFs,\n"
+        "read back; a VF a guest holds keeps the scheduling its entry set.\n"
         "mdev-hooks-gpu@PF.service runs it when the PF appears. 'status' shows\n"
         "each GPU's declared and actual state and the\n"
         "steps a plan would take; --json also how many more vGPUs of each type\n"
@@ -55,26 +59,76 @@ static int plan_amd(int rootfd, const ConfigGpu *g) {
         return CLI_EXIT_OK;
 }
 
-/* An Intel xe GPU's plan: its VFs' quotas while they are disabled, then
- * the VFs (xesriov_pf_provision()). */
-static int plan_xe(int rootfd, const ConfigGpu *g) {
-        unsigned changed = 0;
-        char size[32], what[64] = "VRAM shared out by the driver";
+/* A per-VF key's values, "8G" or "8G/8G/4G/4G" (sizes for vram_quota). */
+static void list_words(const ConfigGpuList *l, bool size, char *buf, size_t len) {
+        size_t o = 0;
 
-        if (g->vram_quota) {
-                xesriov_format_size(g->vram_quota, size, sizeof size);
-                snprintf(what, sizeof what, "%s of VRAM each", size);
+        buf[0] = '\0';
+        for (size_t i = 0; i < l->n && o < len; i++) {
+                char v[32];
+
+                if (size)
+                        xesriov_format_size(l->v[i], v, sizeof v);
+                else
+                        snprintf(v, sizeof v, "%" PRIu64, l->v[i]);
+                o += (size_t) snprintf(buf + o, len - o, "%s%s", i ? "/" : "", v);
         }
+}
+
+/* ", exec_quantum_ms 20, preempt_timeout_us 0/0/100/100": the scheduling
+ * declared, appended at buf[o]. */
+static void xe_sched_words(const ConfigGpu *g, char *buf, size_t o, size_t len) {
+        char v[256];
+
+        if (o < len && g->exec_quantum_ms.n) {
+                list_words(&g->exec_quantum_ms, false, v, sizeof v);
+                o += (size_t) snprintf(buf + o, len - o, ", exec_quantum_ms %s", v);
+        }
+        if (o < len && g->preempt_timeout_us.n) {
+                list_words(&g->preempt_timeout_us, false, v, sizeof v);
+                snprintf(buf + o, len - o, ", preempt_timeout_us %s", v);
+        }
+}
+
+/* "8G of VRAM each", "VRAM 8G/8G/4G/4G", "VRAM shared out by the driver",
+ * then the scheduling declared: an Intel GPU's declared profile in words. */
+static void xe_declared_words(const ConfigGpu *g, char *buf, size_t len) {
+        char v[256];
+        size_t o;
+
+        list_words(&g->vram_quota, true, v, sizeof v);
+        if (g->vram_quota.n == 0)
+                o = (size_t) snprintf(buf, len, "VRAM shared out by the driver");
+        else if (g->vram_quota.n == 1)
+                o = (size_t) snprintf(buf, len, "%s of VRAM each", v);
+        else
+                o = (size_t) snprintf(buf, len, "VRAM %s", v);
+        xe_sched_words(g, buf, o, len);
+}
+
+/* An Intel xe GPU's plan: its VFs' quotas and scheduling while they are
+ * disabled, then the VFs (xesriov_pf_provision()). */
+static int plan_xe(int rootfd, const ConfigGpu *g) {
+        _cleanup_free_ XesriovVfProfile *vf = NULL;
+        unsigned changed = 0, held = 0;
+        char what[512], left[160] = "";
+
+        xe_declared_words(g, what, sizeof what);
+        if (xesriov_declared_from_config(g, &vf) < 0)
+                return cli_oom();
         error_clear();
-        if (xesriov_pf_provision(rootfd, g->address, g->vfs, g->vram_quota, &changed) < 0) {
+        if (xesriov_pf_provision(rootfd, g->address, vf, g->vfs, &changed, &held) < 0) {
                 log_error("%s", error_get(-EIO));
                 return CLI_EXIT_FAILED;
         }
+        if (held)
+                snprintf(left, sizeof left, "; the scheduling of %u %s a guest holds is left as its entry set it", held,
+                         held == 1 ? "VF" : "VFs");
         if (changed)
-                printf("%s: %u VFs, %s: brought to its declared state (%u %s)\n", g->address, g->vfs, what, changed,
-                       changed == 1 ? "write" : "writes");
+                printf("%s: %u VFs, %s: brought to its declared state (%u %s)%s\n", g->address, g->vfs, what, changed,
+                       changed == 1 ? "write" : "writes", left);
         else
-                printf("%s: %u VFs, %s: already in its declared state\n", g->address, g->vfs, what);
+                printf("%s: %u VFs, %s: already in its declared state%s\n", g->address, g->vfs, what, left);
         return CLI_EXIT_OK;
 }
 
@@ -141,8 +195,9 @@ typedef struct GpuRow {
         const char *error; /* its state could not be read */
         AmdgimPartition amd; /* an AMD GPU's partition as read */
         int xe_done;          /* an Intel GPU: 1 provisioned as declared, 0 not */
+        XesriovState xe;      /* an Intel GPU's state against its declared one */
         char differs[96];     /* AMD, Intel: how it differs from the declared state, "" if not */
-        char declared[48];    /* AMD, Intel: the declared state, shown */
+        char declared[256];   /* AMD, Intel: the declared state, shown */
 } GpuRow;
 
 static const char *tristate_string(GpuTristate t) {
@@ -175,17 +230,43 @@ static json_object *row_json_amd(const GpuRow *r) {
         return o;
 }
 
-/* An Intel xe GPU's row: its VFs and quota declared, the VFs it has. */
+/* An Intel GPU's step a plan would take: "provision" (quotas and VFs),
+ * "schedule" (only the scheduling knobs differ), or NULL. */
+static const char *xe_pending(const GpuRow *r) {
+        if (r->error || r->xe_done || r->differs[0])
+                return NULL;
+        return r->xe.numvfs == r->g->vfs && !r->xe.quotas_differ ? "schedule" : "provision";
+}
+
+/* A per-VF key declared, one value per VF (null: not declared). */
+static json_object *xe_list_json(const ConfigGpu *g, const ConfigGpuList *l) {
+        json_object *a;
+        uint64_t v;
+
+        if (l->n == 0)
+                return NULL;
+        a = json_object_new_array();
+        for (unsigned k = 1; a && k <= g->vfs && config_gpu_list_get(l, k, &v); k++)
+                json_object_array_add(a, json_object_new_int64((int64_t) v));
+        return a;
+}
+
+/* An Intel xe GPU's row: its VFs and their profile declared, the VFs it has. */
 static json_object *row_json_xe(const GpuRow *r) {
         json_object *o = json_object_new_object(), *steps = json_object_new_array();
+        const ConfigGpu *g = r->g;
 
-        json_object_object_add(o, "address", json_object_new_string(r->g->address));
-        json_object_object_add(o, "declared_vfs", json_object_new_int64(r->g->vfs));
-        json_object_object_add(o, "declared_vram_quota", r->g->vram_quota ? json_object_new_int64((int64_t) r->g->vram_quota) : NULL);
+        json_object_object_add(o, "address", json_object_new_string(g->address));
+        json_object_object_add(o, "declared_exec_quantum_ms", xe_list_json(g, &g->exec_quantum_ms));
+        json_object_object_add(o, "declared_preempt_timeout_us", xe_list_json(g, &g->preempt_timeout_us));
+        json_object_object_add(o, "declared_vfs", json_object_new_int64(g->vfs));
+        json_object_object_add(o, "declared_vram_quota", g->vram_quota.n == 1 ? json_object_new_int64((int64_t) g->vram_quota.v[0]) : NULL);
+        json_object_object_add(o, "declared_vram_quotas", xe_list_json(g, &g->vram_quota));
         json_object_object_add(o, "error", cli_json_string(r->error));
+        json_object_object_add(o, "held", json_object_new_int64(r->xe.held));
         json_object_object_add(o, "numvfs", json_object_new_int64(r->s.numvfs));
-        if (!r->error && !r->xe_done && !r->differs[0])
-                json_object_array_add(steps, json_object_new_string("provision"));
+        if (xe_pending(r))
+                json_object_array_add(steps, json_object_new_string(xe_pending(r)));
         json_object_object_add(o, "pending_steps", steps);
         json_object_object_add(o, "provisioned", r->error ? NULL : json_object_new_boolean(r->xe_done == 1));
         return o;
@@ -246,7 +327,7 @@ static int print_text(const GpuRow *rows, size_t n) {
                                       nvidia ? tristate_string(r->s.mig) : "n/a",
                                       !nvidia || r->s.mig == GPU_ON ? "n/a" : tristate_string(r->s.het), vfs, gis[0] ? gis : NULL,
                                       r->error ? r->error : r->differs[0] ? r->differs : pending[0] ? pending :
-                                      r->g->vfs && !r->xe_done ? "provision" : "none" };
+                                      r->g->vfs && xe_pending(r) ? xe_pending(r) : "none" };
                 if (cli_table_add(t, row) < 0)
                         return -ENOMEM;
         }
@@ -271,31 +352,34 @@ static void status_amd(int rootfd, GpuRow *row) {
                          row->amd.spatial[0] ? row->amd.spatial : "unknown", row->amd.nvfs);
 }
 
-/* An Intel xe GPU's row: its VFs and their quotas against the declared ones. */
+/* An Intel xe GPU's row: its VFs and their profile against the declared ones. */
 static void status_xe(int rootfd, GpuRow *row) {
+        _cleanup_free_ XesriovVfProfile *vf = NULL;
         const ConfigGpu *g = row->g;
-        char size[32];
+        char words[224];
+        size_t o;
         int r;
 
         row->s.mig = row->s.het = GPU_UNKNOWN;
-        snprintf(row->declared, sizeof row->declared, "%u VFs", g->vfs);
-        if (g->vram_quota) {
-                xesriov_format_size(g->vram_quota, size, sizeof size);
-                snprintf(row->declared, sizeof row->declared, "%u VFs x %s", g->vfs, size);
-        }
+        list_words(&g->vram_quota, true, words, sizeof words);
+        o = (size_t) snprintf(row->declared, sizeof row->declared, "%u VFs%s%s", g->vfs, words[0] ? " x " : "", words);
+        xe_sched_words(g, row->declared, o, sizeof row->declared);
         error_clear();
-        r = xesriov_pf_check(rootfd, g->address, g->vfs);
+        r = xesriov_declared_from_config(g, &vf);
         if (r >= 0)
-                r = xesriov_pf_provisioned(rootfd, g->address, g->vfs, g->vram_quota, &row->s.numvfs);
+                r = xesriov_pf_check(rootfd, g->address, g->vfs);
+        if (r >= 0)
+                r = xesriov_pf_state(rootfd, g->address, vf, g->vfs, &row->xe);
         if (r < 0) {
-                row->error = strdup(error_get(-EIO));
+                row->error = strdup(error_get(r));
                 return;
         }
+        row->s.numvfs = row->xe.numvfs;
         row->xe_done = r;
-        if (!r && row->s.numvfs == g->vfs)
+        if (row->xe.numvfs == g->vfs && row->xe.quotas_differ)
                 snprintf(row->differs, sizeof row->differs, "differs: other VRAM quotas");
-        else if (!r && row->s.numvfs != 0)
-                snprintf(row->differs, sizeof row->differs, "differs: %u VFs enabled", row->s.numvfs);
+        else if (row->xe.numvfs != g->vfs && row->xe.numvfs != 0)
+                snprintf(row->differs, sizeof row->differs, "differs: %u VFs enabled", row->xe.numvfs);
 }
 
 static int status_main(int rootfd, const Config *c, bool json) {

@@ -132,7 +132,7 @@ static int xe_parent_types(int rootfd, const char *parent, SysfsType **ret, size
 }
 
 /* check-config: a GPU of xe's named under a type must have VFs with that
- * quota; mdev-hooks does not provision them yet. */
+ * quota (the boot plan gives them the quotas [gpu_<PF>] declares). */
 static int xe_parent_check(int rootfd, const char *parent, const char *type, char **ret_problem) {
         _cleanup_free_ VfioOffer *l = NULL;
         char what[512];
@@ -154,9 +154,9 @@ static int xe_parent_check(int rootfd, const char *parent, const char *type, cha
         for (size_t i = 0; i < n && o < sizeof what; i++)
                 o += (size_t) snprintf(what + o, sizeof what - o, "%s%s", i ? ", " : "", l[i].type.type);
         if (n == 0)
-                *ret_problem = strdup_printf("is an Intel GPU on xe without provisioned VFs: give its VFs a VRAM quota (sriov_admin/vfN/profile/vram_quota) and enable them (sriov_numvfs)");
+                *ret_problem = strdup_printf("is an Intel GPU on xe without provisioned VFs: declare them in [gpu_<PF>] (vfs, vram_quota) and run mdev-hooks gpu plan");
         else
-                *ret_problem = strdup_printf("is an Intel GPU on xe whose VFs are %s, not %s: name one of those, or provision its VFs again (mdev-hooks does not yet)",
+                *ret_problem = strdup_printf("is an Intel GPU on xe whose VFs are %s, not %s: name one of those, or declare that quota in [gpu_<PF>] vram_quota, disable its VFs when no guest holds one and run mdev-hooks gpu plan",
                                              what, type);
         return *ret_problem ? 1 : -ENOMEM;
 }

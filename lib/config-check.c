@@ -125,6 +125,12 @@ static int parser_check_duplicates(Parser *p) {
                                      dups[d].later->address, t->type);
                 else if (g && g->mode != CONFIG_GPU_MODE_EQUAL)
                         continue; /* a mixed-size or MIG GPU serves several types */
+                else if (g && g->vfs && g->vram_quota.n > 0)
+                        continue; /* an Intel GPU with VFs of several quotas: parser_check_gpus() checks each type */
+                else if (g && g->vfs)
+                        parser_error(p, dups[d].later->line,
+                                     "'%s' is listed under two types, %s (line %u) and %s, but [gpu_%s] (line %u) declares no vram_quota, so the driver gives its VFs one size: declare a quota per VF (vram_quota = 8G, 4G, ...) or list it under one type",
+                                     dups[d].later->address, u->type, dups[d].first->line, t->type, g->address, g->line);
                 else
                         parser_error(p, dups[d].later->line,
                                      "'%s' is listed under two types, %s (line %u) and %s: a parent serves one type",
@@ -158,36 +164,6 @@ static char **addresses_sorted_unique(TypeSection *s) {
         }
         l[n] = NULL;
         return l;
-}
-
-/* mig_instances goes with mode = mig, and mode = mig needs it; an AMD
- * GPU's spatial_partition goes with neither. */
-static void parser_check_gpus(Parser *p) {
-        const Config *c = p->config;
-
-        for (size_t i = 0; i < c->n_gpus; i++) {
-                const ConfigGpu *g = &c->gpus[i];
-                bool mig = g->mode == CONFIG_GPU_MODE_MIG;
-
-                if (g->vram_quota && !g->vfs)
-                        parser_error(p, g->line, "[gpu_%s] has vram_quota but no vfs: say how many VFs get it (vfs = N)", g->address);
-                else if (g->vfs && (g->spatial_partition || g->mode != CONFIG_GPU_MODE_EQUAL || g->mig_instances))
-                        parser_error(p, g->line, "[gpu_%s] has vfs (an Intel GPU's) and %s: keep the one of its vendor", g->address,
-                                     g->spatial_partition ? "spatial_partition (an AMD GPU's)" : "mode or mig_instances (an NVIDIA GPU's)");
-                else if (g->spatial_partition && (g->mode != CONFIG_GPU_MODE_EQUAL || g->mig_instances))
-                        parser_error(p, g->line, "[gpu_%s] has spatial_partition (an AMD GPU's) and %s (an NVIDIA GPU's): keep the one of its vendor",
-                                     g->address, g->mig_instances ? "mig_instances" : "mode");
-                else if (mig && strv_length(g->mig_instances) == 0)
-                        parser_error(p, g->line, "[gpu_%s] has mode = mig but no mig_instances: name the GPU instances to make (mig_instances = 1g.24gb, ...)",
-                                     g->address);
-                else if (!mig && g->mig_instances)
-                        parser_error(p, g->line, "[gpu_%s] has mig_instances but mode = %s: GPU instances exist only in mode = mig",
-                                     g->address, config_gpu_mode_to_string(g->mode));
-                for (size_t k = 0; k < c->n_sriov; k++)
-                        if (streq(c->sriov[k].address, g->address))
-                                parser_error(p, c->sriov[k].line, "%s is in [sriov] and has [gpu_%s] (line %u): its boot plan enables its VFs in the order its mode needs; remove it from [sriov]",
-                                             g->address, g->address, g->line);
-        }
 }
 
 int parser_finish(Parser *p) {

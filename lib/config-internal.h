@@ -91,8 +91,11 @@ int config_handler(void *user, const char *section, const char *raw_name, const 
 void config_type_done(ConfigType *t);
 char *config_reader(char *str, int num, void *stream);
 int parser_finish(Parser *p);
-/* The values of [gpu_<PF>]'s keys (config-gpu.c); an error is reported. */
-void parser_gpu_mig_instances(Parser *p, ConfigGpu *g, const char *value);
-void parser_gpu_spatial_partition(Parser *p, ConfigGpu *g, const char *value);
-void parser_gpu_vfs(Parser *p, ConfigGpu *g, const char *value);
-void parser_gpu_vram_quota(Parser *p, ConfigGpu *g, const char *value);
+/* [gpu_<PF>]'s keys (config-gpu.c): whether key is one, and its value
+ * read into g (an error is reported). */
+#define PARSER_GPU_KEYS "mode, mig_instances, spatial_partition, vfs, vram_quota, exec_quantum_ms, preempt_timeout_us"
+bool parser_gpu_key_known(const char *key);
+void parser_gpu_value(Parser *p, ConfigGpu *g, const char *key, const char *value);
+/* The checks of the [gpu_<PF>] sections once the file is read
+ * (config-gpu.c): each key's values against the others'. */
+void parser_check_gpus(Parser *p);

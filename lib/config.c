@@ -405,18 +405,15 @@ static void handle_gpu(Parser *p, const char *key, const char *value) {
         *slot = strdup(value);
 }
 
-/* [gpu_<PF>]: mode = equal | mixed | mig, mig_instances = PROFILE[, ...]
- * (NVIDIA), spatial_partition = SPX | DPX | QPX | CPX (AMD), vfs = N,
- * vram_quota = SIZE (Intel xe); their values in config-gpu.c. */
+/* [gpu_<PF>]: NVIDIA's mode and mig_instances, AMD's spatial_partition,
+ * Intel xe's vfs and its VFs' profile; which keys and their values in
+ * config-gpu.c. */
 static void handle_gpu_pf(Parser *p, const char *key, const char *value) {
         ConfigGpu *g = &p->config->gpus[p->gpu];
         _cleanup_free_ char *section = strdup_printf("gpu_%s", g->address);
-        int r;
 
-        if (!streq(key, "mode") && !streq(key, "mig_instances") && !streq(key, "spatial_partition") && !streq(key, "vfs") &&
-            !streq(key, "vram_quota")) {
-                parser_error(p, p->line, "unknown key '%s' in [gpu_%s] (known: mode, mig_instances, spatial_partition, vfs, vram_quota)",
-                             key, g->address);
+        if (!parser_gpu_key_known(key)) {
+                parser_error(p, p->line, "unknown key '%s' in [gpu_%s] (known: " PARSER_GPU_KEYS ")", key, g->address);
                 p->last_key_bad = true;
                 return;
         }
@@ -424,18 +421,7 @@ static void handle_gpu_pf(Parser *p, const char *key, const char *value) {
                 p->last_key_bad = true;
                 return;
         }
-        if (streq(key, "mig_instances"))
-                parser_gpu_mig_instances(p, g, value);
-        else if (streq(key, "spatial_partition"))
-                parser_gpu_spatial_partition(p, g, value);
-        else if (streq(key, "vfs"))
-                parser_gpu_vfs(p, g, value);
-        else if (streq(key, "vram_quota"))
-                parser_gpu_vram_quota(p, g, value);
-        else if ((r = config_gpu_mode_from_string(value)) < 0)
-                parser_error(p, p->line, "mode must be equal, mixed or mig, not '%s'", value);
-        else
-                g->mode = r;
+        parser_gpu_value(p, g, key, value);
 }
 
 static void handle_continuation(Parser *p, const char *raw) {
@@ -605,6 +591,9 @@ void config_free(Config *c) {
                 free(c->gpus[i].address);
                 strv_free(c->gpus[i].mig_instances);
                 free(c->gpus[i].spatial_partition);
+                free(c->gpus[i].vram_quota.v);
+                free(c->gpus[i].exec_quantum_ms.v);
+                free(c->gpus[i].preempt_timeout_us.v);
         }
         free(c->gpus);
         free(c->gpu_sriov_manage);

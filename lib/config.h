@@ -51,6 +51,14 @@ typedef enum ConfigGpuMode {
 #define CONFIG_GPU_SRIOV_MANAGE "/usr/lib/nvidia/sriov-manage"
 #define CONFIG_GPU_NVIDIA_SMI "/usr/bin/nvidia-smi"
 
+/* An Intel GPU's per-VF key ([gpu_<PF>] vram_quota, exec_quantum_ms,
+ * preempt_timeout_us): one value for every VF, or one per VF in order. */
+typedef struct ConfigGpuList {
+        uint64_t *v;          /* n values; NULL: the key is not given */
+        size_t n;
+        unsigned line;        /* of its key */
+} ConfigGpuList;
+
 /* One [gpu_<PF>] section: the state the boot plan brings the GPU to. */
 typedef struct ConfigGpu {
         char *address;        /* the PF, normalised */
@@ -58,7 +66,9 @@ typedef struct ConfigGpu {
         char **mig_instances; /* mig: GPU instance profiles to make ("1g.24gb"), in order, may repeat */
         char *spatial_partition; /* AMD: the partition expected ("CPX"), checked, never set; NULL: none */
         unsigned vfs;            /* Intel xe: the VFs to enable; 0: none declared */
-        uint64_t vram_quota;     /* Intel xe: each VF's VRAM quota in bytes; 0: the driver shares out */
+        ConfigGpuList vram_quota;         /* Intel xe: VRAM quota in bytes; none: the driver shares out */
+        ConfigGpuList exec_quantum_ms;    /* Intel xe: u32, 0 unlimited; none: left as the driver has it */
+        ConfigGpuList preempt_timeout_us; /* Intel xe: u32, 0 unlimited; none: left as the driver has it */
         unsigned line;        /* of its section header */
 } ConfigGpu;
 
@@ -159,6 +169,14 @@ bool config_parent_is_listed(const Config *c, const char *parent);
 int config_parse_size(const char *s, uint64_t *ret);
 /* The [gpu_<PF>] section of a PF, or NULL (equal-size, no plan). */
 const ConfigGpu *config_gpu(const Config *c, const char *pf);
+/* VF k's (1-based) value of a per-VF key: its own, or the one for every
+ * VF. false: the key is not given. */
+static inline bool config_gpu_list_get(const ConfigGpuList *l, unsigned k, uint64_t *ret) {
+        if (!l->v || l->n == 0 || k == 0 || (l->n > 1 && k > l->n))
+                return false;
+        *ret = l->v[l->n == 1 ? 0 : k - 1];
+        return true;
+}
 /* Whether a [gpu_<PF>] section is an NVIDIA GPU's (a mode), not an AMD
  * GPU's partition or an Intel GPU's VFs. */
 static inline bool config_gpu_is_nvidia(const ConfigGpu *g) {

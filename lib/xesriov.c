@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "error.h"
 #include "pcidev.h"
 #include "util.h"
@@ -115,29 +116,6 @@ void xesriov_format_size(uint64_t bytes, char *buf, size_t size) {
                 }
         }
         snprintf(buf, size, "%" PRIu64, bytes);
-}
-
-int xesriov_pf_provisioned(int rootfd, const char *pf, unsigned vfs, uint64_t quota, unsigned *ret_numvfs) {
-        char path[PATH_MAX];
-        uint64_t n, q;
-        int r;
-
-        snprintf(path, sizeof path, PCI_DEVICES "/%s/sriov_numvfs", pf);
-        r = attr_read_u64(rootfd, path, &n);
-        if (r < 0)
-                return r;
-        *ret_numvfs = n > UINT_MAX ? UINT_MAX : (unsigned) n;
-        if (n != vfs)
-                return 0;
-        for (unsigned k = 1; quota && k <= vfs; k++) {
-                snprintf(path, sizeof path, PCI_DEVICES "/%s/sriov_admin/vf%u/profile/vram_quota", pf, k);
-                r = attr_read_u64(rootfd, path, &q);
-                if (r < 0)
-                        return r;
-                if (q != quota)
-                        return 0;
-        }
-        return 1;
 }
 
 /* One write of v to a PF's attribute, read back. */
@@ -318,47 +296,202 @@ int xesriov_pf_check(int rootfd, const char *pf, unsigned vfs) {
         return 0;
 }
 
-/* VFs enabled otherwise than declared: one line that says what to do. */
-static int provision_refused(const char *pf, unsigned vfs, uint64_t quota, unsigned numvfs) {
-        char size[32] = "";
+/* --- the boot plan: a GPU's declared VFs and their profile ---------------- */
 
-        if (quota)
-                xesriov_format_size(quota, size, sizeof size);
+static const char *const sched_knobs[] = { "exec_quantum_ms", "preempt_timeout_us" };
+
+int xesriov_declared_from_config(const ConfigGpu *g, XesriovVfProfile **ret) {
+        _cleanup_free_ XesriovVfProfile *vf = calloc(g->vfs + 1, sizeof *vf);
+        uint64_t v;
+
+        if (!vf)
+                return -ENOMEM;
+        for (unsigned k = 1; k <= g->vfs; k++) {
+                XesriovVfProfile *p = &vf[k - 1];
+
+                if (config_gpu_list_get(&g->vram_quota, k, &v))
+                        p->vram_quota = v;
+                p->has_sched[0] = config_gpu_list_get(&g->exec_quantum_ms, k, &v);
+                p->sched[0] = p->has_sched[0] ? (unsigned) v : 0;
+                p->has_sched[1] = config_gpu_list_get(&g->preempt_timeout_us, k, &v);
+                p->sched[1] = p->has_sched[1] ? (unsigned) v : 0;
+        }
+        *ret = steal_pointer(&vf);
+        return 0;
+}
+
+/* Whether VF k (1-based) of the PF is bound to a VFIO driver: a guest's,
+ * or being given to one; its scheduling is then the guest's entry's. */
+static bool vf_held(int rootfd, char **vfs, unsigned k) {
+        char driver[NAME_STRING_MAX];
+
+        if (!vfs || k > strv_length(vfs) || pci_device_driver(rootfd, vfs[k - 1], driver) < 0) {
+                error_clear();
+                return false;
+        }
+        return streq(driver, "vfio-pci") || streq(driver, "xe-vfio-pci");
+}
+
+/* The declared scheduling knobs of every VF nobody holds against what
+ * sriov_admin/vfN/profile/ reads: counted, and with write each that
+ * differs written and read back. */
+static int sched_sync(int rootfd, const char *pf, const XesriovVfProfile *vf, unsigned vfs, bool write,
+                      unsigned *ret_differ, unsigned *ret_held) {
+        _cleanup_strv_free_ char **addrs = NULL;
+        char path[PATH_MAX];
+        unsigned differ = 0, held = 0;
+        uint64_t v;
+        int r;
+
+        if (vfio_pf_vfs(rootfd, pf, &addrs) < 0)
+                error_clear(); /* no VFs: none is held */
+        for (unsigned k = 1; k <= vfs; k++) {
+                const XesriovVfProfile *p = &vf[k - 1];
+
+                if (!p->has_sched[0] && !p->has_sched[1])
+                        continue;
+                if (vf_held(rootfd, addrs, k)) {
+                        held++;
+                        continue;
+                }
+                for (size_t i = 0; i < ELEMENTSOF(sched_knobs); i++) {
+                        if (!p->has_sched[i])
+                                continue;
+                        snprintf(path, sizeof path, PCI_DEVICES "/%s/sriov_admin/vf%u/profile/%s", pf, k, sched_knobs[i]);
+                        r = attr_read_u64(rootfd, path, &v);
+                        if (r < 0)
+                                return r;
+                        if (v == p->sched[i])
+                                continue;
+                        if (write && (r = attr_write_u64(rootfd, path, p->sched[i])) < 0)
+                                return r;
+                        differ++;
+                }
+        }
+        *ret_differ = differ;
+        *ret_held = held;
+        return 0;
+}
+
+/* Whether each VF's quota is the declared one (none declared: any). */
+static int quotas_match(int rootfd, const char *pf, const XesriovVfProfile *vf, unsigned vfs) {
+        char path[PATH_MAX];
+        uint64_t q;
+        int r;
+
+        for (unsigned k = 1; k <= vfs; k++) {
+                if (!vf[k - 1].vram_quota)
+                        continue;
+                snprintf(path, sizeof path, PCI_DEVICES "/%s/sriov_admin/vf%u/profile/vram_quota", pf, k);
+                r = attr_read_u64(rootfd, path, &q);
+                if (r < 0)
+                        return r;
+                if (q != vf[k - 1].vram_quota)
+                        return 0;
+        }
+        return 1;
+}
+
+int xesriov_pf_state(int rootfd, const char *pf, const XesriovVfProfile *vf, unsigned vfs, XesriovState *ret) {
+        XesriovState s = { 0 };
+        char path[PATH_MAX];
+        uint64_t n;
+        int r;
+
+        snprintf(path, sizeof path, PCI_DEVICES "/%s/sriov_numvfs", pf);
+        r = attr_read_u64(rootfd, path, &n);
+        if (r < 0)
+                return r;
+        s.numvfs = n > UINT_MAX ? UINT_MAX : (unsigned) n;
+        if (n == vfs) {
+                r = quotas_match(rootfd, pf, vf, vfs);
+                if (r < 0)
+                        return r;
+                s.quotas_differ = r == 0;
+        }
+        r = sched_sync(rootfd, pf, vf, vfs, false, &s.sched_differ, &s.held);
+        if (r < 0)
+                return r;
+        *ret = s;
+        return n == vfs && !s.quotas_differ && s.sched_differ == 0;
+}
+
+/* VFs enabled otherwise than declared: one line that says what to do. */
+static int provision_refused(const char *pf, unsigned vfs, unsigned numvfs) {
         if (numvfs == vfs)
-                return error_set(-EBUSY, "GPU %s has its %u VFs enabled with a VRAM quota other than the %s [gpu_%s] declares: mdev-hooks never disables VFs a guest may hold; when none does, write 0 to /" PCI_DEVICES "/%s/sriov_numvfs and run gpu plan again",
-                                 pf, numvfs, size, pf, pf);
+                return error_set(-EBUSY, "GPU %s has its %u VFs enabled with VRAM quotas other than the ones [gpu_%s] declares: mdev-hooks never disables VFs a guest may hold; when none does, write 0 to /" PCI_DEVICES "/%s/sriov_numvfs and run gpu plan again",
+                                 pf, numvfs, pf, pf);
         return error_set(-EBUSY, "GPU %s has %u VFs enabled, not the %u [gpu_%s] declares: mdev-hooks never disables VFs a guest may hold; when none does, write 0 to /" PCI_DEVICES "/%s/sriov_numvfs and run gpu plan again",
                          pf, numvfs, vfs, pf, pf);
 }
 
-int xesriov_pf_provision(int rootfd, const char *pf, unsigned vfs, uint64_t quota, unsigned *ret_changed) {
-        char a[PCI_ADDRESS_STRING_MAX], path[PATH_MAX];
-        unsigned numvfs, changed = 0;
+/* From no VFs: each quota, each scheduling knob, then sriov_numvfs; then
+ * the scheduling read back again with the VFs there, and written again
+ * where enabling them changed it (the driver takes it at any time). */
+static int provision_from_none(int rootfd, const char *pf, const XesriovVfProfile *vf, unsigned vfs, unsigned *ret_changed) {
+        char path[PATH_MAX];
+        unsigned changed = 0, n = 0, held = 0;
+        int r;
+
+        /* The quotas first: the driver takes them only while the VFs are disabled. */
+        for (unsigned k = 1; k <= vfs; k++) {
+                if (!vf[k - 1].vram_quota)
+                        continue;
+                snprintf(path, sizeof path, PCI_DEVICES "/%s/sriov_admin/vf%u/profile/vram_quota", pf, k);
+                r = attr_write_u64(rootfd, path, vf[k - 1].vram_quota);
+                if (r < 0)
+                        return r;
+                changed++;
+        }
+        /* Scheduling may be written at any time: before the VFs, so that a
+         * refusal leaves none enabled. */
+        r = sched_sync(rootfd, pf, vf, vfs, true, &n, &held);
+        if (r < 0)
+                return r;
+        changed += n;
+        snprintf(path, sizeof path, PCI_DEVICES "/%s/sriov_numvfs", pf);
+        r = attr_write_u64(rootfd, path, vfs);
+        if (r < 0)
+                return r;
+        r = sched_sync(rootfd, pf, vf, vfs, true, &n, &held);
+        if (r < 0)
+                return r;
+        *ret_changed = changed + 1 + n;
+        return 0;
+}
+
+int xesriov_pf_provision(int rootfd, const char *pf, const XesriovVfProfile *vf, unsigned vfs, unsigned *ret_changed,
+                         unsigned *ret_held) {
+        char a[PCI_ADDRESS_STRING_MAX];
+        XesriovState s;
+        unsigned n = 0, held = 0;
         int r;
 
         r = xesriov_pf_check(rootfd, pf, vfs);
         if (r < 0)
                 return r;
         pci_address_normalize(pf, a);
-        r = xesriov_pf_provisioned(rootfd, a, vfs, quota, &numvfs);
-        if (r != 0) {
-                if (r > 0)
-                        *ret_changed = 0;
-                return r < 0 ? r : 0;
-        }
-        if (numvfs != 0)
-                return provision_refused(a, vfs, quota, numvfs);
-        /* The quotas first: the driver takes them only while the VFs are disabled. */
-        for (unsigned k = 1; quota && k <= vfs; k++, changed++) {
-                snprintf(path, sizeof path, PCI_DEVICES "/%s/sriov_admin/vf%u/profile/vram_quota", a, k);
-                r = attr_write_u64(rootfd, path, quota);
-                if (r < 0)
-                        return r;
-        }
-        snprintf(path, sizeof path, PCI_DEVICES "/%s/sriov_numvfs", a);
-        r = attr_write_u64(rootfd, path, vfs);
+        r = xesriov_pf_state(rootfd, a, vf, vfs, &s);
         if (r < 0)
                 return r;
-        *ret_changed = changed + 1;
-        return 0;
+        if (r > 0) {
+                *ret_changed = 0;
+                *ret_held = s.held;
+                return 0;
+        }
+        if (s.numvfs == vfs && !s.quotas_differ) {
+                /* only the scheduling differs: the VFs stay as they are */
+                r = sched_sync(rootfd, a, vf, vfs, true, &n, &held);
+                if (r < 0)
+                        return r;
+                *ret_changed = n;
+                *ret_held = held;
+                return 0;
+        }
+        if (s.numvfs != 0)
+                return provision_refused(a, vfs, s.numvfs);
+        r = provision_from_none(rootfd, a, vf, vfs, ret_changed);
+        if (r >= 0)
+                *ret_held = 0;
+        return r;
 }

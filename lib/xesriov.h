@@ -13,12 +13,14 @@
  *
  * The type of a VF is named intel-xe-<MiB>, its quota in MiB
  * (intel-xe-6144: 6 GiB of VRAM). The boot plan provisions a GPU as its
- * [gpu_<PF>] vfs and vram_quota declare (xesriov_pf_provision()).
+ * [gpu_<PF>] vfs, vram_quota, exec_quantum_ms and preempt_timeout_us
+ * declare (xesriov_pf_provision()).
  */
 #pragma once
 
 #include <stdint.h>
 
+#include "config.h"
 #include "pciaddr.h"
 #include "vfio.h"
 
@@ -58,16 +60,42 @@ int xesriov_pf_migratable(int rootfd, const char *pf, char **reterr_why);
 /* 0 if the PF is one of xe's in SR-IOV PF mode that can have vfs VFs
  * (sriov_totalvfs), -errno with one line if not. */
 int xesriov_pf_check(int rootfd, const char *pf, unsigned vfs);
-/* 1 if the PF has vfs VFs enabled, each with quota bytes of VRAM (0: any),
- * 0 if not, with *ret_numvfs the VFs it has; -errno (with a message) if it
- * cannot be read. */
-int xesriov_pf_provisioned(int rootfd, const char *pf, unsigned vfs, uint64_t quota, unsigned *ret_numvfs);
-/* Brings the PF to vfs VFs, each with quota bytes of VRAM (0: the driver
- * shares it out), in the driver's order: each VF's quota while the VFs are
- * disabled, then sriov_numvfs; each write read back. 0 with *ret_changed
- * the writes made (0: it was so already); -errno with one line naming the
- * file, the value and the errno. VFs enabled otherwise are never disabled
- * (a guest may hold one): that is an error that says what to do. */
-int xesriov_pf_provision(int rootfd, const char *pf, unsigned vfs, uint64_t quota, unsigned *ret_changed);
+/* One VF's declared profile: what the boot plan writes under the PF's
+ * sriov_admin/vfN/profile/. sched[] are exec_quantum_ms and
+ * preempt_timeout_us, each written only when has_sched[] says so. */
+typedef struct XesriovVfProfile {
+        uint64_t vram_quota; /* bytes; 0: none declared (the driver shares out) */
+        bool has_sched[2];
+        unsigned sched[2];
+} XesriovVfProfile;
+
+/* A PF's state against its declared one. */
+typedef struct XesriovState {
+        unsigned numvfs;      /* the VFs it has */
+        bool quotas_differ;   /* it has the declared VFs, with other quotas */
+        unsigned sched_differ; /* declared scheduling knobs that differ, on VFs nobody holds */
+        unsigned held;        /* VFs bound to a VFIO driver: their scheduling is their guest's */
+} XesriovState;
+
+/* The profile of each of a [gpu_<PF>]'s g->vfs VFs (ret: g->vfs of them). */
+int xesriov_declared_from_config(const ConfigGpu *g, XesriovVfProfile **ret);
+/* 1 if the PF has vfs VFs, VF k with vf[k-1]'s quota, and each declared
+ * scheduling knob on every VF nobody holds (a VF bound to a VFIO driver
+ * keeps the scheduling its guest's entry set); 0 if not; -errno (with a
+ * message) if it cannot be read. *ret says how it differs. */
+int xesriov_pf_state(int rootfd, const char *pf, const XesriovVfProfile *vf, unsigned vfs, XesriovState *ret);
+/* Brings the PF to vfs VFs with the profiles vf[] declare, in the driver's
+ * order: from no VFs, each VF's quota (only while the VFs are disabled),
+ * each scheduling knob, then sriov_numvfs, each write read back, and the
+ * scheduling read again once the VFs are there (written again where it
+ * differs); with the VFs and their
+ * quotas as declared, only the scheduling knobs that differ (on VFs nobody
+ * holds). 0 with *ret_changed the writes made (0: it was so already) and
+ * *ret_held the VFs whose scheduling was left to their guest; -errno with
+ * one line naming the file, the value and the errno. VFs enabled otherwise
+ * are never disabled (a guest may hold one): that is an error that says
+ * what to do. */
+int xesriov_pf_provision(int rootfd, const char *pf, const XesriovVfProfile *vf, unsigned vfs, unsigned *ret_changed,
+                         unsigned *ret_held);
 /* "8G", "512M", or bytes: a size as the config writes it (pure). */
 void xesriov_format_size(uint64_t bytes, char *buf, size_t size);

@@ -246,6 +246,181 @@ quotas() {
         [ "$(jq -r --arg p "$XPF" '.gpus[] | select(.address == $p) | "\(.declared_vfs) \(.declared_vram_quota) \(.numvfs) \(.provisioned) \(.pending_steps | length)"' <<<"$output")" = "2 6442450944 2 true 0" ]
 }
 
+# --- Intel xe: each VF's own quota and a declared scheduling profile
+
+GIB=1073741824
+MIXED=(8G 8G 4G 4G)         # the quota of vf1..vf4, as the config writes them
+EQ=20                       # exec_quantum_ms, every VF's
+PT=(500000 500000 1000 1000) # preempt_timeout_us of vf1..vf4
+
+# xe_mixed_conf [LINE...]: XPF's four VFs of two quotas and its scheduling
+# declared (the lists above), then LINEs.
+xe_mixed_conf() {
+        xe_conf "[gpu_$XPF]" "vfs = ${#MIXED[@]}" "vram_quota = $(joined "${MIXED[@]}")" "exec_quantum_ms = $EQ" \
+                "preempt_timeout_us = $(joined "${PT[@]}")" "$@"
+}
+
+# joined WORD...: "8G, 8G, 4G, 4G".
+joined() {
+        local out="$1"
+        shift
+        for w in "$@"; do out+=", $w"; done
+        printf '%s\n' "$out"
+}
+
+# bytes SIZE: 8G as bytes.
+bytes() {
+        case "$1" in
+        *G) echo $((${1%G} * GIB)) ;;
+        *M) echo $((${1%M} * 1048576)) ;;
+        *) echo "$1" ;;
+        esac
+}
+
+# assert_declared: XPF has its VFs, each with the quota and scheduling
+# the lists above declare (vfN read from sriov_admin/vfN/profile/).
+assert_declared() {
+        local k
+        [ "$(xattr "$XPF" sriov_numvfs)" = "${#MIXED[@]}" ]
+        for k in "${!MIXED[@]}"; do
+                [ "$(xattr "$XPF" "sriov_admin/vf$((k + 1))/profile/vram_quota")" = "$(bytes "${MIXED[k]}")" ]
+                [ "$(xattr "$XPF" "sriov_admin/vf$((k + 1))/profile/exec_quantum_ms")" = "$EQ" ]
+                [ "$(xattr "$XPF" "sriov_admin/vf$((k + 1))/profile/preempt_timeout_us")" = "${PT[k]}" ]
+        done
+}
+
+# writes_said: the N of "(N writes)" in $output.
+writes_said() {
+        sed -n 's/.*(\([0-9]*\) writes\?).*/\1/p' <<<"$output"
+}
+
+@test "gpu plan gives each of an Intel GPU's VFs its own quota and the declared scheduling, then enables them, all read back" {
+        xe_mixed_conf
+        sim_counters_reset
+        run -0 "$MH_CLI" gpu plan "$XPF"
+        echo "$output"
+        [[ "$output" == "$XPF: 4 VFs, VRAM 8G/8G/4G/4G, exec_quantum_ms $EQ, preempt_timeout_us 500000/500000/1000/1000: brought to its declared state ("*" writes)" ]]
+        assert_declared
+        # what it says it wrote is what the driver was asked
+        [ "$(writes_said)" = "$(sim_counter_total writes)" ]
+}
+
+@test "gpu plan a second time leaves an Intel GPU with mixed quotas and its scheduling as they are, writing nothing" {
+        xe_mixed_conf
+        "$MH_CLI" gpu plan > /dev/null
+        sim_counters_reset
+        run -0 "$MH_CLI" gpu plan "$XPF"
+        [[ "$output" == "$XPF: 4 VFs, VRAM 8G/8G/4G/4G, "*": already in its declared state" ]]
+        [ "$(sim_counter_total writes)" = 0 ]
+        assert_declared
+}
+
+@test "after a reboot (VFs, quotas and scheduling gone) gpu plan gives every VF its own quota and scheduling back" {
+        xe_mixed_conf
+        "$MH_CLI" gpu plan > /dev/null
+        sim_reboot
+        [ "$(xattr "$XPF" sriov_numvfs)" = 0 ]
+        [ "$(quotas "$XPF")" = "0 0 0 0 " ]
+        [ "$(xattr "$XPF" sriov_admin/vf1/profile/exec_quantum_ms)" = 0 ]
+        run -0 "$MH_CLI" gpu plan --if-declared "$XPF"
+        [[ "$output" == *"brought to its declared state"* ]]
+        assert_declared
+}
+
+@test "a mixed quota the firmware refuses (EIO) is one line with the file, the value and the errno, and no VF is enabled" {
+        # 8G, 8G, 4G and 12G: 32 GiB, more than the GPU's 24
+        MIXED=(8G 8G 4G 12G)
+        xe_mixed_conf
+        run --separate-stderr "$MH_CLI" gpu plan "$XPF"
+        echo "$stderr"
+        [ "$status" -ne 0 ]
+        [ "$(wc -l <<<"$stderr")" = 1 ]
+        [[ "$stderr" == *"cannot write '$(bytes 12G)' to '/sys/bus/pci/devices/$XPF/sriov_admin/vf4/profile/vram_quota': Input/output error (EIO)"* ]]
+        [ "$(xattr "$XPF" sriov_numvfs)" = 0 ]
+}
+
+@test "a scheduling value the driver refuses (EPERM, EIO) is one line with the file, the value and the errno, and no VF is enabled" {
+        local e msg
+        xe_mixed_conf
+        for e in EPERM EIO; do
+                sim_ctl xe-sched-refuse "$XPF" "$e" knob=exec_quantum_ms
+                run --separate-stderr "$MH_CLI" gpu plan "$XPF"
+                echo "$stderr"
+                [ "$status" -ne 0 ]
+                [ "$(wc -l <<<"$stderr")" = 1 ]
+                msg=$([ "$e" = EPERM ] && echo "Operation not permitted" || echo "Input/output error")
+                [[ "$stderr" == *"cannot write '$EQ' to '/sys/bus/pci/devices/$XPF/sriov_admin/vf1/profile/exec_quantum_ms': $msg ($e)"* ]]
+                [ "$(xattr "$XPF" sriov_numvfs)" = 0 ]
+        done
+        sim_ctl xe-sched-refuse "$XPF" 0
+        run -0 "$MH_CLI" gpu plan "$XPF"
+        assert_declared
+}
+
+@test "with its VFs as declared and only the scheduling changed, gpu plan writes back the knobs alone" {
+        xe_mixed_conf
+        "$MH_CLI" gpu plan > /dev/null
+        printf '7\n' > "$SIM_SYS/bus/pci/devices/$XPF/sriov_admin/vf3/profile/exec_quantum_ms"
+        run -0 "$MH_CLI" gpu status --json
+        [ "$(jq -r --arg p "$XPF" '.gpus[] | select(.address == $p) | .pending_steps | join(",")' <<<"$output")" = schedule ]
+        sim_counters_reset
+        run -0 "$MH_CLI" gpu plan "$XPF"
+        [[ "$output" == *"brought to its declared state (1 write)" ]]
+        [ "$(sim_counter_total writes)" = 1 ]
+        assert_declared
+}
+
+@test "a per-VF list whose length is not vfs is a config error naming its line, and the plan writes nothing" {
+        xe_conf "[gpu_$XPF]" "vfs = 4" "vram_quota = 8G, 8G, 4G" "exec_quantum_ms = 20, 10"
+        run "$MH_CLI" check-config
+        echo "$output"
+        [ "$status" -ne 0 ]
+        [[ "$output" == *"mdev-hooks.conf:3: vram_quota lists 3 values but [gpu_$XPF] has vfs = 4: give one value for every VF, or one per VF"* ]]
+        [[ "$output" == *"mdev-hooks.conf:4: exec_quantum_ms lists 2 values but [gpu_$XPF] has vfs = 4"* ]]
+        sim_counters_reset
+        run "$MH_CLI" gpu plan "$XPF"
+        [ "$status" -ne 0 ]
+        [[ "$output" == *"mdev-hooks.conf:3: vram_quota lists 3 values"* ]]
+        [ "$(sim_counter_total writes)" = 0 ]
+        [ "$(xattr "$XPF" sriov_numvfs)" = 0 ]
+}
+
+@test "check-config lets an Intel GPU serve the two types its declared quotas give, and names a type they do not" {
+        config_types intel-xe-8192 "$XPF" intel-xe-4096 "$XPF" -- \
+                "[gpu_$XPF]" "vfs = 4" "vram_quota = $(joined "${MIXED[@]}")"
+        sim_umount
+        sim_mount intel-xe
+        "$MH_CLI" gpu plan > /dev/null
+        run "$MH_CLI" check-config
+        echo "$output"
+        [ "$status" -eq 0 ]
+        config_types intel-xe-8192 "$XPF" intel-xe-6144 "$XPF" -- \
+                "[gpu_$XPF]" "vfs = 4" "vram_quota = $(joined "${MIXED[@]}")"
+        run "$MH_CLI" check-config
+        echo "$output"
+        [ "$status" -ne 0 ]
+        [[ "$output" == *"'$XPF' is listed under intel-xe-6144, but [gpu_$XPF] (line "*") declares VFs of intel-xe-8192, intel-xe-4096 only (vram_quota, in MiB)"* ]]
+        config_types intel-xe-8192 "$XPF" intel-xe-4096 "$XPF" -- "[gpu_$XPF]" "vfs = 4"
+        run "$MH_CLI" check-config
+        [ "$status" -ne 0 ]
+        [[ "$output" == *"'$XPF' is listed under two types, intel-xe-8192 (line "*") and intel-xe-4096, but [gpu_$XPF] (line "*") declares no vram_quota"* ]]
+}
+
+@test "gpu status shows an Intel GPU's declared quotas and scheduling per VF" {
+        xe_mixed_conf
+        run -0 "$MH_CLI" gpu status
+        echo "$output"
+        [[ "$(grep "^$XPF" <<<"$output")" == "$XPF  4 VFs x 8G/8G/4G/4G, exec_quantum_ms $EQ, preempt_timeout_us 500000/500000/1000/1000 "*" provision" ]]
+        "$MH_CLI" gpu plan "$XPF" > /dev/null
+        run -0 "$MH_CLI" gpu status --json
+        local q
+        q=$(jq -c --arg p "$XPF" '.gpus[] | select(.address == $p)' <<<"$output")
+        [ "$(jq -c .declared_vram_quotas <<<"$q")" = "[$(bytes 8G),$(bytes 8G),$(bytes 4G),$(bytes 4G)]" ]
+        [ "$(jq -c .declared_exec_quantum_ms <<<"$q")" = "[$EQ,$EQ,$EQ,$EQ]" ]
+        [ "$(jq -c .declared_preempt_timeout_us <<<"$q")" = "[$(joined "${PT[@]}" | tr -d ' ')]" ]
+        [ "$(jq -r '"\(.declared_vram_quota) \(.provisioned) \(.pending_steps | length)"' <<<"$q")" = "null true 0" ]
+}
+
 @test "the udev rule wants mdev-hooks-gpu@PF.service for an Intel PF bound to xe, not for its VFs" {
         command -v udevadm > /dev/null || skip "udevadm is not installed"
         unshare -m true 2> /dev/null || skip "cannot make a mount namespace here"

@@ -493,3 +493,74 @@ xe_migrate_refused() {
         run -0 "$MH_CLI" types --parent "$MGPU"
         [[ "$output" == *"its VFs cannot migrate"* ]]
 }
+
+# --- one GPU, VFs of two quotas, its scheduling declared ([gpu_<PF>])
+
+X4=intel-xe-4096
+
+# provision_mixed: the config names both types for XPF and declares its
+# four VFs, two of 8 GiB and two of 4 GiB, each with a scheduling profile;
+# gpu plan brings it there.
+provision_mixed() {
+        config_types nvidia-35 "$P84" "$X8" "$XPF" "$X4" "$XPF" -- \
+                "[gpu_$XPF]" "vfs = 4" "vram_quota = 8G, 8G, 4G, 4G" "exec_quantum_ms = 20" "preempt_timeout_us = 500000"
+        "$MH_CLI" gpu plan "$XPF" > /dev/null
+}
+
+# vf_of_quota BYTES: the VFs (addresses) of XPF with that quota.
+vf_of_quota() {
+        local k vf
+        for k in 1 2 3 4; do
+                [ "$(cat "$(admin "vf$k/profile/vram_quota")")" = "$1" ] || continue
+                vf=$(basename "$(readlink "$(admin "vf$k/device")")")
+                printf '%s\n' "$vf"
+        done
+}
+
+@test "guests of both types start on one GPU with VFs of two quotas, and inventory counts each type" {
+        provision_mixed
+        run -0 "$MH_CLI" check-config
+        run -0 "$MH_CLI" types --parent "$XPF"
+        [[ "$output" == *"$X8"*"8192 MiB VRAM"* ]]
+        [[ "$output" == *"$X4"*"4096 MiB VRAM"* ]]
+        run -0 "$MH_CLI" pick "$X4"
+        v4=$output
+        grep -qx "$v4" <<<"$(vf_of_quota $((4 * GIB)))"
+        run -0 "$MH_CLI" pick "$X8"
+        v8=$output
+        grep -qx "$v8" <<<"$(vf_of_quota $((8 * GIB)))"
+        run -0 aprepare g8 "pci=$v8,type=$X8"
+        run -0 aprepare g4 "pci=$v4,type=$X4"
+        [ "$(record_get "$v8" type)" = "$X8" ]
+        [ "$(record_get "$v4" type)" = "$X4" ]
+        run -0 "$MH_CLI" inventory --json
+        echo "$output"
+        for t in "$X8" "$X4"; do
+                [ "$(jq -r --arg p "$XPF" --arg t "$t" '.parents[] | select(.parent == $p and .type == $t) | .total' <<<"$output")" = 2 ]
+        done
+        # a guest asking one type for a VF of the other is refused in one line
+        other=$(vf_of_quota $((4 * GIB)) | grep -vx "$v4")
+        arefused g3 "pci=$other,type=$X8"
+        [[ "$output" == *"VF $other is ${X4}"* ]]
+}
+
+@test "a guest's entry sets its VF's scheduling over the GPU's declared one, and gpu plan leaves a VF a guest holds alone" {
+        provision_mixed
+        [ "$(cat "$(admin vf1/profile/exec_quantum_ms)")" = 20 ]
+        run -0 aprepare g1 "pci=$XVF1,type=$X8,exec_quantum_ms=5"
+        [ "$(cat "$(admin vf1/profile/exec_quantum_ms)")" = 5 ]
+        [ "$(cat "$(admin vf1/profile/preempt_timeout_us)")" = 500000 ]
+        # libvirt binds the guest's VF to vfio-pci (managed='yes')
+        sim_ctl vf-driver "$XVF1" vfio-pci
+        sim_counters_reset
+        run -0 "$MH_CLI" gpu plan "$XPF"
+        [[ "$output" == *"already in its declared state; the scheduling of 1 VF a guest holds is left as its entry set it" ]]
+        [ "$(sim_counter_total writes)" = 0 ]
+        [ "$(cat "$(admin vf1/profile/exec_quantum_ms)")" = 5 ]
+        # the guest gone and its VF back on xe, the plan gives it the GPU's again
+        run -0 release g1
+        sim_ctl vf-driver "$XVF1" xe
+        run -0 "$MH_CLI" gpu plan "$XPF"
+        [[ "$output" == *"brought to its declared state (1 write)" ]]
+        [ "$(cat "$(admin vf1/profile/exec_quantum_ms)")" = 20 ]
+}

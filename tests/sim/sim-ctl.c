@@ -52,6 +52,39 @@ static int ctl_remove_fault(char **w, size_t n, unsigned *ret, char **ret_uuid) 
         return 0;
 }
 
+/* "vf-driver VF DRIVER": the VF is bound to DRIVER, as libvirt's
+ * managed='yes' rebinds it (to vfio-pci for a guest, back to its driver
+ * after). */
+static int ctl_vf_driver(const char *name, const char *driver) {
+        Vf *v = vf_find(name);
+        Node *old = v && v->dev ? node_child(v->dev, "driver", strlen("driver")) : NULL;
+        char *target;
+
+        if (!old || !old->text || !strrchr(old->text, '/'))
+                return -ENOENT;
+        if (!driver[0] || strspn(driver, "abcdefghijklmnopqrstuvwxyz0123456789-_") != strlen(driver))
+                return -EINVAL;
+        target = xasprintf("%.*s%s", (int) (strrchr(old->text, '/') + 1 - old->text), old->text, driver);
+        node_free(old);
+        node_link(v->dev, "driver", target);
+        return 0;
+}
+
+/* "vf-open VF", "vf-close VF": a guest (QEMU) opens or closes a VF of
+ * the VFIO framework; "vf-driver VF DRIVER". -ENOTTY: not one of these. */
+static int ctl_vf(char **w, size_t n) {
+        if ((streq(w[0], "vf-open") || streq(w[0], "vf-close")) && n == 2) {
+                Vf *v = vf_find(w[1]);
+                if (!v)
+                        return -ENOENT;
+                v->open = streq(w[0], "vf-open");
+                return 0;
+        }
+        if (streq(w[0], "vf-driver") && n == 3)
+                return ctl_vf_driver(w[1], w[2]);
+        return -ENOTTY;
+}
+
 static int ctl_one(char *line) {
         char *w[MAX_WORDS];
         size_t n = split_words(line, w);
@@ -63,6 +96,8 @@ static int ctl_one(char *line) {
         if (r != -ENOTTY)
                 return r;
         r = xe_ctl(w, n);
+        if (r == -ENOTTY)
+                r = ctl_vf(w, n);
         if (r != -ENOTTY)
                 return r;
         if (streq(w[0], "create-fail")) {
@@ -107,14 +142,6 @@ static int ctl_one(char *line) {
                         return timer_start(p->name, u);
                 }
                 parent_register(p);
-                return 0;
-        }
-        if ((streq(w[0], "vf-open") || streq(w[0], "vf-close")) && n == 2) {
-                /* a guest (QEMU) opens or closes a VF of the VFIO framework */
-                Vf *v = vf_find(w[1]);
-                if (!v)
-                        return -ENOENT;
-                v->open = streq(w[0], "vf-open");
                 return 0;
         }
         if (streq(w[0], "counters-reset") && n == 1) {

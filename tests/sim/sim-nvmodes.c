@@ -13,6 +13,7 @@
  *   nv-dgi PF                    nvidia-smi mig -i PF -dci; -dgi (every GI)
  *   unbind-hold PF N             an NVML client holds the GPU for the next N sriov-manage runs
  *   reboot                       every vfio GPU loses its VFs, vGPUs, modes and GIs
+ *                                (xe: every VF's quota and scheduling)
  *
  * The errnos the tools map to their messages: EBUSY the unbind lock, or in
  * use (a vGPU exists; VFs on for -mig 0); EOPNOTSUPP not supported (MIG off
@@ -169,6 +170,10 @@ static void nv_reboot(void) {
                         pf->vvfs[j]->cur = NULL;
                         pf->vvfs[j]->open = false;
                 }
+                /* what the driver keeps per VF goes too (xe: every
+                 * VF's quota and scheduling, even with no VF enabled) */
+                if (pf->vfm && pf->vfm->disabling)
+                        pf->vfm->disabling(pf);
                 if (pf->num)
                         pf_disable(pf);
                 pf->mig = pf->het = false;

@@ -102,14 +102,86 @@ static void test_xe_keys(void) {
 
         check(load("[gpu_0000:03:00.0]\nvfs = 3\nvram_quota = 6G\n[gpu_0000:05:00.0]\nvfs = 2\n", &c, NULL) == 0);
         g = config_gpu(c, "0000:03:00.0");
-        check(g->vfs == 3 && g->vram_quota == 6ull << 30);
+        check(g->vfs == 3 && g->vram_quota.n == 1 && g->vram_quota.v[0] == 6ull << 30);
         g = config_gpu(c, "0000:05:00.0");
-        check(g->vfs == 2 && g->vram_quota == 0);
+        check(g->vfs == 2 && g->vram_quota.n == 0 && !g->vram_quota.v);
         expect_error("[gpu_0000:03:00.0]\nvfs = 0\n", 2, "vfs must be a number of VFs from 1 to 4096, not '0'");
         expect_error("[gpu_0000:03:00.0]\nvfs = 2\nvram_quota = 8GB\n", 3, "vram_quota must be a size such as 8G");
         expect_error("[gpu_0000:03:00.0]\nvram_quota = 8G\n", 1, "has vram_quota but no vfs");
         expect_error("[gpu_0000:03:00.0]\nvfs = 2\nspatial_partition = CPX\n", 1, "has vfs (an Intel GPU's) and spatial_partition");
         expect_error("[gpu_0000:03:00.0]\nvfs = 2\nmode = mixed\n", 1, "has vfs (an Intel GPU's) and mode or mig_instances");
+}
+
+/* VF k's value of a per-VF key: one for every VF, or its own. */
+static uint64_t vf_value(const ConfigGpuList *l, unsigned k) {
+        uint64_t v = 12345;
+
+        check(config_gpu_list_get(l, k, &v));
+        return v;
+}
+
+/* vram_quota, exec_quantum_ms, preempt_timeout_us: one value for every VF,
+ * or one per VF in order, with the line of the key. */
+static void test_xe_lists(void) {
+        _cleanup_config_free_ Config *c = NULL;
+        const ConfigGpu *g;
+        uint64_t v = 7;
+
+        check(load("[gpu_0000:03:00.0]\nvfs = 4\nvram_quota = 8G, 8G, 4G,4G\nexec_quantum_ms = 20\n"
+                   "preempt_timeout_us = 500000, 0, 100, 200\n",
+                   &c, NULL) == 0);
+        g = config_gpu(c, "0000:03:00.0");
+        check(g->vram_quota.n == 4 && g->vram_quota.line == 3);
+        check(vf_value(&g->vram_quota, 1) == 8ull << 30 && vf_value(&g->vram_quota, 2) == 8ull << 30);
+        check(vf_value(&g->vram_quota, 3) == 4ull << 30 && vf_value(&g->vram_quota, 4) == 4ull << 30);
+        /* one value: every VF's */
+        check(g->exec_quantum_ms.n == 1);
+        for (unsigned k = 1; k <= 4; k++)
+                check(vf_value(&g->exec_quantum_ms, k) == 20);
+        check(vf_value(&g->preempt_timeout_us, 1) == 500000 && vf_value(&g->preempt_timeout_us, 2) == 0);
+        check(vf_value(&g->preempt_timeout_us, 4) == 200);
+        check(!config_gpu_list_get(&g->preempt_timeout_us, 5, &v) && v == 7);
+        check(!config_gpu_list_get(&g->preempt_timeout_us, 0, &v) && v == 7);
+}
+
+static void test_xe_list_errors(void) {
+        /* a list whose length is not vfs: its own line */
+        expect_error("[gpu_0000:03:00.0]\nvfs = 4\nvram_quota = 8G, 8G, 4G\n", 3,
+                     "vram_quota lists 3 values but [gpu_0000:03:00.0] has vfs = 4: give one value for every VF, or one per VF");
+        expect_error("[gpu_0000:03:00.0]\nexec_quantum_ms = 10, 20\nvfs = 3\n", 2, "exec_quantum_ms lists 2 values but [gpu_0000:03:00.0] has vfs = 3");
+        expect_error("[gpu_0000:03:00.0]\nvfs = 2\npreempt_timeout_us = 1,2,3\n", 3, "preempt_timeout_us lists 3 values");
+        expect_error("[gpu_0000:03:00.0]\nvfs = 2\nvram_quota = 8G, 0\n", 3, "vram_quota must be a size such as 8G or 512M (K, M, G, T by 1024), or one per VF separated by commas, not '0'");
+        expect_error("[gpu_0000:03:00.0]\nvfs = 2\nexec_quantum_ms = 4294967296\n", 3,
+                     "exec_quantum_ms must be a number from 0 (unlimited) to 4294967295, or one per VF separated by commas, not '4294967296'");
+        expect_error("[gpu_0000:03:00.0]\nvfs = 2\npreempt_timeout_us = -1\n", 3, "preempt_timeout_us must be a number from 0");
+        expect_error("[gpu_0000:03:00.0]\nvfs = 2\nexec_quantum_ms = ,\n", 3, "exec_quantum_ms has no value");
+        expect_error("[gpu_0000:03:00.0]\nexec_quantum_ms = 20\n", 1, "[gpu_0000:03:00.0] has exec_quantum_ms but no vfs");
+        expect_error("[gpu_0000:03:00.0]\nvfs = 2\nexec_quantum_ms = 1\nexec_quantum_ms = 2\n", 4, "duplicate key 'exec_quantum_ms'");
+        expect_error("[gpu_0000:03:00.0]\nvfs = 2\nsched_priority = low\n", 3, "unknown key 'sched_priority' in [gpu_0000:03:00.0]");
+}
+
+/* An Intel GPU with VFs of two quotas serves two types; under a type its
+ * quotas do not give, or under two without quotas, it is an error. */
+static void test_xe_two_types(void) {
+        static const char two[] = "[devices]\nenabled_mdev_types = intel-xe-8192, intel-xe-4096\n"
+                                  "[mdev_intel-xe-8192]\ndevice_addresses = 0000:03:00.0\n"
+                                  "[mdev_intel-xe-4096]\ndevice_addresses = 0000:03:00.0\n";
+        _cleanup_config_free_ Config *c = NULL;
+        _cleanup_free_ char *mixed = strdup_printf("%s[gpu_0000:03:00.0]\nvfs = 4\nvram_quota = 8G, 8G, 4G, 4G\n", two);
+        _cleanup_free_ char *one = strdup_printf("%s[gpu_0000:03:00.0]\nvfs = 4\nvram_quota = 8G\n", two);
+        _cleanup_free_ char *none = strdup_printf("%s[gpu_0000:03:00.0]\nvfs = 4\n", two);
+        const ConfigType *types[4];
+
+        check(load(mixed, &c, NULL) == 0);
+        check(config_parent_types(c, "0000:03:00.0", types, 4) == 2);
+        check_streq(types[0]->name, "intel-xe-8192");
+        check_streq(types[1]->name, "intel-xe-4096");
+        expect_error(one, 6, "'0000:03:00.0' is listed under intel-xe-4096, but [gpu_0000:03:00.0] (line 7) declares VFs of intel-xe-8192 only (vram_quota, in MiB)");
+        expect_error(none, 6, "'0000:03:00.0' is listed under two types, intel-xe-8192 (line 4) and intel-xe-4096, but [gpu_0000:03:00.0] (line 7) declares no vram_quota");
+        /* and an NVIDIA GPU of one size still serves one type */
+        expect_error("[devices]\nenabled_mdev_types = nvidia-1, nvidia-2\n[mdev_nvidia-1]\ndevice_addresses = 0000:41:00.0\n"
+                     "[mdev_nvidia-2]\ndevice_addresses = 0000:41:00.0\n",
+                     6, "is listed under two types");
 }
 
 static void test_sizes(void) {
@@ -146,6 +218,9 @@ int main(void) {
         test_partition_vfs();
         test_partition_check();
         test_xe_keys();
+        test_xe_lists();
+        test_xe_list_errors();
+        test_xe_two_types();
         test_sizes();
         unlink(path);
         rmdir(tmpdir);
