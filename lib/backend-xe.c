@@ -20,6 +20,8 @@
 
 #include "backend-vf.h"
 #include "backend-whole.h"
+#include "error.h"
+#include "log.h"
 #include "vgpu.h"
 #include "xesriov.h"
 
@@ -185,8 +187,47 @@ static int xe_reconnect(HookContext *ctx) {
         return vf_reconnect(&vfio_xe, ctx);
 }
 
+/* After a guest: its VF's scheduling back to what the GPU's [gpu_<PF>]
+ * declares, where it declares any (a guest's entry may have changed it at
+ * prepare). Best effort: the VF is released either way; a failure is one
+ * warning, and the next plan run writes it. */
+static void sched_declared_restore(HookContext *ctx, const LedgerEntry *e) {
+        static const char *const knob[2] = { "exec_quantum_ms", "preempt_timeout_us" };
+        const ConfigGpu *g = ctx->config ? config_gpu(ctx->config, e->parent) : NULL;
+        _cleanup_free_ XesriovVfProfile *prof = NULL;
+        char pf[PCI_ADDRESS_STRING_MAX];
+        unsigned k, cur;
+
+        if (!g || (!g->exec_quantum_ms.v && !g->preempt_timeout_us.v))
+                return;
+        if (xesriov_declared_from_config(g, &prof) < 0 || xesriov_vf_index(ctx->rootfd, e->uuid, pf, &k) < 0 ||
+            k == 0 || k > g->vfs) {
+                error_clear();
+                return;
+        }
+        for (unsigned i = 0; i < 2; i++) {
+                const XesriovVfProfile *p = &prof[k - 1];
+                int r;
+
+                if (!p->has_sched[i] ||
+                    (xesriov_vf_sched_read(ctx->rootfd, e->uuid, knob[i], &cur) >= 0 && cur == p->sched[i]))
+                        continue;
+                r = xesriov_vf_sched_write(ctx->rootfd, e->uuid, knob[i], p->sched[i]);
+                if (r < 0)
+                        log_warning("VF %s keeps the scheduling guest '%s' set: %s; the next 'mdev-hooks gpu plan' writes [gpu_%s]'s",
+                                    e->uuid, e->guest, error_get(r), e->parent);
+                error_clear();
+        }
+}
+
 static int xe_release_one(HookContext *ctx, LedgerEntry *e, unsigned timeout_msec) {
-        return vgpu_kind_release_one(&vfio_xe, &xe_release, ctx, e, timeout_msec);
+        LedgerEntry was = *e;
+        int r;
+
+        r = vgpu_kind_release_one(&vfio_xe, &xe_release, ctx, e, timeout_msec);
+        if (r >= 0)
+                sched_declared_restore(ctx, &was);
+        return r;
 }
 
 static bool xe_attach_serves(const AttachChoosing *ch) {

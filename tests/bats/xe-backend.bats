@@ -557,10 +557,23 @@ vf_of_quota() {
         [[ "$output" == *"already in its declared state; the scheduling of 1 VF a guest holds is left as its entry set it" ]]
         [ "$(sim_counter_total writes)" = 0 ]
         [ "$(cat "$(admin vf1/profile/exec_quantum_ms)")" = 5 ]
-        # the guest gone and its VF back on xe, the plan gives it the GPU's again
+        # the guest's release gives its VF the GPU's declared scheduling back
         run -0 release g1
+        [ "$(cat "$(admin vf1/profile/exec_quantum_ms)")" = 20 ]
+        [ "$(cat "$(admin vf1/profile/preempt_timeout_us)")" = 500000 ]
         sim_ctl vf-driver "$XVF1" xe
+        run -0 "$MH_CLI" gpu plan "$XPF"
+        [[ "$output" == *"already in its declared state" ]]
+        # a VF whose scheduling someone else changed: the plan writes it back
+        printf '7\n' > "$(admin vf1/profile/exec_quantum_ms)"
         run -0 "$MH_CLI" gpu plan "$XPF"
         [[ "$output" == *"brought to its declared state (1 write)" ]]
         [ "$(cat "$(admin vf1/profile/exec_quantum_ms)")" = 20 ]
+}
+
+@test "release of a guest on a GPU without declared scheduling leaves its VF's as the guest's entry set it" {
+        provision
+        run -0 aprepare g1 "pci=$XVF1,type=$X8,exec_quantum_ms=5"
+        run -0 release g1
+        [ "$(cat "$(admin vf1/profile/exec_quantum_ms)")" = 5 ]
 }
