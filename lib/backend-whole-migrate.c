@@ -23,6 +23,7 @@
 #include "error.h"
 #include "log.h"
 #include "owner.h"
+#include "place.h"
 
 /* Whether the domain's hostdev v is one of w's: a VF of w here, or (the
  * source host's address) an entry naming one of w's types at an address
@@ -89,6 +90,8 @@ static int try_prefer(const WholeKind *w, const HookContext *ctx, const WholeWan
                 error_clear();
                 return 0;
         }
+        if (want->wish && !place_near(ctx->rootfd, want->wish, ret->parent))
+                return 0; /* the guest wishes other nodes: placement looks there first */
         r = whole_pf_migratable(w, ctx->rootfd, ret->parent, &why);
         if (r <= 0)
                 return r; /* 0: placement says why, if no other VF fits */
@@ -142,8 +145,8 @@ int whole_migrate_check(const WholeKind *w, HookContext *ctx, VgpuPlan *p) {
                 r = want_type(w, ctx, &dom->vgpus[i], type);
                 if (r < 0)
                         return r;
-                want = (WholeWant) { .type = type, .guest = ctx->guest, .taken = taken, .n_taken = p->n,
-                                     .migratable = true };
+                want = (WholeWant) { .type = type, .wish = dom->numa_nodes, .guest = ctx->guest, .taken = taken,
+                                     .n_taken = p->n, .migratable = true };
                 r = choose_one(w, ctx, &want, i, &p->items[p->n]);
                 if (r < 0)
                         return r;
