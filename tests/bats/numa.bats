@@ -37,6 +37,13 @@ pin() {
         sed -i "s|^  <devices>|  <numatune>\n    <memory mode='strict' nodeset='$2'/>\n  </numatune>\n  <devices>|" "$1"
 }
 
+# restore_here: migrate_to_b's destination (B) is this host, its files in T.
+restore_here() {
+        # shellcheck disable=SC2034 # read by migrate_to_b
+        B=$MDEV_HOOKS_ROOT
+        T=$BATS_TEST_TMPDIR
+}
+
 uuid_n() {
         printf 'b1ae8bf6-38b0-4c81-9d44-%012d' "$1"
 }
@@ -115,7 +122,7 @@ gpu_on() {
 @test "restore: a pinned guest's mdev is made on node 1's GPU" {
         domxml g1 "$U1,type=$MDEV" > "$BATS_TEST_TMPDIR/g1.xml"
         pin "$BATS_TEST_TMPDIR/g1.xml" 1
-        B=$MDEV_HOOKS_ROOT T=$BATS_TEST_TMPDIR
+        restore_here
         migrate_to_b g1 restore
         [ "$status" -eq 0 ]
         [ "$(node_of "$(mdev_parent "$U1")")" = 1 ]
@@ -164,7 +171,7 @@ take_node1() {
         local v0
         v0=$("$MH_CLI" pick "$NV")
         [ "$(node_of "$v0")" = 0 ]
-        B=$MDEV_HOOKS_ROOT T=$BATS_TEST_TMPDIR
+        restore_here
         vxml g0 "pci=$v0,type=$NV" > "$T/g0.xml"
         migrate_to_b g0 restore
         [ "$status" -eq 0 ]
@@ -184,7 +191,7 @@ take_node1() {
         xe_vfio_pci_installed
         v0=$("$MH_CLI" pick "$XE")
         [ "$(node_of "$v0")" = 0 ]
-        B=$MDEV_HOOKS_ROOT T=$BATS_TEST_TMPDIR
+        restore_here
         axml g1 "pci=$v0,type=$XE" > "$T/g1.xml"
         pin "$T/g1.xml" 1
         migrate_to_b g1 restore
