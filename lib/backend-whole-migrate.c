@@ -90,8 +90,6 @@ static int try_prefer(const WholeKind *w, const HookContext *ctx, const WholeWan
                 error_clear();
                 return 0;
         }
-        if (want->wish && !place_near(ctx->rootfd, want->wish, ret->parent))
-                return 0; /* the guest wishes other nodes: placement looks there first */
         r = whole_pf_migratable(w, ctx->rootfd, ret->parent, &why);
         if (r <= 0)
                 return r; /* 0: placement says why, if no other VF fits */
@@ -108,6 +106,16 @@ static int choose_one(const WholeKind *w, HookContext *ctx, const WholeWant *wan
         int r;
 
         r = try_prefer(w, ctx, want, v->pci, &m);
+        if (r > 0 && want->wish && !place_near(ctx->rootfd, want->wish, m.parent)) {
+                SysfsMdev near = { .uuid = "" };
+
+                /* far from the guest's nodes: a VF near them if one is free,
+                 * else the incoming address as it is */
+                if (whole_choose(w, ctx->rootfd, ctx->ledgerfd, ctx->config, ctx->boot_id, want, &near) >= 0 &&
+                    place_near(ctx->rootfd, want->wish, near.parent))
+                        m = near;
+                error_clear();
+        }
         if (r == 0)
                 r = whole_choose(w, ctx->rootfd, ctx->ledgerfd, ctx->config, ctx->boot_id, want, &m);
         if (r < 0)

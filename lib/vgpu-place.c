@@ -308,6 +308,7 @@ int vgpu_choose(const VfioKind *kind, int rootfd, int ledgerfd, const Config *c,
         Choose ch = { .kind = kind, .rootfd = rootfd, .ledgerfd = ledgerfd, .c = c, .boot_id = boot_id,
                       .guest = guest, .wish = wish, .taken = taken, .n_taken = n_taken };
         _cleanup_free_ PfStat *st = NULL;
+        VgpuChoice far = { .vf = "" }; /* the incoming address, far from the guest's nodes */
         char why[2048] = "";
         size_t o = 0;
         int r;
@@ -315,9 +316,13 @@ int vgpu_choose(const VfioKind *kind, int rootfd, int ledgerfd, const Config *c,
         r = try_prefer(kind, rootfd, ledgerfd, boot_id, guest, types, prefer, ret);
         if (r < 0)
                 return r;
-        /* the incoming address, unless chosen already or far from the guest's nodes */
-        if (r > 0 && !taken_has(taken, n_taken, ret->vf) && (!wish || place_near(rootfd, wish, ret->pf)))
-                return 0;
+        /* the incoming address, unless chosen already; when far from the
+         * guest's nodes, only if no PF near them can take one */
+        if (r > 0 && !taken_has(taken, n_taken, ret->vf)) {
+                if (!wish || place_near(rootfd, wish, ret->pf))
+                        return 0;
+                far = *ret;
+        }
 
         for (unsigned order = 0; types[order]; order++) {
                 r = type_stats_read(&ch, types, order, ret);
@@ -330,6 +335,8 @@ int vgpu_choose(const VfioKind *kind, int rootfd, int ledgerfd, const Config *c,
         for (size_t i = 0; i < ch.n_st; i++) {
                 PfStat *s = &st[i];
 
+                if (far.vf[0] && !s->near)
+                        break; /* nothing near: the incoming address as it is */
                 if (pf_stat_take(&ch, s, ret) > 0)
                         return 0;
                 error_clear();
@@ -338,6 +345,10 @@ int vgpu_choose(const VfioKind *kind, int rootfd, int ledgerfd, const Config *c,
                         if (k > 0)
                                 o += (size_t) k;
                 }
+        }
+        if (far.vf[0]) {
+                *ret = far;
+                return 0;
         }
         if (ch.n_st == 0)
                 return error_set(-ENOSPC, "no GPU is configured for %s here (name its PFs in [mdev_%s] device_addresses)",

@@ -201,6 +201,36 @@ take_node1() {
         [ "$(record_get "$v" guest)" = g1 ]
 }
 
+# second_vf PF: its second VF (not the one placement gives first).
+second_vf() {
+        basename "$(readlink "$SIM_SYS/bus/pci/devices/$1/virtfn1")"
+}
+
+@test "restore: a pinned guest keeps its NVIDIA or Intel VF's address when node 1 has no free VF" {
+        local t pf0 v
+        xe_vfio_pci_installed
+        restore_here
+        for t in "$NV" "$XE"; do
+                [ -n "$(take_node1 "$t")" ]
+                if [ "$t" = "$NV" ]; then
+                        pf0=$(gpu_on 0 0000:42:00.0 0000:c2:00.0)
+                        v=$(second_vf "$pf0")
+                        vxml "r$t" "pci=$v,type=$t" > "$T/r$t.xml"
+                else
+                        pf0=$(gpu_on 0 0000:44:00.0 0000:c4:00.0)
+                        v=$(second_vf "$pf0")
+                        axml "r$t" "pci=$v,type=$t" > "$T/r$t.xml"
+                fi
+                [ "$v" != "$("$MH_CLI" pick "$t" --numa-node 1)" ]
+                pin "$T/r$t.xml" 1
+                migrate_to_b "r$t" restore
+                # shellcheck disable=SC2154 # stderr: set by run --separate-stderr
+                [ "$status" -eq 0 ] || { echo "$t: $stderr"; return 1; }
+                [ -z "$output" ] || { echo "$t: rewritten: $output"; return 1; }
+                [ "$(record_get "$v" guest)" = "r$t" ]
+        done
+}
+
 @test "pick refuses a --numa-node that is no node, in one line" {
         for n in 64 -1 x ""; do
                 run "$MH_CLI" pick "$NV" --numa-node "$n"
