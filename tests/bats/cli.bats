@@ -455,7 +455,7 @@ add_late_record() {
 
 @test "pick and placement sync parse their options as every command does: help, version, bad usage" {
         run -0 "$MH_CLI" pick --help
-        [[ "$output" == "Usage: mdev-hooks pick TYPE [--xml]"* ]]
+        [[ "$output" == "Usage: mdev-hooks pick TYPE [--numa-node N] [--xml]"* ]]
         run -0 "$MH_CLI" placement --help
         [[ "$output" == "Usage: mdev-hooks placement sync "* ]]
         run -0 "$MH_CLI" placement sync --help
