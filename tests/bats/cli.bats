@@ -466,9 +466,9 @@ add_late_record() {
         [[ "$output" == "mdev-hooks "* ]]
         # pick: one TYPE; its own --xml, not the options of other commands
         run -2 --separate-stderr "$MH_CLI" pick
-        [[ "$stderr" == "Usage: mdev-hooks pick TYPE [--xml]"* ]]
+        [[ "$stderr" == "Usage: mdev-hooks pick TYPE [--numa-node N] [--xml]"* ]]
         run -2 --separate-stderr "$MH_CLI" pick nvidia-1150 nvidia-1155
-        [[ "$stderr" == "Usage: mdev-hooks pick TYPE [--xml]"* ]]
+        [[ "$stderr" == "Usage: mdev-hooks pick TYPE [--numa-node N] [--xml]"* ]]
         run -2 --separate-stderr "$MH_CLI" pick --bogus nvidia-1150
         [ "$stderr" = "mdev-hooks: pick: unknown option or missing argument '--bogus'; see 'mdev-hooks pick --help'" ]
         run -2 --separate-stderr "$MH_CLI" pick --json nvidia-1150
