@@ -119,7 +119,8 @@ typedef struct VgpuChoice {
 
 /* Chooses a VF for one of types (config order) as the hook would: prefer
  * (may be NULL or "") if it is a VF here that can have the type and no other
- * guest holds it (and, with a wish, is on a PF near it); else a VF kept free
+ * guest holds it (with a wish and on a PF far from it: only when no PF near
+ * it can take one); else a VF kept free
  * with the type (release = keep; with a wish, only on a PF near it); else
  * an unprogrammed VF whose creatable list has the type, on the PFs the
  * config gives the type (device_addresses; a default type: every VFIO PF
