@@ -231,6 +231,19 @@ second_vf() {
         done
 }
 
+@test "the simulated VFs are on their GPU's node again after a reboot and sriov_numvfs" {
+        local pf vf
+        sim_reboot
+        for pf in 0000:c2:00.0 0000:c4:00.0; do
+                [ ! -e "$SIM_SYS/bus/pci/devices/$pf/virtfn0" ]
+                echo 2 > "$SIM_SYS/bus/pci/devices/$pf/sriov_numvfs"
+                vf=$(basename "$(readlink "$SIM_SYS/bus/pci/devices/$pf/virtfn0")")
+                [ "$(node_of "$vf")" = "$(node_of "$pf")" ]
+                [ "$(node_of "$pf")" = 1 ]
+        done
+        [ "$(node_of "$("$MH_CLI" pick "$NV" --numa-node 1)")" = 1 ]
+}
+
 @test "pick refuses a --numa-node that is no node, in one line" {
         for n in 64 -1 x ""; do
                 run "$MH_CLI" pick "$NV" --numa-node "$n"
