@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * `mdev-hooks pick TYPE [--numa-node N] [--xml]` (doc/design.md §3): a guest with a vGPU of
- * NVIDIA's VFIO framework names a fixed VF in its XML before prepare runs,
+ * `mdev-hooks pick TYPE [--numa-node N] [--xml]` (doc/design.md §3): a
+ * guest with a vGPU of NVIDIA's VFIO framework names a fixed VF in its XML
+ * before prepare runs,
  * so the operator needs a VF to name: a free one that can take the type,
  * chosen as migrate chooses on the destination (its backend's pick(): config,
  * placement, max_instances, what the VFs can create now; --numa-node: the
