@@ -2,12 +2,12 @@
 /*
  * `mdev-hooks pick TYPE [--numa-node N] [--xml]` (doc/design.md §3): a
  * guest with a vGPU of NVIDIA's VFIO framework names a fixed VF in its XML
- * before prepare runs,
- * so the operator needs a VF to name: a free one that can take the type,
- * chosen as migrate chooses on the destination (its backend's pick(): config,
- * placement, max_instances, what the VFs can create now; --numa-node: the
- * GPUs of that node first, as for a guest pinned there). Nothing is
- * reserved: the VF is taken when the guest starts.
+ * before prepare runs, so the operator needs a VF to name: a free one that
+ * can take the type, chosen as migrate chooses on the destination (its
+ * backend's pick(): config, placement, max_instances, what the VFs can
+ * create now; --numa-node: the GPUs of that node first, as for a guest
+ * pinned there). Nothing is reserved: the VF is taken when the guest
+ * starts.
  */
 #include <libxml/tree.h>
 
