@@ -206,6 +206,29 @@ second_vf() {
         basename "$(readlink "$SIM_SYS/bus/pci/devices/$1/virtfn1")"
 }
 
+@test "migrate: a pinned guest's NVIDIA VF and mdev go to node 1's GPUs on the destination" {
+        local v0 v
+        restore_here
+        A=$MDEV_HOOKS_ROOT
+        B="$BATS_TEST_TMPDIR/b"
+        v0=$("$MH_CLI" pick "$NV")
+        [ "$(node_of "$v0")" = 0 ]
+        vxml g1 "pci=$v0,type=$NV" "$U1,type=$MDEV" > "$T/g1.xml"
+        pin "$T/g1.xml" 1
+        run -0 hook g1 prepare begin - < "$T/g1.xml"
+        sim_mount numa "$B"
+        numa_conf
+        migrate_to_b g1
+        [ "$status" -eq 0 ] || { echo "$output"; return 1; }
+        v=$(sed -nE 's/.*<mh:vgpu pci="([^"]+)".*/\1/p' "$T/g1.b.xml")
+        [ "$(node_of "$v")" = 1 ]
+        [ "$(record_get "$v" state)" = incoming ]
+        [ "$(node_of "$(mdev_parent "$U1")")" = 1 ]
+        sim_use "$A"
+        # the source keeps its own: on node 0, as the guest was given it
+        [ "$(record_get "$v0" guest)" = g1 ]
+}
+
 @test "restore: a pinned guest keeps its NVIDIA or Intel VF's address when node 1 has no free VF" {
         local t pf0 v
         xe_vfio_pci_installed
