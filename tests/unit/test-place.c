@@ -5,7 +5,9 @@
 #include <stdio.h>
 
 #include "check.h"
+#include "fixture.h"
 #include "macro.h"
+#include "pcidev.h"
 #include "place.h"
 
 static void test_pack_spread_ties(void) {
@@ -46,6 +48,34 @@ static void test_near(void) {
         check(place_cmp_ties(&far_empty, &near_full) < 0);
         /* no wish: nothing is near, nothing is read (no root to read from) */
         check(!place_near(-1, 0, "0000:41:00.0"));
+}
+
+/* A parent's node is its PCI device's numa_node; a device showing -1, one
+ * without the file, and a parent that is no PCI device (mtty) have none. */
+static void test_numa_node(void) {
+        char dir[] = "/tmp/test-place-XXXXXX";
+        int rootfd;
+
+        check(mkdtemp(dir) != NULL);
+        rootfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        check(rootfd >= 0);
+        fixture_file(rootfd, "sys/bus/pci/devices/0000:41:00.0/numa_node", "0\n");
+        fixture_file(rootfd, "sys/bus/pci/devices/0000:c1:00.0/numa_node", "1\n");
+        fixture_file(rootfd, "sys/bus/pci/devices/0000:84:00.0/numa_node", "-1\n");
+        fixture_file(rootfd, "sys/bus/pci/devices/0000:85:00.0/vendor", "0x10de\n");
+        check(pci_device_numa_node(rootfd, "0000:41:00.0") == 0);
+        check(pci_device_numa_node(rootfd, "0000:C1:00.0") == 1);
+        check(pci_device_numa_node(rootfd, "0000:84:00.0") == -1);
+        check(pci_device_numa_node(rootfd, "0000:85:00.0") == -1);
+        check(pci_device_numa_node(rootfd, "mtty") == -1);
+        check(place_near(rootfd, 0x2, "0000:c1:00.0"));
+        check(!place_near(rootfd, 0x2, "0000:41:00.0"));
+        check(place_near(rootfd, 0x3, "0000:41:00.0"));
+        check(!place_near(rootfd, 0x2, "0000:84:00.0"));
+        check(!place_near(rootfd, 0x1, "mtty"));
+        check(!place_near(rootfd, 0, "0000:c1:00.0")); /* no wish */
+        close(rootfd);
+        tmpdir_remove(dir);
 }
 
 /* The nodeset of <numatune><memory nodeset=>: libvirt's list. */
@@ -92,6 +122,7 @@ int main(void) {
         test_pack_spread_ties();
         test_near();
         test_nodeset();
+        test_numa_node();
         test_over_max();
         return 0;
 }
