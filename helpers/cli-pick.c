@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * `mdev-hooks pick TYPE [--xml]` (doc/design.md §3): a guest with a vGPU of
- * NVIDIA's VFIO framework names a fixed VF in its XML before prepare runs,
- * so the operator needs a VF to name: a free one that can take the type,
- * chosen as migrate chooses on the destination (its backend's pick(): config,
- * placement, max_instances, what the VFs can create now). Nothing is
- * reserved: the VF is taken when the guest starts.
+ * `mdev-hooks pick TYPE [--numa-node N] [--xml]` (doc/design.md §3): a
+ * guest with a vGPU of NVIDIA's VFIO framework names a fixed VF in its XML
+ * before prepare runs, so the operator needs a VF to name: a free one that
+ * can take the type, chosen as migrate chooses on the destination (its
+ * backend's pick(): config, placement, max_instances, what the VFs can
+ * create now; --numa-node: the GPUs of that node first, as for a guest
+ * pinned there). Nothing is reserved: the VF is taken when the guest
+ * starts.
  */
 #include <libxml/tree.h>
 
@@ -17,7 +19,7 @@
 #include "pciaddr.h"
 
 static const char help[] =
-        "Usage: mdev-hooks pick TYPE [--xml]\n"
+        "Usage: mdev-hooks pick TYPE [--numa-node N] [--xml]\n"
         "\n"
         "Prints the PCI address of a free VF that can take a vGPU of TYPE\n"
         "(nvidia-<ID>, NVIDIA's vendor-specific VFIO framework, vGPU 17+; or a\n"
@@ -27,9 +29,13 @@ static const char help[] =
         "max_instances, and what each VF can create now. Nothing is reserved:\n"
         "the VF is taken when the guest starts.\n"
         "\n"
-        "  --xml      print the <hostdev> to put under <devices> and the metadata\n"
-        "             entry to put under <metadata> (virsh edit)\n"
-        "  --help     show this help\n";
+        "  --numa-node N  the NUMA node the guest will be pinned to\n"
+        "                 (<numatune><memory nodeset='N'/>): a VF on a GPU of\n"
+        "                 that node first, as the hook prefers for such a guest;\n"
+        "                 another node's when none there is free\n"
+        "  --xml          print the <hostdev> to put under <devices> and the\n"
+        "                 metadata entry to put under <metadata> (virsh edit)\n"
+        "  --help         show this help\n";
 
 static int print_xml(const SysfsMdev *ch, bool managed) {
         PciAddress a;
@@ -102,8 +108,10 @@ out:
 int cli_pick_main(int argc, char *argv[], const char *config_path) {
         CliOptions o = { .config_path = config_path };
         bool xml = false;
+        const char *numa_s = NULL;
         const CliOption own[] = {
                 { "xml", NULL, &xml },
+                { "numa-node", &numa_s, NULL },
                 { NULL, NULL, NULL },
         };
         _cleanup_close_ int rootfd = -1, ledgerfd = -1;
@@ -111,6 +119,7 @@ int cli_pick_main(int argc, char *argv[], const char *config_path) {
         char boot_id[UUID_STRING_MAX] = "";
         const Backend *b = NULL, *q;
         const char *type;
+        unsigned node = 0;
         SysfsMdev ch;
         int r;
 
@@ -122,6 +131,11 @@ int cli_pick_main(int argc, char *argv[], const char *config_path) {
                 return CLI_EXIT_USAGE;
         }
         type = o.args[0];
+        if (numa_s && (safe_atou(numa_s, &node) < 0 || node >= NODESET_MAX)) {
+                log_error("pick: --numa-node '%s' is not a NUMA node from 0 to %d (the N of the guest's <numatune><memory nodeset='N'/>)",
+                          numa_s, NODESET_MAX - 1);
+                return CLI_EXIT_USAGE;
+        }
         BACKEND_FOREACH(q)
                 if (!b && q->pick && q->type_is_mine && q->type_is_mine(type))
                         b = q;
@@ -145,7 +159,7 @@ int cli_pick_main(int argc, char *argv[], const char *config_path) {
         if (r < 0)
                 ledgerfd = -1;
         error_clear();
-        r = b->pick(rootfd, ledgerfd, config, boot_id, type, &ch);
+        r = b->pick(rootfd, ledgerfd, config, boot_id, type, numa_s ? (NodeSet) 1 << node : 0, &ch);
         if (r < 0) {
                 log_error("%s", error_get(r));
                 return CLI_EXIT_FAILED;

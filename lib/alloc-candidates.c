@@ -475,13 +475,16 @@ int candidates_read(Alloc *a, const AllocWant *w, CandidateList *l, bool *ret_an
         return 0;
 }
 
-/* max_instances applied, then in placement order: the order of the tries. */
+/* max_instances applied, then in placement order (the guest's NUMA nodes
+ * first, when it wishes some): the order of the tries. */
 int candidates_order(Alloc *a, const AllocWant *w, CandidateList *l) {
         int r;
 
         r = candidates_apply_max(a, w, l);
         if (r < 0)
                 return r;
+        for (size_t i = 0; a->wish && i < l->n; i++)
+                l->c[i].near = place_near(a->rootfd, a->wish, l->c[i].parent);
         alloc_candidates_sort(l->c, l->n, a->config->placement);
         return 0;
 }

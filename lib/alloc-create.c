@@ -324,13 +324,13 @@ static int probe_cached_cb(AllocCandidate *c, void *userdata) {
 }
 
 /* The candidate alloc_create() would try first (NULL: none has room), read
- * as little as that takes: pack without a cap stops at a certain choice
+ * as little as that takes: pack without a cap or a NUMA wish stops at a certain choice
  * (alloc_pack_certain()); otherwise every candidate is read and sorted.
  * Many candidates are read on two threads (alloc_probe_split()). */
 static int plan_choose(Alloc *a, const AllocWant *w, CandidateList *l, const AllocCandidate **ret) {
         _cleanup_free_ bool *fresh = calloc(l->n + 1, sizeof *fresh);
         ProbeCached p = { .a = a, .known = a->n_probed, .base = l->c, .fresh = fresh };
-        bool certain = a->config->placement == CONFIG_PLACEMENT_PACK && !want_capped(a, w);
+        bool certain = a->config->placement == CONFIG_PLACEMENT_PACK && !want_capped(a, w) && !a->wish;
         size_t i = l->n, n_fresh;
         int r;
 

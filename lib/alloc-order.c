@@ -28,7 +28,7 @@ void alloc_want_done(AllocWant *w) {
 }
 
 static PlaceKey candidate_key(const AllocCandidate *c) {
-        return (PlaceKey) { .parent = c->parent, .order = c->order, .room = c->available };
+        return (PlaceKey) { .parent = c->parent, .order = c->order, .room = c->available, .near = c->near };
 }
 
 /* The parents offering one type are GPUs of one model, with the same total

@@ -42,6 +42,7 @@
 #include "config.h"
 #include "domxml.h"
 #include "ledger.h"
+#include "nodeset.h"
 #include "sysfs.h"
 #include "util.h"
 
@@ -73,6 +74,7 @@ typedef struct AllocCandidate {
         unsigned available; /* available_instances */
         unsigned count;     /* mdevs of the type this parent holds (read for messages only) */
         unsigned order;     /* position of the type in AllocWant.types */
+        bool near;          /* on a NUMA node the guest wishes (Alloc.wish; candidates_order()) */
         AllocVerdict verdict;
         int create_errno;   /* ALLOC_CREATE_FAILED: the positive errno */
         char other_type[NAME_STRING_MAX]; /* ALLOC_OTHER_TYPE: what it is configured for */
@@ -93,7 +95,8 @@ typedef int (*AllocProbe)(AllocCandidate *c, void *userdata);
  * left. That one is what alloc_candidates_sort() would put first among
  * those with room, whatever the unread ones hold: *ret is its index. *ret
  * = n: every candidate was read and none is certain; sort them. For
- * placement pack without max_instances (the cap needs every parent read). */
+ * placement pack without max_instances (the cap needs every parent read)
+ * and without a NUMA wish (a near candidate may lie anywhere). */
 int alloc_pack_certain(AllocCandidate *c, size_t n, AllocProbe probe, void *userdata, size_t *ret);
 /* The candidates alloc_plan() reads at once on two threads from this many on
  * (one thread reads c[0..n/2), the other c[n/2..n)). */
@@ -153,6 +156,10 @@ typedef struct Alloc {
         const Config *config;
         const char *guest;
         const char *guest_uuid;            /* NULL or "" when unknown */
+        /* The NUMA nodes the guest's memory is pinned to (Domxml.numa_nodes;
+         * 0, the default: no wish): candidates there go first (place.h).
+         * With a wish every candidate is read and sorted (no lazy pack). */
+        NodeSet wish;
         char boot_id[UUID_STRING_MAX];
         /* CRASHPOINT (crash.h) passed right after a successful create, before
          * the caller goes on: "prepare-after-create" (the default) or

@@ -65,6 +65,13 @@ typedef struct AttachChoosing {
         const AttachRequest *req;
 } AttachChoosing;
 
+/* The NUMA nodes the guest's memory is pinned to (Domxml.numa_nodes): the
+ * running guest's when it runs, else its definition's; 0: no wish. A VF
+ * attach chooses is near them first, as the hook's choices (place.h). */
+static inline NodeSet attach_wish(const AttachChoosing *ch) {
+        return ch->live ? ch->live->numa_nodes : ch->def ? ch->def->numa_nodes : 0;
+}
+
 /* d as a device of kind with key, asked for by req; what: the type chosen,
  * for messages. */
 void attach_device_fill(AttachDevice *d, AttachKind kind, const char *key, const AttachRequest *req, const char *what);

@@ -133,8 +133,9 @@ static int amd_device_is(int rootfd, const char *name) {
         return amdgim_is_vf(rootfd, name);
 }
 
-static int amd_pick(int rootfd, int ledgerfd, const Config *c, const char *boot_id, const char *type, SysfsMdev *ret) {
-        return whole_pick(&amd_whole, rootfd, ledgerfd, c, boot_id, type, ret);
+static int amd_pick(int rootfd, int ledgerfd, const Config *c, const char *boot_id, const char *type, NodeSet wish,
+                    SysfsMdev *ret) {
+        return whole_pick(&amd_whole, rootfd, ledgerfd, c, boot_id, type, wish, ret);
 }
 
 static int amd_txn_new(HookContext *ctx, HookOp op, void **ret) {

@@ -71,8 +71,9 @@ static bool fake_type_is_mine(const char *type) {
         return vf_type_is_mine(&fake_kind, type);
 }
 
-static int fake_pick(int rootfd, int ledgerfd, const Config *c, const char *boot_id, const char *type, SysfsMdev *ret) {
-        return vf_pick(&fake_kind, rootfd, ledgerfd, c, boot_id, type, ret);
+static int fake_pick(int rootfd, int ledgerfd, const Config *c, const char *boot_id, const char *type, NodeSet wish,
+                     SysfsMdev *ret) {
+        return vf_pick(&fake_kind, rootfd, ledgerfd, c, boot_id, type, wish, ret);
 }
 
 static int fake_txn_new(HookContext *ctx, HookOp op, void **ret) {

@@ -441,6 +441,7 @@ int mdev_migrate_new(HookContext *ctx, HookOp op, MdevMigrate **ret) {
         alloc_init(&m->a, ctx->rootfd, ctx->ledgerfd, ctx->config, ctx->guest,
                    dom->uuid[0] ? dom->uuid : NULL, ctx->boot_id);
         m->a.crashpoint_create = "migrate-after-create";
+        m->a.wish = dom->numa_nodes;
         for (size_t i = 0; i < dom->n_mdevs; i++)
                 memcpy(m->incoming[i], dom->mdevs[i].uuid, UUID_STRING_MAX);
         *ret = m;

@@ -22,6 +22,7 @@ void mdev_alloc_init(const HookContext *ctx, Alloc *a) {
                    ctx->dom && ctx->dom->uuid[0] ? ctx->dom->uuid : NULL, ctx->boot_id);
         a->lockfd = ctx->lockfd;
         a->opened = ctx->opened;
+        a->wish = ctx->dom ? ctx->dom->numa_nodes : 0;
 }
 
 static bool mdev_key_is_mine(const char *key) {

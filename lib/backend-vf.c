@@ -86,13 +86,13 @@ bool vf_type_is_mine(const VfioKind *k, const char *type) {
         return vfio_kind_type_id(k, type, &id) >= 0;
 }
 
-int vf_pick(const VfioKind *k, int rootfd, int ledgerfd, const Config *c, const char *boot_id, const char *type,
+int vf_pick(const VfioKind *k, int rootfd, int ledgerfd, const Config *c, const char *boot_id, const char *type, NodeSet wish,
             SysfsMdev *ret) {
         char *types[2] = { (char *) type, NULL };
         VgpuChoice ch;
         int r;
 
-        r = vgpu_choose(k, rootfd, ledgerfd, c, boot_id, NULL, types, NULL, NULL, 0, &ch);
+        r = vgpu_choose(k, rootfd, ledgerfd, c, boot_id, NULL, wish, types, NULL, NULL, 0, &ch);
         if (r < 0)
                 return r;
         *ret = (SysfsMdev) { .uuid = "" };
@@ -181,7 +181,8 @@ static int choose_on_parent(const VfioKind *k, const AttachChoosing *ch, char **
         for (char **vf = allowed; *vf && r < 0; vf++) {
                 if (taken_has(t, *vf))
                         continue;
-                r = vgpu_choose(k, ch->rootfd, ch->ledgerfd, ch->config, ch->boot_id, NULL, types, *vf, t->vf, t->n, ret);
+                /* no wish: --parent chose the GPU */
+                r = vgpu_choose(k, ch->rootfd, ch->ledgerfd, ch->config, ch->boot_id, NULL, 0, types, *vf, t->vf, t->n, ret);
                 if (r >= 0 && !streq(ret->vf, *vf))
                         r = -ENOSPC;
         }
@@ -217,7 +218,8 @@ int vf_attach_choose(const VfioKind *k, const AttachChoosing *ch, AttachDevice *
 
                 error_clear();
                 if (!allowed)
-                        r = vgpu_choose(k, ch->rootfd, ch->ledgerfd, ch->config, ch->boot_id, NULL, types, NULL, t.vf, t.n, &c);
+                        r = vgpu_choose(k, ch->rootfd, ch->ledgerfd, ch->config, ch->boot_id, NULL, attach_wish(ch), types,
+                                        NULL, t.vf, t.n, &c);
                 else if (choose_on_parent(k, ch, types, allowed, &t, &c) < 0) {
                         error_clear();
                         return error_set(-ENOSPC, "no capacity for %s on %s: no free VF there can take it%s (see mdev-hooks list)",

@@ -20,7 +20,7 @@ int vf_parent_offer(const VfioKind *k, int rootfd, const char *parent, const cha
 int vf_parent_types(const VfioKind *k, int rootfd, const char *pf, SysfsType **ret, size_t *ret_n);
 int vf_device_get(const VfioKind *k, int rootfd, const char *key, SysfsMdev *ret);
 bool vf_type_is_mine(const VfioKind *k, const char *type);
-int vf_pick(const VfioKind *k, int rootfd, int ledgerfd, const Config *c, const char *boot_id, const char *type,
+int vf_pick(const VfioKind *k, int rootfd, int ledgerfd, const Config *c, const char *boot_id, const char *type, NodeSet wish,
             SysfsMdev *ret);
 bool vf_dom_has(const Domxml *d);
 

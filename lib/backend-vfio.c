@@ -113,8 +113,9 @@ static bool nvidia_type_is_mine(const char *type) {
         return vf_type_is_mine(&vfio_nvidia, type);
 }
 
-static int nvidia_pick(int rootfd, int ledgerfd, const Config *c, const char *boot_id, const char *type, SysfsMdev *ret) {
-        return vf_pick(&vfio_nvidia, rootfd, ledgerfd, c, boot_id, type, ret);
+static int nvidia_pick(int rootfd, int ledgerfd, const Config *c, const char *boot_id, const char *type, NodeSet wish,
+                       SysfsMdev *ret) {
+        return vf_pick(&vfio_nvidia, rootfd, ledgerfd, c, boot_id, type, wish, ret);
 }
 
 static int nvidia_txn_new(HookContext *ctx, HookOp op, void **ret) {

@@ -56,7 +56,7 @@ int whole_attach_choose(const WholeKind *w, const AttachChoosing *ch, AttachDevi
         const AttachRequest *req = ch->req;
         char pf[PCI_ADDRESS_STRING_MAX], vf[PCI_ADDRESS_STRING_MAX];
         _cleanup_free_ char (*taken)[PCI_ADDRESS_STRING_MAX] = NULL;
-        WholeWant want = { .type = req->type, .guest = ch->guest };
+        WholeWant want = { .type = req->type, .wish = attach_wish(ch), .guest = ch->guest };
         VfTaken t;
         int r;
 

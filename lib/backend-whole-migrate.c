@@ -23,6 +23,7 @@
 #include "error.h"
 #include "log.h"
 #include "owner.h"
+#include "place.h"
 
 /* Whether the domain's hostdev v is one of w's: a VF of w here, or (the
  * source host's address) an entry naming one of w's types at an address
@@ -105,6 +106,16 @@ static int choose_one(const WholeKind *w, HookContext *ctx, const WholeWant *wan
         int r;
 
         r = try_prefer(w, ctx, want, v->pci, &m);
+        if (r > 0 && want->wish && !place_near(ctx->rootfd, want->wish, m.parent)) {
+                SysfsMdev near = { .uuid = "" };
+
+                /* far from the guest's nodes: a VF near them if one is free,
+                 * else the incoming address as it is */
+                if (whole_choose(w, ctx->rootfd, ctx->ledgerfd, ctx->config, ctx->boot_id, want, &near) >= 0 &&
+                    place_near(ctx->rootfd, want->wish, near.parent))
+                        m = near;
+                error_clear();
+        }
         if (r == 0)
                 r = whole_choose(w, ctx->rootfd, ctx->ledgerfd, ctx->config, ctx->boot_id, want, &m);
         if (r < 0)
@@ -142,8 +153,8 @@ int whole_migrate_check(const WholeKind *w, HookContext *ctx, VgpuPlan *p) {
                 r = want_type(w, ctx, &dom->vgpus[i], type);
                 if (r < 0)
                         return r;
-                want = (WholeWant) { .type = type, .guest = ctx->guest, .taken = taken, .n_taken = p->n,
-                                     .migratable = true };
+                want = (WholeWant) { .type = type, .wish = dom->numa_nodes, .guest = ctx->guest, .taken = taken,
+                                     .n_taken = p->n, .migratable = true };
                 r = choose_one(w, ctx, &want, i, &p->items[p->n]);
                 if (r < 0)
                         return r;

@@ -58,6 +58,7 @@ typedef struct Candidate {
         char pf[PCI_ADDRESS_STRING_MAX];
         char vf[PCI_ADDRESS_STRING_MAX]; /* its first VF of the type nobody holds */
         unsigned room;                   /* its VFs of the type nobody holds */
+        bool near;                       /* on a node the guest wishes (place_near()) */
 } Candidate;
 
 bool whole_want_taken(const WholeWant *want, const char *vf) {
@@ -101,7 +102,8 @@ static int pf_room(const WholeKind *w, int rootfd, int ledgerfd, const char *boo
 
 static int candidate_cmp(const void *x, const void *y, void *userdata) {
         const Candidate *a = x, *b = y;
-        PlaceKey ka = { .parent = a->pf, .room = a->room }, kb = { .parent = b->pf, .room = b->room };
+        PlaceKey ka = { .parent = a->pf, .room = a->room, .near = a->near };
+        PlaceKey kb = { .parent = b->pf, .room = b->room, .near = b->near };
 
         return place_cmp(&ka, &kb, *(const ConfigPlacement *) userdata);
 }
@@ -169,7 +171,7 @@ int whole_choose(const WholeKind *w, int rootfd, int ledgerfd, const Config *c, 
                 if (r < 0)
                         return r;
                 if (l[n].room > 0)
-                        n++;
+                        l[n++].near = place_near(rootfd, want->wish, *pf);
         }
         if (want->migratable && (r = candidates_migratable(w, rootfd, l, &n, &why)) < 0)
                 return r;
@@ -188,8 +190,8 @@ int whole_choose(const WholeKind *w, int rootfd, int ledgerfd, const Config *c, 
 }
 
 int whole_pick(const WholeKind *w, int rootfd, int ledgerfd, const Config *c, const char *boot_id, const char *type,
-               SysfsMdev *ret) {
-        WholeWant want = { .type = type };
+               NodeSet wish, SysfsMdev *ret) {
+        WholeWant want = { .type = type, .wish = wish };
 
         return whole_choose(w, rootfd, ledgerfd, c, boot_id, &want, ret);
 }

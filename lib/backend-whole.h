@@ -44,6 +44,7 @@ typedef struct WholeKind {
  * GPU or that VF. */
 typedef struct WholeWant {
         const char *type;
+        NodeSet wish; /* the guest's NUMA nodes: GPUs there first (place.h); 0: none */
         const char *guest;
         char (*taken)[PCI_ADDRESS_STRING_MAX];
         size_t n_taken;
@@ -67,7 +68,7 @@ int whole_pf_migratable(const WholeKind *w, int rootfd, const char *pf, char **r
 int whole_choose(const WholeKind *w, int rootfd, int ledgerfd, const Config *c, const char *boot_id,
                  const WholeWant *want, SysfsMdev *ret);
 int whole_pick(const WholeKind *w, int rootfd, int ledgerfd, const Config *c, const char *boot_id, const char *type,
-               SysfsMdev *ret);
+               NodeSet wish, SysfsMdev *ret);
 /* attach (backend-whole-attach.c): a TYPE of w's, on a host with w's GPUs;
  * ch->req->count VFs chosen by whole_choose(), none the guest's XML or
  * another guest's definition names, each given as a managed hostdev. */

@@ -175,8 +175,9 @@ static int xe_device_is(int rootfd, const char *name) {
         return xesriov_is_vf(rootfd, name);
 }
 
-static int xe_pick(int rootfd, int ledgerfd, const Config *c, const char *boot_id, const char *type, SysfsMdev *ret) {
-        return whole_pick(&xe_whole, rootfd, ledgerfd, c, boot_id, type, ret);
+static int xe_pick(int rootfd, int ledgerfd, const Config *c, const char *boot_id, const char *type, NodeSet wish,
+                   SysfsMdev *ret) {
+        return whole_pick(&xe_whole, rootfd, ledgerfd, c, boot_id, type, wish, ret);
 }
 
 static int xe_txn_new(HookContext *ctx, HookOp op, void **ret) {

@@ -110,9 +110,11 @@ typedef struct Backend {
         bool (*type_is_mine)(const char *type);
         /* `mdev-hooks pick TYPE`: the device the hook would give a guest
          * that asks for type now (the key, its parent, the type), chosen
-         * as placement chooses; -ENOSPC with a message when none fits.
+         * as placement chooses, near the NUMA nodes of wish first (0: no
+         * wish; place.h); -ENOSPC with a message when none fits.
          * NULL: this backend's devices are chosen when the guest starts. */
-        int (*pick)(int rootfd, int ledgerfd, const Config *c, const char *boot_id, const char *type, SysfsMdev *ret);
+        int (*pick)(int rootfd, int ledgerfd, const Config *c, const char *boot_id, const char *type, NodeSet wish,
+                    SysfsMdev *ret);
         /* Its VFs go to the guest through libvirt's binding to vfio-pci
          * (<hostdev type='pci' managed='yes'>: AMD's, Intel's), not bound
          * by their driver as they are (managed='no': NVIDIA's). */

@@ -13,7 +13,7 @@
  * Speed (a migration XML of a megabyte is parsed, rewritten and written
  * on every migration; BENCHMARKS.md has the figures): libxml2 checks the
  * whole document, but the tree is built only for what is read here --
- * <name>, <uuid>, every <devices>/<hostdev>, and <metadata>/<mh:mdevs>/
+ * <name>, <uuid>, <numatune>, every <devices>/<hostdev>, and <metadata>/<mh:mdevs>/
  * <mh:mdev> -- through SAX callbacks that hand those elements to libxml2's
  * own tree builder (xmlSAX2*) and drop the rest.
  * A full tree of such a document is a great many small allocations, and
@@ -83,7 +83,8 @@ static BuildMode build_mode(BuildMode parent, const xmlChar *localname, const xm
         case BUILD_SKIP:
                 return BUILD_ROOT; /* the root element, whatever it is */
         case BUILD_ROOT:
-                if (plain && (xmlStrEqual(localname, BAD_CAST "name") || xmlStrEqual(localname, BAD_CAST "uuid")))
+                if (plain && (xmlStrEqual(localname, BAD_CAST "name") || xmlStrEqual(localname, BAD_CAST "uuid") ||
+                              xmlStrEqual(localname, BAD_CAST "numatune")))
                         return BUILD_KEEP;
                 if (plain && xmlStrEqual(localname, BAD_CAST "devices"))
                         return BUILD_DEVICES;

@@ -364,6 +364,23 @@ static int parse_identity(Domxml *d, xmlNode *name, xmlNode *uuid) {
         return 0;
 }
 
+/* <numatune><memory nodeset=>: the nodes the guest's memory is pinned to
+ * (Domxml.numa_nodes). Never an error: a preference. */
+static void parse_numatune(Domxml *d, const xmlNode *numatune) {
+        for (const xmlNode *c = numatune->children; c; c = c->next) {
+                _cleanup_xmlfree_ xmlChar *placement = NULL, *nodeset = NULL;
+
+                if (!is_element(c, "memory"))
+                        continue;
+                placement = attr_get(c, "placement");
+                nodeset = attr_get(c, "nodeset");
+                d->numa_nodes = 0;
+                if (nodeset && !(placement && xmlStrEqual(placement, BAD_CAST "auto")) &&
+                    nodeset_parse((const char *) nodeset, &d->numa_nodes) < 0)
+                        d->numa_nodes = 0;
+        }
+}
+
 /* Gives each hostdev what its metadata entry says. */
 static int apply_metadata(Domxml *d, const MetaEntry *entries, size_t n_entries) {
         for (size_t i = 0; i < n_entries; i++) {
@@ -432,6 +449,8 @@ int parse_tree(Domxml *d) {
                         r = parse_devices(d, c, &mdevs_allocated, &vgpus_allocated);
                         if (r < 0)
                                 return r;
+                } else if (is_element(c, "numatune")) {
+                        parse_numatune(d, c);
                 } else if (is_element(c, "metadata")) {
                         r = parse_metadata(d, c, &entries, &n_entries, &entries_allocated);
                         if (r < 0)

@@ -22,6 +22,7 @@
 #include <libxml/tree.h>
 #include <libxml/xmlsave.h>
 
+#include "nodeset.h"
 #include "util.h"
 
 #define DOMXML_NAMESPACE "http://mdev-hooks.org/xmlns/domain/1.0"
@@ -77,6 +78,15 @@ typedef struct Domxml {
         /* Every PCI hostdev (see DomxmlVgpu), in document order. */
         DomxmlVgpu *vgpus;
         size_t n_vgpus;
+        /* The NUMA nodes its memory is pinned to: <numatune><memory
+         * nodeset=> in any mode (strict, preferred, restrictive,
+         * interleave: each keeps the memory on those nodes), which
+         * placement prefers for its vGPUs (place.h). 0, no wish: no
+         * <numatune>, placement='auto' (numad chooses, and libvirt ignores
+         * a nodeset), no nodeset, or one that is not a node list (libvirt
+         * refuses those; a preference never refuses a guest). Nodes from
+         * NODESET_MAX on are left out (nodeset.h). */
+        NodeSet numa_nodes;
 } Domxml;
 
 /* Index of the mdev hostdev with this UUID, or -ENOENT. */

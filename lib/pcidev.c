@@ -29,3 +29,15 @@ int pci_device_driver(int rootfd, const char *addr, char out[NAME_STRING_MAX]) {
         memcpy(out, base, strlen(base) + 1);
         return 0;
 }
+
+int pci_device_numa_node(int rootfd, const char *addr) {
+        char a[PCI_ADDRESS_STRING_MAX], path[PATH_MAX], buf[32];
+        unsigned node;
+
+        if (!pci_address_normalize(addr, a))
+                return -1;
+        snprintf(path, sizeof path, "sys/bus/pci/devices/%s/numa_node", a);
+        if (read_small_at(rootfd, path, buf, sizeof buf) < 0 || safe_atou(buf, &node) < 0 || node > INT_MAX)
+                return -1; /* "-1", or nothing to read: no node */
+        return (int) node;
+}

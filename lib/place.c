@@ -2,7 +2,12 @@
 /* The one placement engine (place.h). */
 #include <string.h>
 
+#include "pcidev.h"
 #include "place.h"
+
+bool place_near(int rootfd, NodeSet wish, const char *parent) {
+        return wish != 0 && nodeset_has(wish, pci_device_numa_node(rootfd, parent));
+}
 
 int place_cmp_ties(const PlaceKey *a, const PlaceKey *b) {
         if (a->order != b->order)
@@ -11,6 +16,8 @@ int place_cmp_ties(const PlaceKey *a, const PlaceKey *b) {
 }
 
 int place_cmp(const PlaceKey *a, const PlaceKey *b, ConfigPlacement placement) {
+        if (a->near != b->near)
+                return a->near ? -1 : 1;
         if (a->room != b->room) {
                 if (placement == CONFIG_PLACEMENT_PACK)
                         return a->room < b->room ? -1 : 1;

@@ -5,6 +5,13 @@
  * mdevs: a parent and a type; vgpu-place.c's for VF kinds: a PF and a
  * type) and places them by these rules only:
  *
+ *   - near first (place_cmp()): when the guest's memory is pinned to NUMA
+ *     nodes (its <numatune>, a NodeSet: the wish), a candidate whose
+ *     parent is on one of them (place_near(): the parent's PCI numa_node)
+ *     goes before every one that is not, whatever their room. A
+ *     preference, never a refusal: with no room near, the others are
+ *     tried in the order below. No wish: every candidate is as near as
+ *     any other, and nothing is read;
  *   - the order (place_cmp()): `placement = pack` puts the candidate with
  *     the least room first (fill a GPU before the next: the others stay
  *     whole for a big type), `spread` the most room first; ties by the
@@ -26,12 +33,20 @@
 
 #include "config.h"
 #include "inventory.h"
+#include "nodeset.h"
 
 typedef struct PlaceKey {
         const char *parent;
         unsigned order; /* of the candidate's type in the guest's list */
         unsigned room;  /* how many more of the type it can take now (for VFs: an upper bound) */
+        bool near;      /* on a node the guest wishes (place_near()); false without a wish */
 } PlaceKey;
+
+/* Whether parent (a PCI address: an mdev parent, a PF) is on one of the
+ * nodes of wish: false without a wish (0) and then nothing is read, else
+ * one read of its numa_node (pcidev.h; a parent that is no PCI device, or
+ * that has no node, is near none). */
+bool place_near(int rootfd, NodeSet wish, const char *parent);
 
 /* <0, 0, >0 as a goes before, with, after b. */
 int place_cmp(const PlaceKey *a, const PlaceKey *b, ConfigPlacement placement);

@@ -23,6 +23,7 @@ typedef struct PfStat {
         unsigned other;              /* VFs carrying another type */
         unsigned nvfs;
         char free_vf[PCI_ADDRESS_STRING_MAX]; /* first unprogrammed VF nobody holds, "" none */
+        bool near;                   /* on a node the guest wishes (place_near()) */
         char why[160];               /* when it cannot take one */
 } PfStat;
 
@@ -128,8 +129,8 @@ static int type_pfs(const VfioKind *kind, int rootfd, const Config *c, const cha
  * its room. */
 static int stat_cmp(const void *x, const void *y, void *userdata) {
         const PfStat *s = x, *t = y;
-        PlaceKey a = { .parent = s->pf, .order = s->order, .room = s->nvfs - s->of_type - s->other };
-        PlaceKey b = { .parent = t->pf, .order = t->order, .room = t->nvfs - t->of_type - t->other };
+        PlaceKey a = { .parent = s->pf, .order = s->order, .room = s->nvfs - s->of_type - s->other, .near = s->near };
+        PlaceKey b = { .parent = t->pf, .order = t->order, .room = t->nvfs - t->of_type - t->other, .near = t->near };
 
         return place_cmp(&a, &b, *(const ConfigPlacement *) userdata);
 }
@@ -140,6 +141,7 @@ typedef struct Choose {
         int rootfd, ledgerfd;
         const Config *c;
         const char *boot_id, *guest;
+        NodeSet wish;
         char (*taken)[PCI_ADDRESS_STRING_MAX];
         size_t n_taken;
         PfStat *st;
@@ -178,7 +180,7 @@ static int pf_stat_read(Choose *ch, PfStat *s, const char *pf, const char *type,
                         continue;
                 /* a VF mdev-hooks kept programmed and free: first choice */
                 if (cur == id && ch->ledgerfd >= 0 && e.state == LEDGER_FREE && e.origin == LEDGER_CREATED &&
-                    streq(e.boot_id, ch->boot_id) && streq(e.uuid, *vf) && !ret->kept) {
+                    streq(e.boot_id, ch->boot_id) && streq(e.uuid, *vf) && !ret->kept && (!ch->wish || s->near)) {
                         *ret = (VgpuChoice) { .id = id, .program = false, .kept = true };
                         snprintf(ret->vf, sizeof ret->vf, "%s", *vf);
                         snprintf(ret->pf, sizeof ret->pf, "%.12s", pf);
@@ -263,6 +265,7 @@ static int type_stats_read(Choose *ch, char *const *types, unsigned order, VgpuC
                 s = &ch->st[ch->n_st++];
                 *s = (PfStat) { .type = type, .order = order };
                 snprintf(s->pf, sizeof s->pf, "%.12s", *pf);
+                s->near = place_near(ch->rootfd, ch->wish, s->pf);
                 r = pf_stat_read(ch, s, *pf, type, id, ret);
                 if (r != 0)
                         return r;
@@ -300,18 +303,26 @@ static int pf_stat_take(Choose *ch, PfStat *s, VgpuChoice *ret) {
 }
 
 int vgpu_choose(const VfioKind *kind, int rootfd, int ledgerfd, const Config *c, const char *boot_id, const char *guest,
-                char *const *types, const char *prefer, char (*taken)[PCI_ADDRESS_STRING_MAX], size_t n_taken,
-                VgpuChoice *ret) {
+                NodeSet wish, char *const *types, const char *prefer, char (*taken)[PCI_ADDRESS_STRING_MAX],
+                size_t n_taken, VgpuChoice *ret) {
         Choose ch = { .kind = kind, .rootfd = rootfd, .ledgerfd = ledgerfd, .c = c, .boot_id = boot_id,
-                      .guest = guest, .taken = taken, .n_taken = n_taken };
+                      .guest = guest, .wish = wish, .taken = taken, .n_taken = n_taken };
         _cleanup_free_ PfStat *st = NULL;
+        VgpuChoice far = { .vf = "" }; /* the incoming address, far from the guest's nodes */
         char why[2048] = "";
         size_t o = 0;
         int r;
 
         r = try_prefer(kind, rootfd, ledgerfd, boot_id, guest, types, prefer, ret);
-        if (r != 0 && !(r > 0 && taken_has(taken, n_taken, ret->vf)))
-                return r < 0 ? r : 0;
+        if (r < 0)
+                return r;
+        /* the incoming address, unless chosen already; when far from the
+         * guest's nodes, only if no PF near them can take one */
+        if (r > 0 && !taken_has(taken, n_taken, ret->vf)) {
+                if (!wish || place_near(rootfd, wish, ret->pf))
+                        return 0;
+                far = *ret;
+        }
 
         for (unsigned order = 0; types[order]; order++) {
                 r = type_stats_read(&ch, types, order, ret);
@@ -324,6 +335,8 @@ int vgpu_choose(const VfioKind *kind, int rootfd, int ledgerfd, const Config *c,
         for (size_t i = 0; i < ch.n_st; i++) {
                 PfStat *s = &st[i];
 
+                if (far.vf[0] && !s->near)
+                        break; /* nothing near: the incoming address as it is */
                 if (pf_stat_take(&ch, s, ret) > 0)
                         return 0;
                 error_clear();
@@ -332,6 +345,10 @@ int vgpu_choose(const VfioKind *kind, int rootfd, int ledgerfd, const Config *c,
                         if (k > 0)
                                 o += (size_t) k;
                 }
+        }
+        if (far.vf[0]) {
+                *ret = far;
+                return 0;
         }
         if (ch.n_st == 0)
                 return error_set(-ENOSPC, "no GPU is configured for %s here (name its PFs in [mdev_%s] device_addresses)",
@@ -392,8 +409,8 @@ int vgpu_migrate(HookContext *ctx, VgpuPlan *p) {
                 r = vgpu_want_types(p->kind, ctx->config, v, pf[0] ? pf : NULL, current, &types);
                 if (r < 0)
                         return r;
-                r = vgpu_choose(p->kind, ctx->rootfd, ctx->ledgerfd, ctx->config, ctx->boot_id, ctx->guest, types, v->pci,
-                                taken, p->n, &ch);
+                r = vgpu_choose(p->kind, ctx->rootfd, ctx->ledgerfd, ctx->config, ctx->boot_id, ctx->guest,
+                                dom->numa_nodes, types, v->pci, taken, p->n, &ch);
                 if (r < 0)
                         return error_prefix(r, "vGPU %s", v->pci);
                 *it = (VgpuItem) { .index = i, .id = ch.id, .program = ch.program };

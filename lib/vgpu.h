@@ -31,6 +31,7 @@
 
 #include "hook.h"
 #include "ledger.h"
+#include "nodeset.h"
 #include "vfio.h"
 
 typedef struct VgpuItem {
@@ -118,16 +119,19 @@ typedef struct VgpuChoice {
 
 /* Chooses a VF for one of types (config order) as the hook would: prefer
  * (may be NULL or "") if it is a VF here that can have the type and no other
- * guest holds it; else a VF kept free with the type (release = keep); else
+ * guest holds it (with a wish and on a PF far from it: only when no PF near
+ * it can take one); else a VF kept free
+ * with the type (release = keep; with a wish, only on a PF near it); else
  * an unprogrammed VF whose creatable list has the type, on the PFs the
  * config gives the type (device_addresses; a default type: every VFIO PF
- * not named elsewhere), ordered by placement (pack: the PF holding most
- * vGPUs of the type first; spread: fewest; ties by name), honouring
+ * not named elsewhere), ordered by placement (place.h: the PFs on a NUMA
+ * node of wish first, 0: no wish; pack: the PF holding most vGPUs of the
+ * type first; spread: fewest; ties by name), honouring
  * max_instances across the host. taken: VFs already chosen by this call.
  * guest: whose claims count as its own (may be NULL). -ENOSPC with a message
  * naming every PF and why when nothing fits. */
 int vgpu_choose(const VfioKind *k, int rootfd, int ledgerfd, const Config *c, const char *boot_id, const char *guest,
-                char *const *types, const char *prefer, char (*taken)[PCI_ADDRESS_STRING_MAX], size_t n_taken,
+                NodeSet wish, char *const *types, const char *prefer, char (*taken)[PCI_ADDRESS_STRING_MAX], size_t n_taken,
                 VgpuChoice *ret);
 
 /* migrate begin / restore begin for the domain's vGPUs: for each, a VF here

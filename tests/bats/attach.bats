@@ -401,6 +401,25 @@ whole_setup() {
         [ "$(record_get "$xe" guest)" = web1 ]
 }
 
+@test "attach gives a guest pinned to NUMA node 1 the VFs pick --numa-node 1 names, of every VF kind" {
+        local t want got
+        sim_umount
+        hook_setup numa
+        config_types nvidia-1150 "0000:42:00.0, 0000:c2:00.0" amd-mxgpu-2 "0000:43:00.0, 0000:c3:00.0" \
+                intel-xe-8192 "0000:44:00.0, 0000:c4:00.0"
+        guest web1
+        sed -i "s|^  <devices>|  <numatune>\n    <memory mode='strict' nodeset='1'/>\n  </numatune>\n  <devices>|" \
+                "$BATS_TEST_TMPDIR/web1.xml"
+        for t in nvidia-1150 amd-mxgpu-2 intel-xe-8192; do
+                want="$("$MH_CLI" pick "$t" --numa-node 1)"
+                [ "$(cat "$SIM_SYS/bus/pci/devices/$want/numa_node")" = 1 ]
+                [ "$want" != "$("$MH_CLI" pick "$t")" ]
+                vs define "$BATS_TEST_TMPDIR/web1.xml" \; mdev-hooks attach web1 "$t" \; dumpxml web1 --inactive
+                got=$(xml_after | sed -nE "s/.*<mh:vgpu pci=\"([^\"]+)\" type=\"$t\".*/\1/p")
+                [ "$got" = "$want" ] || { echo "$t: attach gave '$got', pick --numa-node 1 '$want'"; return 1; }
+        done
+}
+
 @test "attach never gives a whole VF that another guest names or holds, and says so when none is left" {
         whole_setup
         guest web2 "<hostdev mode='subsystem' type='pci' managed='yes'><source><address domain='0x0000' bus='0xc2' slot='0x00' function='0x4'/></source></hostdev>"

@@ -455,7 +455,7 @@ add_late_record() {
 
 @test "pick and placement sync parse their options as every command does: help, version, bad usage" {
         run -0 "$MH_CLI" pick --help
-        [[ "$output" == "Usage: mdev-hooks pick TYPE [--xml]"* ]]
+        [[ "$output" == "Usage: mdev-hooks pick TYPE [--numa-node N] [--xml]"* ]]
         run -0 "$MH_CLI" placement --help
         [[ "$output" == "Usage: mdev-hooks placement sync "* ]]
         run -0 "$MH_CLI" placement sync --help
@@ -466,9 +466,9 @@ add_late_record() {
         [[ "$output" == "mdev-hooks "* ]]
         # pick: one TYPE; its own --xml, not the options of other commands
         run -2 --separate-stderr "$MH_CLI" pick
-        [[ "$stderr" == "Usage: mdev-hooks pick TYPE [--xml]"* ]]
+        [[ "$stderr" == "Usage: mdev-hooks pick TYPE [--numa-node N] [--xml]"* ]]
         run -2 --separate-stderr "$MH_CLI" pick nvidia-1150 nvidia-1155
-        [[ "$stderr" == "Usage: mdev-hooks pick TYPE [--xml]"* ]]
+        [[ "$stderr" == "Usage: mdev-hooks pick TYPE [--numa-node N] [--xml]"* ]]
         run -2 --separate-stderr "$MH_CLI" pick --bogus nvidia-1150
         [ "$stderr" = "mdev-hooks: pick: unknown option or missing argument '--bogus'; see 'mdev-hooks pick --help'" ]
         run -2 --separate-stderr "$MH_CLI" pick --json nvidia-1150

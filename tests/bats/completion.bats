@@ -77,6 +77,16 @@ complete_words() {
         [[ "$output" != *nvidia-3* ]]
 }
 
+@test "pick --numa-node completes the host's NUMA nodes, and its value is not taken for TYPE" {
+        mkdir -p "$MDEV_HOOKS_ROOT/sys/devices/system/node/node0" "$MDEV_HOOKS_ROOT/sys/devices/system/node/node1"
+        run complete_words pick --numa-node ""
+        [ "$output" = $'0\n1' ]
+        run complete_words pick --numa-node 1 nvidia-3
+        [ "$output" = "$(printf 'nvidia-%s\n' 35 36 37 38 39)" ]
+        run complete_words pick --n
+        [ "$output" = --numa-node ]
+}
+
 @test "UUIDs come from the host: mdev-hooks list --json" {
         run complete_words list --uuid ""
         expected=$("$MH_CLI" list --json | sed -n 's/^ *"uuid": "\(.*\)"$/\1/p' | sort)

@@ -182,14 +182,31 @@ static void device_subsystem_link(Node *dev, const char *name, const char *devpa
         }
 }
 
-/* Creates the device directory (and bus/pci/devices link for PCI). */
-Node *device_add(const char *name, const char *devpath) {
+int numa_of(const char *name) {
+        for (size_t i = 0; i < model.n_numa; i++)
+                if (streq(model.numa[i].dev, name))
+                        return model.numa[i].node;
+        return -1;
+}
+
+/* Creates the device directory (and bus/pci/devices link and numa_node, as
+ * the kernel shows it: -1 without a node, for PCI). */
+Node *device_add_on(const char *name, const char *devpath, const char *node_of) {
         Node *dev = node_mkdir_p(model.devices, devpath);
-        if (name_is_pci(name))
+        if (name_is_pci(name)) {
                 node_link(model.bus_pci_devices, name, xasprintf("../../../devices/%s", devpath));
+                if (!node_child(dev, "numa_node", strlen("numa_node"))) {
+                        _cleanup_free_ char *node = xasprintf("%d", numa_of(node_of));
+                        node_text(dev, "numa_node", node);
+                }
+        }
         if (!node_child(dev, "subsystem", strlen("subsystem")))
                 device_subsystem_link(dev, name, devpath);
         return dev;
+}
+
+Node *device_add(const char *name, const char *devpath) {
+        return device_add_on(name, devpath, name);
 }
 
 void device_del(const char *name, Node *dev) {

@@ -231,8 +231,33 @@ static const char *stmt_mdev_bus(char **w, size_t n) {
         return NULL;
 }
 
+/* "numa DEVICE N": the NUMA node of a PCI parent or PF (and its VFs),
+ * served as its numa_node; a device without one shows -1, as on a host
+ * of one node. */
+static const char *stmt_numa(char **w, size_t n) {
+        unsigned u;
+
+        if (n != 3 || !name_is_pci(w[1]) || parse_uint(w[2], &u) < 0 || u > 1023)
+                return "expected: numa PCI-ADDRESS N (a node from 0 to 1023)";
+        if (numa_of(w[1]) >= 0)
+                return "a second numa statement for the device";
+        model.numa = xrealloc(model.numa, (model.n_numa + 1) * sizeof *model.numa);
+        model.numa[model.n_numa++] = (struct SimNuma) { .dev = xstrdup(w[1]), .node = (int) u };
+        return NULL;
+}
+
+static bool pf_named(const char *name) {
+        for (size_t i = 0; i < model.n_pfs; i++)
+                if (streq(model.pfs[i]->name, name))
+                        return true;
+        return false;
+}
+
 /* What the whole topology must hold once read; NULL when it does. */
 static const char *topo_check(void) {
+        for (size_t i = 0; i < model.n_numa; i++)
+                if (!parent_find(model.numa[i].dev) && !pf_named(model.numa[i].dev))
+                        return "a numa statement names no parent or PF of the topology";
         if (model.n_parents == 0 && model.n_pfs == 0)
                 return "no parent and no sriov statement";
         if (model.no_mdev_bus && model.n_parents > 0)
@@ -281,8 +306,10 @@ int topo_load(const char *file) {
                         bad = stmt_xe(w, n, cur);
                 else if (streq(w[0], "mdev_bus"))
                         bad = stmt_mdev_bus(w, n);
+                else if (streq(w[0], "numa"))
+                        bad = stmt_numa(w, n);
                 else
-                        bad = "unknown statement (types, type, end, parent, sriov, vfio, fakevf, amdgim, xe, mdev_bus)";
+                        bad = "unknown statement (types, type, end, parent, sriov, vfio, fakevf, amdgim, xe, mdev_bus, numa)";
                 if (bad)
                         return topo_fail(file, lineno, bad);
         }
@@ -368,6 +395,9 @@ void model_free(void) {
                 free(s->name);
                 free(s);
         }
+        for (size_t i = 0; i < model.n_numa; i++)
+                free(model.numa[i].dev);
+        free(model.numa);
         free(model.pfs);
         free(model.parents);
         free(model.sets);

@@ -128,7 +128,7 @@ static void vfio_vf_add(Pf *pf, unsigned i, const char *addr, const char *devpat
         v->name = xstrdup(addr);
         v->pf = pf;
         v->index = i;
-        v->dev = device_add(addr, devpath);
+        v->dev = device_add_on(addr, devpath, pf->name);
         node_link(v->dev, "physfn", xasprintf("../%s", pf->name));
         if (pf->vfm->driver)
                 node_link(v->dev, "driver", xasprintf("%sbus/pci/drivers/%s", up, pf->vfm->driver));
@@ -189,7 +189,7 @@ void pf_enable(Pf *pf, unsigned n) {
                 p->pf = pf;
                 p->nospace_errno = pf->vf_errno;
                 p->onetype = pf->vf_onetype;
-                p->dev = device_add(addr, devpath);
+                p->dev = device_add_on(addr, devpath, pf->name);
                 node_link(p->dev, "physfn", xasprintf("../%s", pf->name));
                 node_link(pf->dev, virtfn, xasprintf("../%s", addr));
                 parent_register(p);

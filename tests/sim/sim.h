@@ -232,6 +232,8 @@ struct Model {
         Node *class_mdev_bus, *bus_mdev_devices, *bus_pci_devices, *devices;
         unsigned n_mdevs;
         bool no_mdev_bus;   /* "mdev_bus absent": no class/mdev_bus, no bus/mdev */
+        struct SimNuma { char *dev; int node; } *numa; /* "numa DEVICE N" statements */
+        size_t n_numa;
         unsigned n_vfio_dev; /* vfio-dev/vfioN numbers handed out */
 };
 
@@ -314,6 +316,10 @@ void parent_unregister(Parent *p);
 bool name_is_pci(const char *s);
 char *pci_devpath(const char *addr);
 Node *device_add(const char *name, const char *devpath);
+/* device_add() of a device on the NUMA node of node_of (a VF: its PF's). */
+Node *device_add_on(const char *name, const char *devpath, const char *node_of);
+/* The node a "numa" statement gives the PCI device name, -1 when none does. */
+int numa_of(const char *name);
 void device_del(const char *name, Node *dev);
 Parent *parent_new(const char *name, const char *devpath, const TypeSet *set);
 void parent_free(Parent *p);

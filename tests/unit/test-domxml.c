@@ -1113,6 +1113,38 @@ static void test_vgpu_sched(void) {
         }
 }
 
+/* <numatune><memory nodeset=>: the guest's wish, in every mode, both
+ * parses; none without a nodeset, with placement='auto', or unreadable. */
+static NodeSet numa_of(const char *numatune, bool full) {
+        static const char fmt[] = "<domain><name>n</name>%s<devices/></domain>";
+        _cleanup_domxml_free_ Domxml *d = NULL;
+        char buf[1024];
+        size_t n = (size_t) snprintf(buf, sizeof buf, fmt, numatune);
+
+        error_clear();
+        check((full ? domxml_parse_full(buf, n, &d) : domxml_parse(buf, n, &d)) == 0);
+        return d ? d->numa_nodes : (NodeSet) -1;
+}
+
+static void test_numatune(void) {
+        for (int full = 0; full < 2; full++) {
+                check(numa_of("", full) == 0);
+                check(numa_of("<numatune><memory mode='strict' nodeset='1'/></numatune>", full) == 0x2);
+                check(numa_of("<numatune><memory nodeset='0-3,^2'/></numatune>", full) == 0xb);
+                check(numa_of("<numatune><memory mode='preferred' nodeset='1'/></numatune>", full) == 0x2);
+                check(numa_of("<numatune><memory mode='restrictive' nodeset='3'/></numatune>", full) == 0x8);
+                check(numa_of("<numatune><memory mode='interleave' nodeset='0,1'/></numatune>", full) == 0x3);
+                check(numa_of("<numatune><memory mode='strict' placement='auto'/></numatune>", full) == 0);
+                check(numa_of("<numatune><memory placement='auto' nodeset='1'/></numatune>", full) == 0);
+                check(numa_of("<numatune><memory mode='strict' placement='static' nodeset='1'/>"
+                              "<memnode cellid='0' mode='strict' nodeset='0'/></numatune>", full) == 0x2);
+                check(numa_of("<numatune><memory nodeset='x'/></numatune>", full) == 0);
+                /* elsewhere than under <domain>, or another namespace's: not the guest's */
+                check(numa_of("<metadata><numatune><memory nodeset='1'/></numatune></metadata>", full) == 0);
+                check(numa_of("<n:numatune xmlns:n='urn:x'><memory nodeset='1'/></n:numatune>", full) == 0);
+        }
+}
+
 int main(void) {
         test_two_mdevs();
         test_no_mdev();
@@ -1127,6 +1159,7 @@ int main(void) {
         test_name_checks();
         test_class_length();
         test_vgpu_sched();
+        test_numatune();
         test_rewrite_changes_only_uuids();
         test_rewrite_bytes();
         test_set_uuid_checks();
