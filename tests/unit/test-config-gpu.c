@@ -8,44 +8,15 @@
 #include <stdio.h>
 
 #include "check.h"
+#include "config-fixture.h"
 #include "config.h"
 
 static char tmpdir[] = "/tmp/test-config-gpu-XXXXXX";
-static char path[256];
-
-static int load(const char *text, Config **ret, char ***ret_errors) {
-        int fd;
-
-        unlink(path);
-        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        check(fd >= 0);
-        check(write(fd, text, strlen(text)) == (ssize_t) strlen(text));
-        close(fd);
-        return config_load(-1, path, ret, ret_errors);
-}
-
-static void expect_error(const char *text, unsigned line, const char *what) {
-        char **errors = NULL, prefix[300];
-        Config *c = NULL;
-        bool found = false;
-
-        check(load(text, &c, &errors) == -EINVAL);
-        snprintf(prefix, sizeof prefix, "%s:%u: ", path, line);
-        for (char **e = errors; e && *e; e++)
-                found |= strncmp(*e, prefix, strlen(prefix)) == 0 && strstr(*e, what);
-        if (!found) {
-                fprintf(stderr, "expected line %u: '%s'; got:\n", line, what);
-                for (char **e = errors; e && *e; e++)
-                        fprintf(stderr, "  %s\n", *e);
-                abort();
-        }
-        strv_free(errors);
-}
 
 static void test_defaults(void) {
         _cleanup_config_free_ Config *c = NULL;
 
-        check(load("[hooks]\nrelease = remove\n", &c, NULL) == 0);
+        check(config_fixture_load("[hooks]\nrelease = remove\n", &c, NULL) == 0);
         check(c->n_gpus == 0);
         check(!c->gpu_sriov_manage && !c->gpu_nvidia_smi);
         check(c->gpu_unbind_retries == 5 && c->gpu_unbind_retry_ms == 1000);
@@ -56,7 +27,7 @@ static void test_sections(void) {
         _cleanup_config_free_ Config *c = NULL;
         const ConfigGpu *g;
 
-        check(load("[gpu]\nsriov_manage = /opt/sm\nnvidia_smi = /opt/smi\nunbind_retries = 2\nunbind_retry_ms = 0\n"
+        check(config_fixture_load("[gpu]\nsriov_manage = /opt/sm\nnvidia_smi = /opt/smi\nunbind_retries = 2\nunbind_retry_ms = 0\n"
                    "[gpu_0000:41:00.0]\nmode = mixed\n"
                    "[gpu_0000:C1:00.0]\nmode = mig\nmig_instances = 1g.24gb, 1g.24gb,2g.48gb\n"
                    "[gpu_0000:81:00.0]\n",
@@ -84,39 +55,39 @@ static void test_mixed_under_several_types(void) {
         _cleanup_free_ char *mixed = strdup_printf("%s[gpu_0000:41:00.0]\nmode = mixed\n", two);
         _cleanup_free_ char *equal = strdup_printf("%s[gpu_0000:41:00.0]\nmode = equal\n", two);
 
-        check(load(mixed, &c, NULL) == 0);
+        check(config_fixture_load(mixed, &c, NULL) == 0);
         check(config_find_type(c, "nvidia-1201") && config_find_type(c, "nvidia-1202"));
-        expect_error(two, 6, "is listed under two types");
-        expect_error(equal, 6, "is listed under two types");
+        config_fixture_expect_error(two, 6, "is listed under two types");
+        config_fixture_expect_error(equal, 6, "is listed under two types");
 }
 
 static void test_errors(void) {
-        expect_error("[gpu]\nsriov_manage = sriov-manage\n", 2, "must be an absolute path");
-        expect_error("[gpu]\nnvidia_smi = /a\nnvidia_smi = /b\n", 3, "duplicate key 'nvidia_smi'");
-        expect_error("[gpu]\nunbind_retries = many\n", 2, "unbind_retries must be an integer");
-        expect_error("[gpu]\nretries = 1\n", 2, "unknown key 'retries' in [gpu]");
-        expect_error("[gpu_41:00]\nmode = mixed\n", 1, "is not a PF's PCI address");
-        expect_error("[gpu_0000:41:00.0]\nmode = fast\n", 2, "mode must be equal, mixed or mig, not 'fast'");
-        expect_error("[gpu_0000:41:00.0]\nmode = mig\n", 1, "mode = mig but no mig_instances");
-        expect_error("[gpu_0000:41:00.0]\nmig_instances = 1g.24gb\n", 1, "has mig_instances but mode = equal");
-        expect_error("[gpu_0000:41:00.0]\nmode = mig\nmig_instances = 1g.24gb, big\n", 3,
+        config_fixture_expect_error("[gpu]\nsriov_manage = sriov-manage\n", 2, "must be an absolute path");
+        config_fixture_expect_error("[gpu]\nnvidia_smi = /a\nnvidia_smi = /b\n", 3, "duplicate key 'nvidia_smi'");
+        config_fixture_expect_error("[gpu]\nunbind_retries = many\n", 2, "unbind_retries must be an integer");
+        config_fixture_expect_error("[gpu]\nretries = 1\n", 2, "unknown key 'retries' in [gpu]");
+        config_fixture_expect_error("[gpu_41:00]\nmode = mixed\n", 1, "is not a PF's PCI address");
+        config_fixture_expect_error("[gpu_0000:41:00.0]\nmode = fast\n", 2, "mode must be equal, mixed or mig, not 'fast'");
+        config_fixture_expect_error("[gpu_0000:41:00.0]\nmode = mig\n", 1, "mode = mig but no mig_instances");
+        config_fixture_expect_error("[gpu_0000:41:00.0]\nmig_instances = 1g.24gb\n", 1, "has mig_instances but mode = equal");
+        config_fixture_expect_error("[gpu_0000:41:00.0]\nmode = mig\nmig_instances = 1g.24gb, big\n", 3,
                      "'big' is not a GPU instance profile");
-        expect_error("[gpu_0000:41:00.0]\nmode = mixed\n[gpu_0000:41:00.0]\n", 3, "duplicate section [gpu_0000:41:00.0] (first on line 1)");
-        expect_error("[gpu_0000:41:00.0]\nmode = mixed\nmode = mig\n", 3, "duplicate key 'mode'");
-        expect_error("[sriov]\n0000:41:00.0 = max\n[gpu_0000:41:00.0]\nmode = mixed\n", 2,
+        config_fixture_expect_error("[gpu_0000:41:00.0]\nmode = mixed\n[gpu_0000:41:00.0]\n", 3, "duplicate section [gpu_0000:41:00.0] (first on line 1)");
+        config_fixture_expect_error("[gpu_0000:41:00.0]\nmode = mixed\nmode = mig\n", 3, "duplicate key 'mode'");
+        config_fixture_expect_error("[sriov]\n0000:41:00.0 = max\n[gpu_0000:41:00.0]\nmode = mixed\n", 2,
                      "0000:41:00.0 is in [sriov] and has [gpu_0000:41:00.0] (line 3)");
 }
 
 int main(void) {
         check(mkdtemp(tmpdir));
-        snprintf(path, sizeof path, "%s/mdev-hooks.conf", tmpdir);
+        snprintf(config_path, sizeof config_path, "%s/mdev-hooks.conf", tmpdir);
 
         test_defaults();
         test_sections();
         test_mixed_under_several_types();
         test_errors();
 
-        unlink(path);
+        unlink(config_path);
         rmdir(tmpdir);
         return 0;
 }

@@ -10,59 +10,29 @@
 
 #include "amdgim.h"
 #include "check.h"
+#include "config-fixture.h"
 #include "config.h"
 #include "xesriov.h"
 
 static char tmpdir[] = "/tmp/test-gpu-declared-XXXXXX";
-static char path[256];
-
-static int load(const char *text, Config **ret, char ***ret_errors) {
-        int fd;
-
-        unlink(path);
-        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        check(fd >= 0);
-        check(write(fd, text, strlen(text)) == (ssize_t) strlen(text));
-        close(fd);
-        return config_load(-1, path, ret, ret_errors);
-}
-
-/* The config is refused with an error on line that says what. */
-static void expect_error(const char *text, unsigned line, const char *what) {
-        char **errors = NULL, prefix[300];
-        Config *c = NULL;
-        bool found = false;
-
-        check(load(text, &c, &errors) == -EINVAL);
-        snprintf(prefix, sizeof prefix, "%s:%u: ", path, line);
-        for (char **e = errors; e && *e; e++)
-                found |= strncmp(*e, prefix, strlen(prefix)) == 0 && strstr(*e, what);
-        if (!found) {
-                fprintf(stderr, "expected line %u: '%s'; got:\n", line, what);
-                for (char **e = errors; e && *e; e++)
-                        fprintf(stderr, "  %s\n", *e);
-                abort();
-        }
-        strv_free(errors);
-}
 
 static void test_spatial_partition_read(void) {
         _cleanup_config_free_ Config *c = NULL;
 
-        check(load("[gpu_0000:c1:00.0]\nspatial_partition = CPX\n[gpu_0000:41:00.0]\nmode = mixed\n", &c, NULL) == 0);
+        check(config_fixture_load("[gpu_0000:c1:00.0]\nspatial_partition = CPX\n[gpu_0000:41:00.0]\nmode = mixed\n", &c, NULL) == 0);
         check_streq(config_gpu(c, "0000:c1:00.0")->spatial_partition, "CPX");
         check(config_gpu(c, "0000:c1:00.0")->mode == CONFIG_GPU_MODE_EQUAL);
         check(!config_gpu(c, "0000:41:00.0")->spatial_partition);
 }
 
 static void test_spatial_partition_errors(void) {
-        expect_error("[gpu_0000:c1:00.0]\nspatial_partition = cpx\n", 2, "spatial_partition must be SPX, DPX, QPX or CPX, not 'cpx'");
-        expect_error("[gpu_0000:c1:00.0]\nspatial_partition = NPS4\n", 2, "not 'NPS4'");
-        expect_error("[gpu_0000:c1:00.0]\nspatial_partition = CPX\nspatial_partition = DPX\n", 3, "spatial_partition");
-        expect_error("[gpu_0000:c1:00.0]\nspatial_partition = CPX\nmode = mig\nmig_instances = 1g.24gb\n", 1,
+        config_fixture_expect_error("[gpu_0000:c1:00.0]\nspatial_partition = cpx\n", 2, "spatial_partition must be SPX, DPX, QPX or CPX, not 'cpx'");
+        config_fixture_expect_error("[gpu_0000:c1:00.0]\nspatial_partition = NPS4\n", 2, "not 'NPS4'");
+        config_fixture_expect_error("[gpu_0000:c1:00.0]\nspatial_partition = CPX\nspatial_partition = DPX\n", 3, "spatial_partition");
+        config_fixture_expect_error("[gpu_0000:c1:00.0]\nspatial_partition = CPX\nmode = mig\nmig_instances = 1g.24gb\n", 1,
                      "has spatial_partition (an AMD GPU's) and mig_instances");
-        expect_error("[gpu_0000:c1:00.0]\nmode = mixed\nspatial_partition = CPX\n", 1, "and mode (an NVIDIA GPU's)");
-        expect_error("[gpu_0000:c1:00.0]\npartition = CPX\n", 2, "unknown key 'partition' in [gpu_0000:c1:00.0]");
+        config_fixture_expect_error("[gpu_0000:c1:00.0]\nmode = mixed\nspatial_partition = CPX\n", 1, "and mode (an NVIDIA GPU's)");
+        config_fixture_expect_error("[gpu_0000:c1:00.0]\npartition = CPX\n", 2, "unknown key 'partition' in [gpu_0000:c1:00.0]");
 }
 
 static void test_partition_vfs(void) {
@@ -100,16 +70,16 @@ static void test_xe_keys(void) {
         _cleanup_config_free_ Config *c = NULL;
         const ConfigGpu *g;
 
-        check(load("[gpu_0000:03:00.0]\nvfs = 3\nvram_quota = 6G\n[gpu_0000:05:00.0]\nvfs = 2\n", &c, NULL) == 0);
+        check(config_fixture_load("[gpu_0000:03:00.0]\nvfs = 3\nvram_quota = 6G\n[gpu_0000:05:00.0]\nvfs = 2\n", &c, NULL) == 0);
         g = config_gpu(c, "0000:03:00.0");
         check(g->vfs == 3 && g->vram_quota.n == 1 && g->vram_quota.v[0] == 6ull << 30);
         g = config_gpu(c, "0000:05:00.0");
         check(g->vfs == 2 && g->vram_quota.n == 0 && !g->vram_quota.v);
-        expect_error("[gpu_0000:03:00.0]\nvfs = 0\n", 2, "vfs must be a number of VFs from 1 to 4096, not '0'");
-        expect_error("[gpu_0000:03:00.0]\nvfs = 2\nvram_quota = 8GB\n", 3, "vram_quota must be a size such as 8G");
-        expect_error("[gpu_0000:03:00.0]\nvram_quota = 8G\n", 1, "has vram_quota but no vfs");
-        expect_error("[gpu_0000:03:00.0]\nvfs = 2\nspatial_partition = CPX\n", 1, "has vfs (an Intel GPU's) and spatial_partition");
-        expect_error("[gpu_0000:03:00.0]\nvfs = 2\nmode = mixed\n", 1, "has vfs (an Intel GPU's) and mode or mig_instances");
+        config_fixture_expect_error("[gpu_0000:03:00.0]\nvfs = 0\n", 2, "vfs must be a number of VFs from 1 to 4096, not '0'");
+        config_fixture_expect_error("[gpu_0000:03:00.0]\nvfs = 2\nvram_quota = 8GB\n", 3, "vram_quota must be a size such as 8G");
+        config_fixture_expect_error("[gpu_0000:03:00.0]\nvram_quota = 8G\n", 1, "has vram_quota but no vfs");
+        config_fixture_expect_error("[gpu_0000:03:00.0]\nvfs = 2\nspatial_partition = CPX\n", 1, "has vfs (an Intel GPU's) and spatial_partition");
+        config_fixture_expect_error("[gpu_0000:03:00.0]\nvfs = 2\nmode = mixed\n", 1, "has vfs (an Intel GPU's) and mode or mig_instances");
 }
 
 /* VF k's value of a per-VF key: one for every VF, or its own. */
@@ -127,7 +97,7 @@ static void test_xe_lists(void) {
         const ConfigGpu *g;
         uint64_t v = 7;
 
-        check(load("[gpu_0000:03:00.0]\nvfs = 4\nvram_quota = 8G, 8G, 4G,4G\nexec_quantum_ms = 20\n"
+        check(config_fixture_load("[gpu_0000:03:00.0]\nvfs = 4\nvram_quota = 8G, 8G, 4G,4G\nexec_quantum_ms = 20\n"
                    "preempt_timeout_us = 500000, 0, 100, 200\n",
                    &c, NULL) == 0);
         g = config_gpu(c, "0000:03:00.0");
@@ -146,18 +116,18 @@ static void test_xe_lists(void) {
 
 static void test_xe_list_errors(void) {
         /* a list whose length is not vfs: its own line */
-        expect_error("[gpu_0000:03:00.0]\nvfs = 4\nvram_quota = 8G, 8G, 4G\n", 3,
+        config_fixture_expect_error("[gpu_0000:03:00.0]\nvfs = 4\nvram_quota = 8G, 8G, 4G\n", 3,
                      "vram_quota lists 3 values but [gpu_0000:03:00.0] has vfs = 4: give one value for every VF, or one per VF");
-        expect_error("[gpu_0000:03:00.0]\nexec_quantum_ms = 10, 20\nvfs = 3\n", 2, "exec_quantum_ms lists 2 values but [gpu_0000:03:00.0] has vfs = 3");
-        expect_error("[gpu_0000:03:00.0]\nvfs = 2\npreempt_timeout_us = 1,2,3\n", 3, "preempt_timeout_us lists 3 values");
-        expect_error("[gpu_0000:03:00.0]\nvfs = 2\nvram_quota = 8G, 0\n", 3, "vram_quota must be a size such as 8G or 512M (K, M, G, T by 1024), or one per VF separated by commas, not '0'");
-        expect_error("[gpu_0000:03:00.0]\nvfs = 2\nexec_quantum_ms = 4294967296\n", 3,
+        config_fixture_expect_error("[gpu_0000:03:00.0]\nexec_quantum_ms = 10, 20\nvfs = 3\n", 2, "exec_quantum_ms lists 2 values but [gpu_0000:03:00.0] has vfs = 3");
+        config_fixture_expect_error("[gpu_0000:03:00.0]\nvfs = 2\npreempt_timeout_us = 1,2,3\n", 3, "preempt_timeout_us lists 3 values");
+        config_fixture_expect_error("[gpu_0000:03:00.0]\nvfs = 2\nvram_quota = 8G, 0\n", 3, "vram_quota must be a size such as 8G or 512M (K, M, G, T by 1024), or one per VF separated by commas, not '0'");
+        config_fixture_expect_error("[gpu_0000:03:00.0]\nvfs = 2\nexec_quantum_ms = 4294967296\n", 3,
                      "exec_quantum_ms must be a number from 0 (unlimited) to 4294967295, or one per VF separated by commas, not '4294967296'");
-        expect_error("[gpu_0000:03:00.0]\nvfs = 2\npreempt_timeout_us = -1\n", 3, "preempt_timeout_us must be a number from 0");
-        expect_error("[gpu_0000:03:00.0]\nvfs = 2\nexec_quantum_ms = ,\n", 3, "exec_quantum_ms has no value");
-        expect_error("[gpu_0000:03:00.0]\nexec_quantum_ms = 20\n", 1, "[gpu_0000:03:00.0] has exec_quantum_ms but no vfs");
-        expect_error("[gpu_0000:03:00.0]\nvfs = 2\nexec_quantum_ms = 1\nexec_quantum_ms = 2\n", 4, "duplicate key 'exec_quantum_ms'");
-        expect_error("[gpu_0000:03:00.0]\nvfs = 2\nsched_priority = low\n", 3, "unknown key 'sched_priority' in [gpu_0000:03:00.0]");
+        config_fixture_expect_error("[gpu_0000:03:00.0]\nvfs = 2\npreempt_timeout_us = -1\n", 3, "preempt_timeout_us must be a number from 0");
+        config_fixture_expect_error("[gpu_0000:03:00.0]\nvfs = 2\nexec_quantum_ms = ,\n", 3, "exec_quantum_ms has no value");
+        config_fixture_expect_error("[gpu_0000:03:00.0]\nexec_quantum_ms = 20\n", 1, "[gpu_0000:03:00.0] has exec_quantum_ms but no vfs");
+        config_fixture_expect_error("[gpu_0000:03:00.0]\nvfs = 2\nexec_quantum_ms = 1\nexec_quantum_ms = 2\n", 4, "duplicate key 'exec_quantum_ms'");
+        config_fixture_expect_error("[gpu_0000:03:00.0]\nvfs = 2\nsched_priority = low\n", 3, "unknown key 'sched_priority' in [gpu_0000:03:00.0]");
 }
 
 /* An Intel GPU with VFs of two quotas serves two types; under a type its
@@ -172,14 +142,14 @@ static void test_xe_two_types(void) {
         _cleanup_free_ char *none = strdup_printf("%s[gpu_0000:03:00.0]\nvfs = 4\n", two);
         const ConfigType *types[4];
 
-        check(load(mixed, &c, NULL) == 0);
+        check(config_fixture_load(mixed, &c, NULL) == 0);
         check(config_parent_types(c, "0000:03:00.0", types, 4) == 2);
         check_streq(types[0]->name, "intel-xe-8192");
         check_streq(types[1]->name, "intel-xe-4096");
-        expect_error(one, 6, "'0000:03:00.0' is listed under intel-xe-4096, but [gpu_0000:03:00.0] (line 7) declares VFs of intel-xe-8192 only (vram_quota, in MiB)");
-        expect_error(none, 6, "'0000:03:00.0' is listed under two types, intel-xe-8192 (line 4) and intel-xe-4096, but [gpu_0000:03:00.0] (line 7) declares no vram_quota");
+        config_fixture_expect_error(one, 6, "'0000:03:00.0' is listed under intel-xe-4096, but [gpu_0000:03:00.0] (line 7) declares VFs of intel-xe-8192 only (vram_quota, in MiB)");
+        config_fixture_expect_error(none, 6, "'0000:03:00.0' is listed under two types, intel-xe-8192 (line 4) and intel-xe-4096, but [gpu_0000:03:00.0] (line 7) declares no vram_quota");
         /* and an NVIDIA GPU of one size still serves one type */
-        expect_error("[devices]\nenabled_mdev_types = nvidia-1, nvidia-2\n[mdev_nvidia-1]\ndevice_addresses = 0000:41:00.0\n"
+        config_fixture_expect_error("[devices]\nenabled_mdev_types = nvidia-1, nvidia-2\n[mdev_nvidia-1]\ndevice_addresses = 0000:41:00.0\n"
                      "[mdev_nvidia-2]\ndevice_addresses = 0000:41:00.0\n",
                      6, "is listed under two types");
 }
@@ -212,7 +182,7 @@ static void test_sizes(void) {
 
 int main(void) {
         check(mkdtemp(tmpdir));
-        snprintf(path, sizeof path, "%s/mdev-hooks.conf", tmpdir);
+        snprintf(config_path, sizeof config_path, "%s/mdev-hooks.conf", tmpdir);
         test_spatial_partition_read();
         test_spatial_partition_errors();
         test_partition_vfs();
@@ -222,7 +192,7 @@ int main(void) {
         test_xe_list_errors();
         test_xe_two_types();
         test_sizes();
-        unlink(path);
+        unlink(config_path);
         rmdir(tmpdir);
         return 0;
 }
